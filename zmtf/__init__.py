@@ -1,0 +1,51 @@
+"""zmtf: the TensorFlow 1.x graph-and-cluster runtime, rebuilt over ZeroMQ.
+
+``import zmtf as tf`` and write TF1 code. This module only re-exports; importing it starts
+no threads, opens no sockets and compiles no kernels.
+"""
+
+from zmtf import errors, nn, test, train
+from zmtf.client.async_session import AsyncSession
+from zmtf.client.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from zmtf.client.session import InteractiveSession, Session, get_default_session
+from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.dtypes import (
+    DType, as_dtype, bool_ as bool, double, float16, float32, float64, half, int8, int16, int32, int64,
+    uint8, uint16, uint32, uint64,
+)
+from zmtf.framework.graph import (
+    Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph,
+)
+from zmtf.framework.ops.array_ops import (
+    broadcast_to, concat, expand_dims, fill, identity, one_hot, ones, ones_like, placeholder,
+    reshape, shape, squeeze, stack, transpose, zeros, zeros_like,
+)
+from zmtf.framework.ops.constant_op import constant, convert_to_tensor
+from zmtf.framework.ops.control_flow_ops import group, no_op, tuple_ as tuple
+from zmtf.framework.ops.math_ops import (
+    abs, add, add_n, argmax, argmin, cast, divide, equal, exp, floordiv, floormod, greater,
+    greater_equal, less, less_equal, log, logical_and, logical_not, logical_or, matmul, maximum,
+    minimum, multiply, negative, not_equal, pow, reciprocal, reduce_all, reduce_any, reduce_max,
+    reduce_mean, reduce_min, reduce_prod, reduce_sum, rsqrt, sigmoid, sign, sqrt, square,
+    squared_difference, subtract, tanh, to_float, truediv,
+)
+from zmtf.framework.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
+from zmtf.framework.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from zmtf.framework.scopes import (
+    add_to_collection, colocate_with, control_dependencies, device, get_collection, name_scope,
+)
+from zmtf.framework.tensor_shape import TensorShape
+from zmtf.framework.variables import (
+    Variable, all_variables, global_variables, global_variables_initializer, initialize_all_variables,
+    local_variables, local_variables_initializer, trainable_variables, variables_initializer,
+)
+
+mod = floormod
+div = truediv
+mul = multiply
+sub = subtract
+neg = negative
+
+__version__ = "0.1.0"
+
+__all__ = [name for name in dir() if not name.startswith("_")]

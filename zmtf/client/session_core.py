@@ -1,0 +1,168 @@
+"""The step logic shared by Session and AsyncSession for an in-process target.
+
+``begin`` resolves fetches and feeds and finds (or builds) the bound plan; ``start`` hands
+it to the executor; ``finish`` rebuilds the fetch structure. Session and AsyncSession differ
+only in how they wait for the executor's Future.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zmtf import kernels
+from zmtf.client.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.client.fetches import Rebuild, flatten
+from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
+from zmtf.framework.graph import Graph, Operation, Tensor
+from zmtf.placement.plan import plan_step
+from zmtf.runtime.context import KernelContext
+from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_cpu_device
+from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, bind, fetched
+from zmtf.runtime.resources import ResourceContainer
+
+placement_log = logging.getLogger("zmtf.placement")
+LOCAL_TASK = DeviceSpec(job="localhost", replica=0, task=0)
+
+
+@dataclass(slots=True)
+class StepCall:
+    """One run() in flight: the bound plan, the feed values and how to rebuild the result."""
+
+    step: BoundStep
+    feed_values: list[Any]
+    rebuild: Rebuild
+    trace: list[NodeTrace] | None
+    run_metadata: RunMetadata | None
+    timeout: float | None
+
+
+def _supports(op_type: str, device_type: str, dtype: str | None) -> bool:
+    return kernels.supports(op_type, device_type, dtype)
+
+
+class LocalSessionCore:
+    """Plans, caches and executes steps of one graph in this process."""
+
+    def __init__(self, graph: Graph, config: ConfigProto | None) -> None:
+        self.graph = graph
+        self.config = config or ConfigProto()
+        self.devices: list[LocalDevice] = [local_cpu_device()]
+        self._own_pools = self.config.use_per_session_threads
+        self._pools = (DevicePools(self.config.inter_op_parallelism_threads) if self._own_pools
+                       else SHARED_POOLS.get(self.config.inter_op_parallelism_threads))
+        self.executor = Executor(self._pools)
+        self.resources = ResourceContainer()
+        intra = self.config.intra_op_parallelism_threads or self._pools.threads
+        self.context = KernelContext(self.resources, intra)
+        self._placements: dict[str, str] = {}
+        self._plans: dict[tuple, BoundStep] = {}
+        self._lock = threading.Lock()
+        if self.config.log_device_placement:
+            _make_placement_log_visible()
+            for d in self.devices:
+                placement_log.info("Created device %s (%s)", d.name, d.description)
+
+    # ---- one step ---------------------------------------------------------------
+    def begin(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
+              run_metadata: RunMetadata | None) -> StepCall:
+        elements, rebuild = flatten(self.graph, fetches)
+        fetch_tensors = [e for e in elements if isinstance(e, Tensor)]
+        targets = [e for e in elements if isinstance(e, Operation)]
+        feed_tensors, feed_values = self._feeds(feed_dict or {})
+        step = self._bound_step(fetch_tensors, feed_tensors, targets)
+        tensor_pos = {id(t): i for i, t in enumerate(fetch_tensors)}
+        order = [tensor_pos.get(id(e)) for e in elements]
+
+        def rebuild_all(values: list[Any]) -> Any:
+            return rebuild([None if i is None else fetched(values[i]) for i in order])
+
+        tracing = options is not None and options.trace_level > 0 and run_metadata is not None
+        timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms
+        return StepCall(step, feed_values, rebuild_all, [] if tracing else None, run_metadata,
+                        timeout_ms / 1000.0 if timeout_ms > 0 else None)
+
+    def start(self, call: StepCall, *, inline: bool) -> Any:
+        return self.executor.run(call.step, call.feed_values, self.context, inline=inline,
+                                 trace=call.trace)
+
+    def finish(self, call: StepCall, values: list[Any]) -> Any:
+        if call.run_metadata is not None and call.trace is not None:
+            call.run_metadata.step_stats = list(call.trace)
+        return call.rebuild(values)
+
+    # ---- plans and feeds ------------------------------------------------------------
+    def _bound_step(self, fetches: list[Tensor], feeds: list[Tensor], targets: list[Operation]) -> BoundStep:
+        key = (self.graph.version, tuple(map(id, fetches)), tuple(map(id, feeds)), tuple(map(id, targets)))
+        step = self._plans.get(key)
+        if step is not None:
+            return step
+        with self._lock:
+            plan = plan_step(fetches, feeds, targets, [d.name for d in self.devices], _supports,
+                             task=LOCAL_TASK, previous=self._placements,
+                             allow_soft_placement=self.config.allow_soft_placement)
+            for name, device in plan.placement.devices.items():
+                self._placements.setdefault(name, device)
+            if self.config.log_device_placement:
+                for line in plan.placement.log_lines:
+                    placement_log.info("%s", line)
+            step = bind(plan, kernels.lookup)
+            if len(self._plans) > 256:
+                self._plans.clear()
+            self._plans[key] = step
+        return step
+
+    def _feeds(self, feed_dict: dict) -> tuple[list[Tensor], list[Any]]:
+        tensors, values = [], []
+        for key, value in feed_dict.items():
+            element = self.graph.as_graph_element(key, allow_operation=False)
+            if not isinstance(element, Tensor):
+                raise FetchNotFoundError(None, None, f"Cannot feed {key!r}: it names an Operation, "
+                                         f"not a Tensor; feed one of its outputs such as '{element.name}:0'.")
+            tensors.append(element)
+            values.append(_feed_value(element, value))
+        return tensors, values
+
+    def close(self) -> None:
+        if self._own_pools:
+            self._pools.shutdown()
+
+
+def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
+    """The fed value as an array of the tensor's dtype, checked against its static shape."""
+    target = tensor.dtype.np
+    array = np.asarray(value)
+    if array.dtype != target:
+        if array.dtype == object or not (np.can_cast(array.dtype, target, "same_kind")
+                                         or (array.dtype.kind in "iub" and target.kind in "iuf")):
+            raise FeedMismatchError(
+                None, None,
+                f"Cannot feed value of dtype {array.dtype} for Tensor '{tensor.name}', which has "
+                f"dtype {tensor.dtype.name}: convert the value with np.asarray(value, "
+                f"dtype=np.{tensor.dtype.name}).", node_name=tensor.op.name)
+        array = array.astype(target)
+    if not tensor.shape.is_compatible_with(array.shape):
+        raise FeedMismatchError(
+            None, None,
+            f"Cannot feed value of shape {array.shape} for Tensor '{tensor.name}', which has "
+            f"shape '{tensor.shape}'", node_name=tensor.op.name)
+    return array
+
+
+def _make_placement_log_visible() -> None:
+    """TF users expect placement lines on stderr; add a handler unless logging is configured."""
+    logger = logging.getLogger("zmtf")
+    if logger.handlers or logging.getLogger().handlers:
+        if logger.level == logging.NOTSET or logger.level > logging.INFO:
+            logger.setLevel(logging.INFO)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("I %(name)s] %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)

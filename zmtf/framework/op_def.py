@@ -1,0 +1,59 @@
+"""Op definitions: op type -> output dtypes and static shapes (and, later, gradients).
+
+One table, filled at import by the ``ops`` modules with ``@op_def("Add", "Sub", ...)``;
+``apply_op`` is the single door through which every public constructor adds a node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from zmtf.framework.dtypes import DType
+from zmtf.framework.graph import Operation, Tensor, get_default_graph
+from zmtf.framework.tensor_shape import TensorShape
+
+OutputSpecs = list[tuple[DType, TensorShape]]
+ShapeFn = Callable[[list[Tensor], dict[str, Any]], OutputSpecs]
+
+
+@dataclass(frozen=True, slots=True)
+class OpDef:
+    """What the graph knows about an op type: its output specs and whether it is stateful."""
+
+    op_type: str
+    outputs: ShapeFn
+    stateful: bool = False
+
+
+OP_DEFS: dict[str, OpDef] = {}
+
+
+def op_def(*op_types: str, stateful: bool = False) -> Callable[[ShapeFn], ShapeFn]:
+    """Register ``fn(inputs, attrs) -> [(dtype, shape), ...]`` for the given op types."""
+
+    def register(fn: ShapeFn) -> ShapeFn:
+        for op_type in op_types:
+            if op_type in OP_DEFS:
+                raise AssertionError(f"op {op_type} registered twice")
+            OP_DEFS[op_type] = OpDef(op_type, fn, stateful)
+        return fn
+
+    return register
+
+
+def apply_op(op_type: str, inputs: list[Tensor], attrs: dict[str, Any] | None = None,
+             name: str | None = None) -> Operation:
+    """Create an op of a registered type in the default graph, inferring its outputs."""
+    definition = OP_DEFS.get(op_type)
+    if definition is None:
+        raise AssertionError(f"no op_def registered for {op_type}")
+    attrs = dict(attrs or {})
+    specs = definition.outputs(inputs, attrs)
+    graph = inputs[0].graph if inputs else get_default_graph()
+    return graph.create_op(op_type, inputs, specs, name=name, attrs=attrs)
+
+
+def is_stateful(op_type: str) -> bool:
+    definition = OP_DEFS.get(op_type)
+    return bool(definition and definition.stateful)

@@ -1,0 +1,11 @@
+"""Public op constructors, a few lines each; importing this package fills the op table."""
+
+from zmtf.framework.ops import (  # noqa: F401  (import order fills OP_DEFS)
+    array_ops,
+    constant_op,
+    control_flow_ops,
+    math_ops,
+    nn_ops,
+    random_ops,
+    state_ops,
+)

@@ -1,0 +1,74 @@
+"""Constants and the conversion of Python/numpy values (and Variables) to Tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from zmtf.framework.dtypes import DType, as_dtype, infer_dtype
+from zmtf.framework.graph import Tensor
+from zmtf.framework.op_def import apply_op, op_def
+from zmtf.framework.tensor_shape import TensorShape
+
+
+@op_def("Const")
+def _const_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    value = attrs["value"]
+    return [(as_dtype(value.dtype), TensorShape(value.shape))]
+
+
+def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const",
+             verify_shape: bool = False) -> Tensor:
+    """A Const op holding ``value`` (broadcast to ``shape`` when given), e.g. tf.constant(4.0)."""
+    dt = as_dtype(dtype) if dtype is not None else infer_dtype(value)
+    array = np.array(value, dtype=dt.np)
+    if shape is not None:
+        shape = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+        if array.size == int(np.prod(shape, dtype=np.int64)):
+            array = array.reshape(shape)
+        elif array.size == 1 and not verify_shape:
+            array = np.full(shape, array.reshape(()), dtype=dt.np)
+        else:
+            raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {array.shape}.")
+    array.setflags(write=False)
+    return apply_op("Const", [], {"value": array, "dtype": dt.name}, name=name).outputs[0]
+
+
+def convert_to_tensor(value: Any, dtype: Any = None, name: str | None = None,
+                      preferred_dtype: Any = None) -> Tensor:
+    """Tensors pass through (dtype-checked); Variables give their value; the rest becomes a Const."""
+    if hasattr(value, "_as_graph_element") and not isinstance(value, Tensor):
+        value = value._as_graph_element()
+    if isinstance(value, Tensor):
+        if dtype is not None and as_dtype(dtype) != value.dtype:
+            raise ValueError(
+                f"Tensor conversion requested dtype {as_dtype(dtype).name} for Tensor with "
+                f"dtype {value.dtype.name}: {value!r}"
+            )
+        return value
+    if dtype is None and preferred_dtype is not None:
+        try:
+            return constant(value, dtype=preferred_dtype, name=name or "Const")
+        except (TypeError, ValueError, OverflowError):
+            pass
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+def convert_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:
+    """Convert a binary op's operands; a Python scalar takes the dtype of the tensor side."""
+    if isinstance(x, Tensor) or hasattr(x, "_as_graph_element"):
+        x = convert_to_tensor(x)
+        y = convert_to_tensor(y, dtype=_scalar_dtype(y, x.dtype), name="y")
+    else:
+        y = convert_to_tensor(y)
+        x = convert_to_tensor(x, dtype=_scalar_dtype(x, y.dtype), name="x")
+    return x, y
+
+
+def _scalar_dtype(value: Any, other: DType) -> DType | None:
+    if isinstance(value, Tensor) or hasattr(value, "_as_graph_element"):
+        return None
+    if isinstance(value, np.ndarray) and value.dtype != np.float64 and value.dtype != np.int64:
+        return None
+    return other

@@ -1,0 +1,38 @@
+"""Grouping ops: no_op, group, tuple; control dependencies live on the Graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zmtf.framework.graph import Operation, Tensor, get_default_graph
+from zmtf.framework.op_def import apply_op, op_def
+
+
+@op_def("NoOp")
+def _no_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return []
+
+
+def no_op(name: str | None = None) -> Operation:
+    return apply_op("NoOp", [], name=name)
+
+
+def group(*inputs: Any, name: str | None = None) -> Operation:
+    """An op that runs after all ``inputs`` (tensors or ops) have run; it has no outputs."""
+    graph = get_default_graph()
+    ops = []
+    for item in inputs:
+        for element in (item if isinstance(item, (list, tuple)) else [item]):
+            element = graph.as_graph_element(element)
+            ops.append(element.op if isinstance(element, Tensor) else element)
+    with graph.control_dependencies(ops):
+        return no_op(name=name or "group_deps")
+
+
+def tuple_(tensors: list[Any], name: str | None = None) -> list[Tensor]:
+    """Tensors equal to ``tensors`` that are only available once all of them are."""
+    from zmtf.framework.ops.array_ops import identity
+
+    gate = group(*tensors)
+    with get_default_graph().control_dependencies([gate]):
+        return [identity(t) for t in tensors]

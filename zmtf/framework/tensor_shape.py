@@ -1,0 +1,144 @@
+"""TensorShape: static shapes with unknown dimensions (None) or unknown rank."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+
+class TensorShape:
+    """A possibly partial shape: ``TensorShape([None, 3])``; ``TensorShape(None)`` is unknown rank."""
+
+    __slots__ = ("_dims",)
+
+    def __init__(self, dims: Any) -> None:
+        if isinstance(dims, TensorShape):
+            self._dims: tuple[int | None, ...] | None = dims._dims
+        elif dims is None:
+            self._dims = None
+        else:
+            if isinstance(dims, (int,)):
+                dims = [dims]
+            self._dims = tuple(_dim(d) for d in dims)
+
+    @property
+    def dims(self) -> list[int | None] | None:
+        return None if self._dims is None else list(self._dims)
+
+    @property
+    def ndims(self) -> int | None:
+        return None if self._dims is None else len(self._dims)
+
+    rank = ndims
+
+    def as_list(self) -> list[int | None]:
+        if self._dims is None:
+            raise ValueError("as_list() is not defined on an unknown TensorShape.")
+        return list(self._dims)
+
+    def as_tuple(self) -> tuple[int | None, ...] | None:
+        return self._dims
+
+    def is_fully_defined(self) -> bool:
+        return self._dims is not None and all(d is not None for d in self._dims)
+
+    def num_elements(self) -> int | None:
+        if not self.is_fully_defined():
+            return None
+        n = 1
+        for d in self._dims or ():
+            n *= d  # type: ignore[operator]
+        return n
+
+    def is_compatible_with(self, other: Any) -> bool:
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return True
+        if len(self._dims) != len(other._dims):
+            return False
+        return all(a is None or b is None or a == b for a, b in zip(self._dims, other._dims))
+
+    def merge_with(self, other: Any) -> TensorShape:
+        other = as_shape(other)
+        if self._dims is None:
+            return other
+        if other._dims is None:
+            return self
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {other} are not compatible")
+        return TensorShape([a if a is not None else b for a, b in zip(self._dims, other._dims)])
+
+    def __len__(self) -> int:
+        if self._dims is None:
+            raise ValueError("Cannot take the length of a shape with unknown rank.")
+        return len(self._dims)
+
+    def __iter__(self) -> Iterator[int | None]:
+        if self._dims is None:
+            raise ValueError("Cannot iterate over a shape with unknown rank.")
+        return iter(self._dims)
+
+    def __getitem__(self, key: Any) -> Any:
+        if self._dims is None:
+            return None if isinstance(key, int) else TensorShape(None)
+        if isinstance(key, slice):
+            return TensorShape(self._dims[key])
+        return self._dims[key]
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self._dims == as_shape(other)._dims
+        except (TypeError, ValueError):
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self._dims)
+
+    def __repr__(self) -> str:
+        return f"TensorShape({self.dims})"
+
+    def __str__(self) -> str:
+        if self._dims is None:
+            return "<unknown>"
+        inner = ", ".join("?" if d is None else str(d) for d in self._dims)
+        return f"({inner}{',' if len(self._dims) == 1 else ''})"
+
+
+def _dim(d: Any) -> int | None:
+    if d is None:
+        return None
+    value = int(d)
+    if value < 0:
+        raise ValueError(f"Dimension {d} must be >= 0 (use None for an unknown dimension)")
+    return value
+
+
+def as_shape(shape: Any) -> TensorShape:
+    """TensorShape from a TensorShape, list, tuple, int or None."""
+    return shape if isinstance(shape, TensorShape) else TensorShape(shape)
+
+
+def unknown_shape() -> TensorShape:
+    return TensorShape(None)
+
+
+def broadcast_shape(a: TensorShape, b: TensorShape) -> TensorShape:
+    """Static numpy broadcasting; unknown where it cannot be decided, ValueError if impossible."""
+    if a.ndims is None or b.ndims is None:
+        return TensorShape(None)
+    x, y = a.as_list(), b.as_list()
+    n = max(len(x), len(y))
+    x = [1] * (n - len(x)) + x
+    y = [1] * (n - len(y)) + y
+    out: list[int | None] = []
+    for p, q in zip(x, y):
+        if p == 1:
+            out.append(q)
+        elif q == 1:
+            out.append(p)
+        elif p is None or q is None:
+            out.append(p if q is None else q)
+        elif p == q:
+            out.append(p)
+        else:
+            raise ValueError(f"Incompatible shapes for broadcasting: {a} and {b}")
+    return TensorShape(out)

@@ -1,0 +1,144 @@
+"""tf.Variable: a Variable node plus its initializer (Assign) and read (Identity) ops."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from zmtf.framework.dtypes import DType, as_dtype
+from zmtf.framework.graph import GraphKeys, Operation, Tensor, get_default_graph
+from zmtf.framework.op_def import apply_op
+from zmtf.framework.ops import state_ops
+from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.framework.ops.control_flow_ops import group, no_op
+
+
+class Variable:
+    """A TF1 variable: ``Variable(3.0, name="a")`` makes nodes a, a/initial_value, a/Assign, a/read.
+
+    ``op.type == "Variable"``, as device functions written for TF1 test; its dtype is
+    inferred from the initial value (``Variable(3)`` is int32).
+    """
+
+    def __init__(self, initial_value: Any = None, trainable: bool = True, collections: Any = None,
+                 validate_shape: bool = True, name: str | None = None, dtype: Any = None,
+                 **_unused: Any) -> None:
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        graph = get_default_graph()
+        with graph.name_scope(name or "Variable") as scope:
+            if callable(initial_value):
+                with graph.colocate_with(None), graph.name_scope("Initializer"), graph.device(None):
+                    initial_value = initial_value()
+            init = convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+            shape = init.shape if validate_shape else init.shape.__class__(None)
+            self._ref = state_ops.variable_op(shape, init.dtype, name=scope)
+            with graph.colocate_with(self._ref.op):
+                self._initializer = state_ops.assign(self._ref, init, validate_shape=validate_shape).op
+                self._snapshot = apply_op("Identity", [self._ref], name="read").outputs[0]
+        self._initial_value = init
+        self._trainable = trainable
+        for key in collections or [GraphKeys.GLOBAL_VARIABLES]:
+            graph.add_to_collection(key, self)
+        if trainable and GraphKeys.TRAINABLE_VARIABLES not in (collections or []):
+            graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, self)
+
+    # ---- identity ---------------------------------------------------------------
+    name = property(lambda self: self._ref.name)
+    op = property(lambda self: self._ref.op)
+    dtype = property(lambda self: self._ref.dtype)
+    device = property(lambda self: self._ref.device)
+    graph = property(lambda self: self._ref.graph)
+    shape = property(lambda self: self._ref.shape)
+    initializer = property(lambda self: self._initializer)
+    initial_value = property(lambda self: self._initial_value)
+    trainable = property(lambda self: self._trainable)
+
+    def get_shape(self) -> Any:
+        return self._ref.shape
+
+    def value(self) -> Tensor:
+        """The read tensor ("name/read"), what expressions on the variable consume."""
+        return self._snapshot
+
+    def read_value(self) -> Tensor:
+        return self._snapshot
+
+    def _ref_tensor(self) -> Tensor:
+        return self._ref
+
+    def _as_graph_element(self) -> Tensor:
+        return self._snapshot
+
+    # ---- updates ----------------------------------------------------------------
+    def assign(self, value: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+        with self.graph.colocate_with(self._ref.op):
+            return state_ops.assign(self._ref, value, name=name)
+
+    def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+        with self.graph.colocate_with(self._ref.op):
+            return state_ops.assign_add(self._ref, delta, name=name)
+
+    def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+        with self.graph.colocate_with(self._ref.op):
+            return state_ops.assign_sub(self._ref, delta, name=name)
+
+    def is_initialized(self) -> Tensor:
+        with self.graph.colocate_with(self._ref.op):
+            return state_ops.is_variable_initialized(self._ref)
+
+    def eval(self, session: Any = None) -> Any:
+        return self._snapshot.eval(session=session)
+
+    def load(self, value: Any, session: Any = None) -> None:
+        from zmtf.framework.graph import _session_for
+
+        _session_for(self.graph, session).run(self._initializer, feed_dict={self._initial_value: value})
+
+    def __repr__(self) -> str:
+        return f"<zmtf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+
+def _to_tensor(fn: Callable[..., Tensor]) -> Callable[..., Any]:
+    return lambda self, *args: fn(self._snapshot, *args)
+
+
+for _dunder in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+                "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+                "__rpow__", "__matmul__", "__rmatmul__", "__lt__", "__le__", "__gt__", "__ge__",
+                "__neg__", "__abs__"):
+    setattr(Variable, _dunder, (lambda d: lambda self, *args: getattr(self._snapshot, d)(*args))(_dunder))
+
+
+def global_variables(scope: str | None = None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+all_variables = global_variables
+
+
+def trainable_variables(scope: str | None = None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def local_variables(scope: str | None = None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def variables_initializer(var_list: list[Variable], name: str = "init") -> Operation:
+    """One op that runs every variable's initializer."""
+    if not var_list:
+        return no_op(name=name)
+    return group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer() -> Operation:
+    return variables_initializer(global_variables(), name="init")
+
+
+initialize_all_variables = global_variables_initializer
+
+
+def local_variables_initializer() -> Operation:
+    return variables_initializer(local_variables(), name="init")
+
+

@@ -1,0 +1,33 @@
+"""KernelContext: what kernels may touch besides their inputs (variables, RNGs, threads)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from zmtf.runtime.resources import ResourceContainer
+
+
+class KernelContext:
+    """Per-session state shared by kernels: the variable store and per-node random generators."""
+
+    __slots__ = ("resources", "intra_op_threads", "_generators", "_lock")
+
+    def __init__(self, resources: ResourceContainer, intra_op_threads: int) -> None:
+        self.resources = resources
+        self.intra_op_threads = intra_op_threads
+        self._generators: dict[str, np.random.Generator] = {}
+        self._lock = threading.Lock()
+
+    def random_generator(self, key: str, seed: int, seed2: int) -> np.random.Generator:
+        """One generator per node, so repeated runs draw fresh numbers; seeded ones repeat per session."""
+        generator = self._generators.get(key)
+        if generator is None:
+            with self._lock:
+                generator = self._generators.get(key)
+                if generator is None:
+                    seeded = seed != 0 or seed2 != 0
+                    generator = np.random.default_rng([seed, seed2] if seeded else None)
+                    self._generators[key] = generator
+        return generator

@@ -1,0 +1,221 @@
+"""The executor: runs a StepPlan by dependency counts on per-device inter-op pools.
+
+Strategy (as TF's executor): the thread that finishes a node decrements its consumers'
+pending counts and runs the newly ready ones itself; when several are ready at once, the
+expensive ones (large inputs, matmul) go to their device's pool so independent branches
+run in parallel, and the last one runs inline so a chain never pays a thread hop.
+The hot loop works on flat per-node tuples bound once per plan (``BoundStep``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from zmtf.framework import errors
+from zmtf.placement.plan import StepPlan
+from zmtf.runtime.devices import DevicePools
+
+KernelLookup = Callable[[str, str, "str | None"], Callable[..., list]]
+
+# A node whose inputs hold at least this many elements in total is worth a thread hop.
+EXPENSIVE_ELEMENTS = 1 << 15
+ALWAYS_EXPENSIVE = frozenset({"MatMul"})
+
+
+@dataclass(frozen=True, slots=True)
+class BoundStep:
+    """A StepPlan with kernels looked up and everything laid out as flat tuples."""
+
+    plan: StepPlan
+    kernels: tuple[Callable[..., list], ...]
+    attrs: tuple[dict[str, Any], ...]
+    input_slots: tuple[tuple[int, ...], ...]
+    output_slots: tuple[tuple[int, ...], ...]
+    consumers: tuple[tuple[int, ...], ...]
+    pending: tuple[int, ...]
+    devices: tuple[str, ...]
+
+
+def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
+    """Look each node's kernel up once, so steps never touch the registry."""
+    nodes = plan.nodes
+    return BoundStep(
+        plan,
+        tuple(lookup(n.op_type, n.device.rsplit("device:", 1)[-1].split(":")[0], n.kernel_dtype)
+              for n in nodes),
+        tuple(n.attrs for n in nodes),
+        tuple(n.input_slots for n in nodes),
+        tuple(n.output_slots for n in nodes),
+        tuple(n.consumers for n in nodes),
+        tuple(n.pending_count for n in nodes),
+        tuple(n.device for n in nodes),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTrace:
+    """When and on which thread a node ran (RunMetadata step stats)."""
+
+    node_name: str
+    device: str
+    start: float
+    end: float
+    thread: str
+
+
+class Executor:
+    """Runs bound steps on device pools; one executor serves many concurrent steps."""
+
+    def __init__(self, pools: DevicePools) -> None:
+        self._pools = pools
+
+    def run(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, *, inline: bool,
+            trace: list[NodeTrace] | None = None) -> Future:
+        """Start a step; the Future gives the fetched values (a list) or the step's first error.
+
+        ``inline=True`` drives the step on the calling thread until it has nothing left to
+        run inline (the caller is about to block anyway); otherwise a pool thread starts it.
+        """
+        run = _StepRun(step, feed_values, ctx, self._pools, trace)
+        if inline:
+            run.start()
+        else:
+            device = step.devices[step.plan.roots[0]] if step.plan.roots else ""
+            self._pools.pool(device).submit(run.start)
+        return run.future
+
+
+class _StepRun:
+    """The mutable state of one step: value slots, pending counts, the first error."""
+
+    __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
+                 "future", "failed")
+
+    def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
+                 trace: list[NodeTrace] | None) -> None:
+        self.step = step
+        self.slots: list[Any] = [None] * step.plan.num_slots
+        for slot, value in zip(step.plan.feed_slots, feed_values):
+            self.slots[slot] = value
+        self.ctx = ctx
+        self.pools = pools
+        self.trace = trace
+        self.pending = list(step.pending)
+        self.remaining = len(step.pending)
+        self.lock = threading.Lock()
+        self.future: Future = Future()
+        self.failed = False
+
+    def start(self) -> None:
+        if self.remaining == 0:
+            self._finish()
+            return
+        self._process(list(self.step.plan.roots))
+
+    def _process(self, ready: list[int]) -> None:
+        step, slots, pending = self.step, self.slots, self.pending
+        kernels, attrs, in_slots = step.kernels, step.attrs, step.input_slots
+        while ready:
+            if self.failed:
+                return
+            i = ready.pop()
+            inputs = [slots[s] for s in in_slots[i]]
+            if ready and self._expensive(i, inputs):
+                self.pools.pool(step.devices[i]).submit(self._run_dispatched, i, inputs)
+                continue
+            if not self._run_node(i, inputs, kernels[i], attrs[i]):
+                return
+            ready.extend(self._complete(i, pending))
+
+    def _run_dispatched(self, i: int, inputs: list[Any]) -> None:
+        step = self.step
+        if self.failed or not self._run_node(i, inputs, step.kernels[i], step.attrs[i]):
+            return
+        self._process(self._complete(i, self.pending))
+
+    def _run_node(self, i: int, inputs: list[Any], kernel: Callable[..., list],
+                  attrs: dict[str, Any]) -> bool:
+        try:
+            if self.trace is None:
+                outputs = kernel(self.ctx, inputs, attrs)
+            else:
+                start = time.perf_counter()
+                outputs = kernel(self.ctx, inputs, attrs)
+                self.trace.append(NodeTrace(attrs["_node_name"], self.step.devices[i], start,
+                                            time.perf_counter(), threading.current_thread().name))
+        except BaseException as exc:  # noqa: BLE001 - every failure becomes the step's error
+            self._fail(i, exc)
+            return False
+        slots = self.slots
+        for slot, value in zip(self.step.output_slots[i], outputs):
+            slots[slot] = value
+        return True
+
+    def _complete(self, i: int, pending: list[int]) -> list[int]:
+        newly_ready = []
+        with self.lock:
+            for c in self.step.consumers[i]:
+                pending[c] -= 1
+                if pending[c] == 0:
+                    newly_ready.append(c)
+            self.remaining -= 1
+            done = self.remaining == 0
+        if done:
+            self._finish()
+        return newly_ready
+
+    def _expensive(self, i: int, inputs: list[Any]) -> bool:
+        step = self.step
+        if step.plan.nodes[i].op_type in ALWAYS_EXPENSIVE:
+            return True
+        total = 0
+        for x in inputs:
+            total += getattr(x, "size", 1)
+        return total >= EXPENSIVE_ELEMENTS
+
+    def _finish(self) -> None:
+        if not self.future.done():
+            self.future.set_result([self.slots[s] for s in self.step.plan.fetch_slots])
+
+    def _fail(self, i: int, exc: BaseException) -> None:
+        with self.lock:
+            if self.failed:
+                return
+            self.failed = True
+        node = self.step.plan.nodes[i]
+        self.future.set_exception(as_op_error(exc, node.name, node.op_type, node.device))
+
+
+_ARGUMENT_ERRORS = (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, FloatingPointError)
+
+
+def as_op_error(exc: BaseException, node_name: str, op_type: str, device: str) -> errors.OpError:
+    """A kernel failure as a typed error that names the node, its op and its device."""
+    where = f"\n\t [[node {node_name} ({op_type}) on {device}]]"
+    if isinstance(exc, errors.OpError):
+        exc.node_name = exc.node_name or node_name
+        if "[[node" not in exc.message:
+            exc.message += where
+        return exc
+    cls = errors.InvalidArgumentError if isinstance(exc, _ARGUMENT_ERRORS) else errors.InternalError
+    if isinstance(exc, MemoryError):
+        cls = errors.ResourceExhaustedError
+    error = cls(None, None, f"{type(exc).__name__}: {exc}{where}", node_name=node_name)
+    error.__cause__ = exc
+    return error
+
+
+def fetched(value: Any) -> Any:
+    """What run() hands back for one fetched value: numpy scalars for 0-d, owned arrays."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value[()]
+        if not value.flags.writeable:
+            return value.copy()
+    return value

@@ -1,0 +1,1 @@
+"""``tf.train``: training utilities (the cluster parts arrive with the cluster runtime)."""
