@@ -44,13 +44,19 @@ class AsyncSession:
         self._check_open()
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         limit = timeout if timeout is not None else call.timeout
-        future = asyncio.wrap_future(self._core.start(call, inline=False))
+        step_future = self._core.start(call, inline=False)
+        future = asyncio.wrap_future(step_future)
         try:
             values = await asyncio.wait_for(future, limit) if limit else await future
         except asyncio.TimeoutError:
-            raise DeadlineExceededError(
-                None, None, f"run() did not finish within {limit:.3f} s; the step was abandoned "
-                f"(raise the timeout, or look for a slow or blocked node)") from None
+            error = DeadlineExceededError(
+                None, None, f"run() did not finish within {limit:.3f} s; the step was aborted "
+                f"(raise the timeout, or look for a slow or blocked node)")
+            step_future.abort(error)
+            raise error from None
+        except asyncio.CancelledError:
+            step_future.abort()
+            raise
         return self._core.finish(call, values)
 
     def list_devices(self) -> list[Any]:

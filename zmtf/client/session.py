@@ -57,13 +57,16 @@ class Session:
         """Run the fetches (tensor, op, name, or a nest of them) and return their values."""
         self._async._check_open()
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
-        future = self._core.start(call, inline=True)
+        # With a deadline the step runs on a pool thread so this thread can stop waiting.
+        future = self._core.start(call, inline=call.timeout is None)
         try:
             values = future.result(call.timeout)
         except concurrent.futures.TimeoutError:
-            raise DeadlineExceededError(
+            error = DeadlineExceededError(
                 None, None, f"run() did not finish within {call.timeout:.3f} s (RunOptions."
-                f"timeout_in_ms); the step was abandoned") from None
+                f"timeout_in_ms); the step was aborted: no further nodes of it will run")
+            future.abort(error)
+            raise error from None
         return self._core.finish(call, values)
 
     def list_devices(self) -> list[Any]:

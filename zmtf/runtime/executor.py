@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -83,6 +83,7 @@ class Executor:
         run inline (the caller is about to block anyway); otherwise a pool thread starts it.
         """
         run = _StepRun(step, feed_values, ctx, self._pools, trace)
+        run.future.abort = run.abort  # type: ignore[attr-defined]
         if inline:
             run.start()
         else:
@@ -180,8 +181,15 @@ class _StepRun:
         return total >= EXPENSIVE_ELEMENTS
 
     def _finish(self) -> None:
-        if not self.future.done():
-            self.future.set_result([self.slots[s] for s in self.step.plan.fetch_slots])
+        _settle(self.future, result=[self.slots[s] for s in self.step.plan.fetch_slots])
+
+    def abort(self, error: BaseException | None = None) -> None:
+        """Stop scheduling nodes of this step (a deadline passed or the caller cancelled)."""
+        with self.lock:
+            if self.failed:
+                return
+            self.failed = True
+        _settle(self.future, error=error or errors.CancelledError(None, None, "step cancelled"))
 
     def _fail(self, i: int, exc: BaseException) -> None:
         with self.lock:
@@ -189,7 +197,18 @@ class _StepRun:
                 return
             self.failed = True
         node = self.step.plan.nodes[i]
-        self.future.set_exception(as_op_error(exc, node.name, node.op_type, node.device))
+        _settle(self.future, error=as_op_error(exc, node.name, node.op_type, node.device))
+
+
+def _settle(future: Future, result: Any = None, error: BaseException | None = None) -> None:
+    """Complete a step's future once; a caller may have cancelled it already."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except InvalidStateError:
+        pass
 
 
 _ARGUMENT_ERRORS = (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, FloatingPointError)

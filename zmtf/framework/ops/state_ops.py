@@ -40,12 +40,19 @@ def variable_op(shape: TensorShape, dtype: Any, name: str) -> Tensor:
     return op.outputs[0]
 
 
+def _as_ref(ref: Any) -> Tensor:
+    """A tf.Variable stands for its reference tensor in the assign functions."""
+    return ref._ref_tensor() if hasattr(ref, "_ref_tensor") else ref
+
+
 def _value_for(ref: Tensor, value: Any, name: str) -> Tensor:
     return convert_to_tensor(value, dtype=ref.dtype, name=name)
 
 
 def assign(ref: Tensor, value: Any, validate_shape: bool = True, use_locking: bool = True,
            name: str | None = None) -> Tensor:
+    if hasattr(ref, "_ref_tensor"):
+        return ref.assign(value, name=name)
     value = _value_for(ref, value, "value")
     if validate_shape and not ref.shape.is_compatible_with(value.shape):
         raise ValueError(
@@ -57,12 +64,16 @@ def assign(ref: Tensor, value: Any, validate_shape: bool = True, use_locking: bo
 
 
 def assign_add(ref: Tensor, value: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    if hasattr(ref, "_ref_tensor"):
+        return ref.assign_add(value, name=name)
     return apply_op("AssignAdd", [ref, _value_for(ref, value, "value")], name=name or "AssignAdd").outputs[0]
 
 
 def assign_sub(ref: Tensor, value: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    if hasattr(ref, "_ref_tensor"):
+        return ref.assign_sub(value, name=name)
     return apply_op("AssignSub", [ref, _value_for(ref, value, "value")], name=name or "AssignSub").outputs[0]
 
 
 def is_variable_initialized(ref: Tensor, name: str | None = None) -> Tensor:
-    return apply_op("IsVariableInitialized", [ref], name=name).outputs[0]
+    return apply_op("IsVariableInitialized", [_as_ref(ref)], name=name).outputs[0]

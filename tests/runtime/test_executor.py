@@ -1,0 +1,83 @@
+"""The executor: parallel branches, per-session pools, errors abort the step."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import zmtf as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+def overlap(trace, first, second):
+    a = next(t for t in trace if t.node_name == first)
+    b = next(t for t in trace if t.node_name == second)
+    return a.start < b.end and b.start < a.end, (a, b)
+
+
+def test_independent_slow_kernels_run_in_parallel():
+    x = tf.placeholder(tf.float32, [1024, 1024])
+    left = tf.matmul(x, x, name="left")
+    right = tf.matmul(x, x, transpose_b=True, name="right")
+    total = tf.add(tf.reduce_sum(left), tf.reduce_sum(right))
+    data = np.random.default_rng(0).normal(size=(1024, 1024)).astype(np.float32)
+    config = tf.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)
+    with tf.Session(config=config) as sess:
+        sess.run(total, {x: data})  # warm up
+        meta = tf.RunMetadata()
+        value = sess.run(total, {x: data}, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                         run_metadata=meta)
+    both, (a, b) = overlap(meta.step_stats, "left", "right")
+    assert both, f"left ran {a.start:.4f}-{a.end:.4f} on {a.thread}, right {b.start:.4f}-{b.end:.4f} on {b.thread}"
+    assert a.thread != b.thread
+    np.testing.assert_allclose(value, (data @ data).sum() + (data @ data.T).sum(), rtol=1e-3)
+
+
+def test_a_chain_runs_inline_on_the_calling_thread():
+    x = tf.constant(0.0)
+    for _ in range(20):
+        x = x + 1.0
+    meta = tf.RunMetadata()
+    with tf.Session() as sess:
+        assert sess.run(x, options=tf.RunOptions(trace_level=3), run_metadata=meta) == 20.0
+    assert {t.thread for t in meta.step_stats} == {threading.current_thread().name}
+    assert len(meta.step_stats) == 41
+
+
+def test_per_session_threads_are_released_on_close():
+    before = {t.name for t in threading.enumerate()}
+    x = tf.placeholder(tf.float32, [300, 300])
+    y = tf.matmul(x, x) + tf.matmul(x, x)
+    config = tf.ConfigProto(use_per_session_threads=True, inter_op_parallelism_threads=2)
+    with tf.Session(config=config) as sess:
+        sess.run(y, {x: np.ones((300, 300), np.float32)})
+    leaked = {t.name for t in threading.enumerate()} - before
+    assert not leaked, leaked
+
+
+def test_error_in_one_branch_fails_the_step_and_the_session_stays_usable():
+    x = tf.placeholder(tf.float32, name="x")
+    y = tf.placeholder(tf.float32, name="y")
+    bad = tf.add(x, y, name="bad")
+    good = x * 2.0
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="bad"):
+            sess.run([good, bad], {x: np.ones(3), y: np.ones(4)})
+        np.testing.assert_allclose(sess.run(good, {x: np.ones(3)}), 2 * np.ones(3))
+
+
+def test_async_session_runs_many_steps_at_once():
+    import asyncio
+
+    x = tf.placeholder(tf.float32, [])
+    y = x * x
+
+    async def main():
+        async with tf.AsyncSession() as sess:
+            return await asyncio.gather(*[sess.run(y, {x: float(i)}) for i in range(100)])
+
+    assert asyncio.run(main()) == [float(i * i) for i in range(100)]

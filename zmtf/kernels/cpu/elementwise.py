@@ -1,0 +1,621 @@
+"""Elementwise kernels: binary ops with numpy broadcasting, unary math, gradient helpers, AddN.
+
+Every op is one row of a table (``_BINARY``, ``_UNARY``): its numpy implementation, its
+dtypes, and, where it measurably beats numpy on big inputs, a parallel numba kernel.
+
+Two paths per call:
+* small inputs (below ``PARALLEL_MIN_ELEMENTS``), float16/small ints/bool, general
+  broadcasting, non-contiguous views: the numpy ufunc, called directly (~1 us, no numba);
+* big, contiguous float32/float64/int32/int64 inputs of the same shape, or one of them a
+  scalar: a ``prange`` numba kernel over the flattened data.
+
+Transcendentals that numpy already runs as AVX-512 SIMD (log, tanh, softplus, float64 exp)
+stay on numpy: numba calls scalar libm there and loses 2-20x. float32 Exp and Sigmoid use a
+vectorizable exp written here (< 1 ulp, computed in float64).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import prange
+from numba.core import types
+from numba.extending import intrinsic
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.kernels.cpu._common import FLOATS, NUMERIC, SIGNED_INTS, quiet_fp, shape_str
+from zmtf.kernels.cpu._jit import NUMBA_DTYPES, jit, scalar, takes_numba_path, use_threads
+from zmtf.kernels.registry import register
+
+# ---------------------------------------------------------------------------------------
+# numba scalar functions (inlined into the loops below)
+
+
+@scalar
+def _add(a, b):  # type: ignore[no-untyped-def]
+    return a + b
+
+
+@scalar
+def _sub(a, b):  # type: ignore[no-untyped-def]
+    return a - b
+
+
+@scalar
+def _mul(a, b):  # type: ignore[no-untyped-def]
+    return a * b
+
+
+@scalar
+def _real_div(a, b):  # type: ignore[no-untyped-def]
+    return a / b
+
+
+@scalar
+def _maximum(a, b):  # type: ignore[no-untyped-def]
+    # NOTE: NaN wins, as in np.maximum; `a != a` folds away for ints.
+    return a if (a > b) | (a != a) else b
+
+
+@scalar
+def _minimum(a, b):  # type: ignore[no-untyped-def]
+    return a if (a < b) | (a != a) else b
+
+
+@scalar
+def _squared_difference(a, b):  # type: ignore[no-untyped-def]
+    d = a - b
+    return d * d
+
+
+@scalar
+def _equal(a, b):  # type: ignore[no-untyped-def]
+    return a == b
+
+
+@scalar
+def _not_equal(a, b):  # type: ignore[no-untyped-def]
+    return a != b
+
+
+@scalar
+def _less(a, b):  # type: ignore[no-untyped-def]
+    return a < b
+
+
+@scalar
+def _less_equal(a, b):  # type: ignore[no-untyped-def]
+    return a <= b
+
+
+@scalar
+def _greater(a, b):  # type: ignore[no-untyped-def]
+    return a > b
+
+
+@scalar
+def _greater_equal(a, b):  # type: ignore[no-untyped-def]
+    return a >= b
+
+
+@scalar
+def _relu_grad(gradient, feature):  # type: ignore[no-untyped-def]
+    return gradient if feature > 0 else gradient * 0
+
+
+@scalar
+def _sigmoid_grad(y, dy):  # type: ignore[no-untyped-def]
+    return dy * y * (1 - y)
+
+
+@scalar
+def _tanh_grad(y, dy):  # type: ignore[no-untyped-def]
+    return dy * (1 - y * y)
+
+
+@scalar
+def _broadcast_loop(op, x, y, out):  # type: ignore[no-untyped-def]
+    """out = op(x, y) over flat arrays: same size, or x or y of size 1 (scalar broadcast)."""
+    n = out.size
+    if x.size == n and y.size == n:
+        for i in prange(n):
+            out[i] = op(x[i], y[i])
+    elif x.size == 1:
+        left = x[0]
+        for i in prange(n):
+            out[i] = op(left, y[i])
+    else:
+        right = y[0]
+        for i in prange(n):
+            out[i] = op(x[i], right)
+
+
+# One module-level kernel per op: only these are cacheable (see _jit.py).
+
+
+@jit(parallel=True)
+def add_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_add, x, y, out)
+
+
+@jit(parallel=True)
+def sub_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_sub, x, y, out)
+
+
+@jit(parallel=True)
+def mul_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_mul, x, y, out)
+
+
+@jit(parallel=True)
+def real_div_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_real_div, x, y, out)
+
+
+@jit(parallel=True)
+def maximum_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_maximum, x, y, out)
+
+
+@jit(parallel=True)
+def minimum_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_minimum, x, y, out)
+
+
+@jit(parallel=True)
+def squared_difference_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_squared_difference, x, y, out)
+
+
+@jit(parallel=True)
+def equal_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_equal, x, y, out)
+
+
+@jit(parallel=True)
+def not_equal_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_not_equal, x, y, out)
+
+
+@jit(parallel=True)
+def less_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_less, x, y, out)
+
+
+@jit(parallel=True)
+def less_equal_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_less_equal, x, y, out)
+
+
+@jit(parallel=True)
+def greater_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_greater, x, y, out)
+
+
+@jit(parallel=True)
+def greater_equal_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_greater_equal, x, y, out)
+
+
+@jit(parallel=True)
+def relu_grad_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_relu_grad, x, y, out)
+
+
+@jit(parallel=True)
+def sigmoid_grad_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_sigmoid_grad, x, y, out)
+
+
+@jit(parallel=True)
+def tanh_grad_kernel(x, y, out):  # type: ignore[no-untyped-def]
+    _broadcast_loop(_tanh_grad, x, y, out)
+
+
+# ---------------------------------------------------------------------------------------
+# unary numba kernels
+
+
+@intrinsic
+def _int64_bits_as_float64(typingctx, bits):  # type: ignore[no-untyped-def]
+    """Reinterpret the bits of an int64 as a float64 (LLVM bitcast; vectorizes)."""
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return types.float64(types.int64), codegen
+
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 0.6931471803691238  # ln 2 split in two so k * _LN2_HI is exact
+_LN2_LO = 1.9082149292705877e-10
+
+
+@scalar
+def _exp_for_float32(v):  # type: ignore[no-untyped-def]
+    """exp(v) in float64, accurate to well under one float32 ulp; vectorizable (no libm).
+
+    exp(x) = 2**k * exp(r), k = round(x / ln2), |r| <= ln2/2, exp(r) by its degree-7 Taylor
+    polynomial (error < 5e-9). The clamp keeps 2**k a normal float64; the float32 store
+    then turns too-large results into inf and too-small ones into 0, as expf does. NaN
+    passes through the polynomial.
+    """
+    x = np.float64(v)
+    if x > 100.0:
+        x = 100.0
+    if x < -110.0:
+        x = -110.0
+    k = np.floor(x * _LOG2E + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    p = 1.0 + r * (
+        1.0 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (1 / 720 + r / 5040)))))
+    )
+    return p * _int64_bits_as_float64((np.int64(k) + 1023) << 52)
+
+
+@scalar
+def _exp_f32(v):  # type: ignore[no-untyped-def]
+    return _exp_for_float32(v)
+
+
+@scalar
+def _sigmoid_f32(v):  # type: ignore[no-untyped-def]
+    return 1.0 / (1.0 + _exp_for_float32(-v))
+
+
+@scalar
+def _neg(v):  # type: ignore[no-untyped-def]
+    return -v
+
+
+@scalar
+def _abs(v):  # type: ignore[no-untyped-def]
+    return abs(v)
+
+
+@scalar
+def _relu(v):  # type: ignore[no-untyped-def]
+    return v * 0 if v < 0 else v  # NaN stays NaN
+
+
+@scalar
+def _relu6(v):  # type: ignore[no-untyped-def]
+    if v < 0:
+        return v * 0
+    return v * 0 + 6 if v > 6 else v
+
+
+@scalar
+def _square(v):  # type: ignore[no-untyped-def]
+    return v * v
+
+
+@scalar
+def _sqrt(v):  # type: ignore[no-untyped-def]
+    return np.sqrt(v)
+
+
+@scalar
+def _rsqrt(v):  # type: ignore[no-untyped-def]
+    return 1.0 / np.sqrt(v)
+
+
+@scalar
+def _reciprocal(v):  # type: ignore[no-untyped-def]
+    return 1.0 / v
+
+
+@scalar
+def _sign(v):  # type: ignore[no-untyped-def]
+    if v > 0:
+        return v * 0 + 1
+    return v * 0 - 1 if v < 0 else v  # 0 and NaN map to themselves
+
+
+@scalar
+def _map_loop(op, x, out):  # type: ignore[no-untyped-def]
+    for i in prange(out.size):
+        out[i] = op(x[i])
+
+
+@jit(parallel=True)
+def neg_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_neg, x, out)
+
+
+@jit(parallel=True)
+def abs_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_abs, x, out)
+
+
+@jit(parallel=True)
+def relu_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_relu, x, out)
+
+
+@jit(parallel=True)
+def relu6_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_relu6, x, out)
+
+
+@jit(parallel=True)
+def square_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_square, x, out)
+
+
+@jit(parallel=True)
+def sqrt_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_sqrt, x, out)
+
+
+@jit(parallel=True)
+def rsqrt_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_rsqrt, x, out)
+
+
+@jit(parallel=True)
+def reciprocal_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_reciprocal, x, out)
+
+
+@jit(parallel=True)
+def sign_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_sign, x, out)
+
+
+@jit(parallel=True)
+def exp_f32_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_exp_f32, x, out)
+
+
+@jit(parallel=True)
+def sigmoid_f32_kernel(x, out):  # type: ignore[no-untyped-def]
+    _map_loop(_sigmoid_f32, x, out)
+
+
+# ---------------------------------------------------------------------------------------
+# numpy implementations (the small path, and the reference semantics)
+
+_Array = np.ndarray
+
+
+def _check_int_divisor(y: _Array) -> None:
+    if y.dtype.kind in "iu" and not np.all(y):
+        raise InvalidArgumentError("Integer division by zero")
+
+
+def _floor_div(x: _Array, y: _Array) -> _Array:
+    _check_int_divisor(y)
+    return np.floor_divide(x, y, out=...)
+
+
+def _floor_mod(x: _Array, y: _Array) -> _Array:
+    _check_int_divisor(y)
+    return np.remainder(x, y, out=...)
+
+
+def _pow(x: _Array, y: _Array) -> _Array:
+    if y.dtype.kind == "i" and np.any(y < 0):
+        raise InvalidArgumentError("Integers to negative integer powers are not allowed")
+    return np.power(x, y, out=...)
+
+
+def _np_squared_difference(x: _Array, y: _Array) -> _Array:
+    d = np.subtract(x, y, out=...)
+    return np.multiply(d, d, out=d)
+
+
+def _np_relu_grad(gradients: _Array, features: _Array) -> _Array:
+    return np.multiply(gradients, features > 0, out=..., dtype=gradients.dtype)
+
+
+def _np_sigmoid_grad(y: _Array, dy: _Array) -> _Array:
+    one_minus_y = np.subtract(1, y, out=...)
+    return np.multiply(np.multiply(dy, y, out=...), one_minus_y, out=one_minus_y)
+
+
+def _np_tanh_grad(y: _Array, dy: _Array) -> _Array:
+    one_minus_y2 = np.subtract(1, np.square(y, out=...), out=...)
+    return np.multiply(dy, one_minus_y2, out=one_minus_y2)
+
+
+def _zero(x: _Array) -> Any:
+    return x.dtype.type(0)
+
+
+def _np_relu(x: _Array) -> _Array:
+    return np.maximum(x, _zero(x), out=...)
+
+
+def _np_relu6(x: _Array) -> _Array:
+    out = np.maximum(x, _zero(x), out=...)
+    return np.minimum(out, x.dtype.type(6), out=out)
+
+
+def _np_sigmoid(x: _Array) -> _Array:
+    out = np.negative(x, out=...)
+    np.exp(out, out=out)
+    np.add(out, 1, out=out)
+    return np.reciprocal(out, out=out)
+
+
+def _np_rsqrt(x: _Array) -> _Array:
+    out = np.sqrt(x, out=...)
+    return np.reciprocal(out, out=out)
+
+
+def _np_softplus(x: _Array) -> _Array:
+    return np.logaddexp(x, _zero(x), out=...)
+
+
+def _ufunc1(ufunc: np.ufunc) -> Callable[[_Array], _Array]:
+    return lambda x: ufunc(x, out=...)
+
+
+def _ufunc2(ufunc: np.ufunc) -> Callable[[_Array, _Array], _Array]:
+    return lambda x, y: ufunc(x, y, out=...)
+
+
+# ---------------------------------------------------------------------------------------
+# op tables
+
+
+@dataclass(frozen=True, slots=True)
+class _Binary:
+    op_type: str
+    compute: Callable[[_Array, _Array], _Array]
+    dtypes: tuple[str, ...]
+    large: Any = None  #: numba kernel(x_flat, y_flat, out_flat), or None for numpy only
+    bool_out: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Unary:
+    op_type: str
+    compute: Callable[[_Array], _Array]
+    dtypes: tuple[str, ...]
+    large: Any = None  #: numba kernel(x_flat, out_flat), or None
+    large_dtypes: frozenset[str] = NUMBA_DTYPES
+
+
+_COMPARABLE = NUMERIC
+_EQUATABLE = NUMERIC + ("bool",)
+
+_BINARY: tuple[_Binary, ...] = (
+    _Binary("Add", _ufunc2(np.add), NUMERIC, add_kernel),
+    _Binary("AddV2", _ufunc2(np.add), NUMERIC, add_kernel),
+    _Binary("Sub", _ufunc2(np.subtract), NUMERIC, sub_kernel),
+    _Binary("Mul", _ufunc2(np.multiply), NUMERIC, mul_kernel),
+    _Binary("RealDiv", _ufunc2(np.true_divide), FLOATS, real_div_kernel),
+    _Binary("FloorDiv", _floor_div, NUMERIC),
+    _Binary("FloorMod", _floor_mod, NUMERIC),
+    _Binary("Maximum", _ufunc2(np.maximum), NUMERIC, maximum_kernel),
+    _Binary("Minimum", _ufunc2(np.minimum), NUMERIC, minimum_kernel),
+    _Binary("Pow", _pow, NUMERIC),
+    _Binary("SquaredDifference", _np_squared_difference, NUMERIC, squared_difference_kernel),
+    _Binary("Equal", _ufunc2(np.equal), _EQUATABLE, equal_kernel, bool_out=True),
+    _Binary("NotEqual", _ufunc2(np.not_equal), _EQUATABLE, not_equal_kernel, bool_out=True),
+    _Binary("Less", _ufunc2(np.less), _COMPARABLE, less_kernel, bool_out=True),
+    _Binary("LessEqual", _ufunc2(np.less_equal), _COMPARABLE, less_equal_kernel, bool_out=True),
+    _Binary("Greater", _ufunc2(np.greater), _COMPARABLE, greater_kernel, bool_out=True),
+    _Binary(
+        "GreaterEqual", _ufunc2(np.greater_equal), _COMPARABLE, greater_equal_kernel, bool_out=True
+    ),
+    _Binary("LogicalAnd", _ufunc2(np.logical_and), ("bool",), bool_out=True),
+    _Binary("LogicalOr", _ufunc2(np.logical_or), ("bool",), bool_out=True),
+    _Binary("ReluGrad", _np_relu_grad, FLOATS, relu_grad_kernel),
+    _Binary("SigmoidGrad", _np_sigmoid_grad, FLOATS, sigmoid_grad_kernel),
+    _Binary("TanhGrad", _np_tanh_grad, FLOATS, tanh_grad_kernel),
+)
+
+_SIGNED = FLOATS + SIGNED_INTS
+_F32 = frozenset({"float32"})
+
+_UNARY: tuple[_Unary, ...] = (
+    _Unary("Neg", _ufunc1(np.negative), _SIGNED, neg_kernel),
+    _Unary("Abs", _ufunc1(np.absolute), _SIGNED, abs_kernel),
+    _Unary("Relu", _np_relu, _SIGNED, relu_kernel),
+    _Unary("Relu6", _np_relu6, _SIGNED, relu6_kernel),
+    _Unary("Sigmoid", _np_sigmoid, FLOATS, sigmoid_f32_kernel, _F32),
+    _Unary("Tanh", _ufunc1(np.tanh), FLOATS),
+    _Unary("Exp", _ufunc1(np.exp), FLOATS, exp_f32_kernel, _F32),
+    _Unary("Log", _ufunc1(np.log), FLOATS),
+    _Unary("Square", _ufunc1(np.square), _SIGNED, square_kernel),
+    _Unary("Sqrt", _ufunc1(np.sqrt), FLOATS, sqrt_kernel),
+    _Unary("Rsqrt", _np_rsqrt, FLOATS, rsqrt_kernel),
+    _Unary("Reciprocal", _ufunc1(np.reciprocal), FLOATS, reciprocal_kernel),
+    _Unary("Sign", _ufunc1(np.sign), _SIGNED, sign_kernel),
+    _Unary("Softplus", _np_softplus, FLOATS),
+    _Unary("LogicalNot", _ufunc1(np.logical_not), ("bool",)),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# kernels
+
+
+def _large_binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array | None:
+    """The numba path for same-shape or scalar-broadcast operands; None if it doesn't apply."""
+    if spec.large is None or not takes_numba_path(x, y):
+        return None
+    if x.shape == y.shape:
+        shape = x.shape
+    elif x.size == 1 or y.size == 1:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+    else:
+        return None  # general broadcasting: numpy does it well
+    out = np.empty(shape, np.bool_ if spec.bool_out else x.dtype)
+    use_threads(ctx)
+    spec.large(x.reshape(-1), y.reshape(-1), out.reshape(-1))
+    return out
+
+
+def binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array:
+    """Run one binary op on two arrays (also used by AddN and the optimizer kernels)."""
+    if y.dtype != x.dtype:
+        y = y.astype(x.dtype)
+    out = _large_binary(spec, ctx, x, y)
+    if out is not None:
+        return out
+    if x.dtype.kind == "f":
+        with quiet_fp():
+            return spec.compute(x, y)
+    return spec.compute(x, y)
+
+
+def _make_binary_kernel(spec: _Binary) -> Callable[[Any, list, dict], list]:
+    def kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+        x, y = inputs
+        return [binary(spec, ctx, x, y)]
+
+    kernel.__name__ = kernel.__qualname__ = f"{spec.op_type}_kernel"
+    kernel.__doc__ = f"{spec.op_type}(x, y) with numpy broadcasting."
+    return kernel
+
+
+def _make_unary_kernel(spec: _Unary) -> Callable[[Any, list, dict], list]:
+    def kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+        (x,) = inputs
+        if spec.large is not None and x.dtype.name in spec.large_dtypes and takes_numba_path(x):
+            out = np.empty(x.shape, x.dtype)
+            use_threads(ctx)
+            spec.large(x.reshape(-1), out.reshape(-1))
+            return [out]
+        if x.dtype.kind == "f":
+            with quiet_fp():
+                return [spec.compute(x)]
+        return [spec.compute(x)]
+
+    kernel.__name__ = kernel.__qualname__ = f"{spec.op_type}_kernel"
+    kernel.__doc__ = f"{spec.op_type}(x), elementwise."
+    return kernel
+
+
+BINARY_OPS: dict[str, _Binary] = {spec.op_type: spec for spec in _BINARY}
+for _spec in _BINARY:
+    register(_spec.op_type, dtypes=_spec.dtypes)(_make_binary_kernel(_spec))
+for _unary in _UNARY:
+    register(_unary.op_type, dtypes=_unary.dtypes)(_make_unary_kernel(_unary))
+
+
+@register("AddN", dtypes=NUMERIC)
+def add_n(ctx: Any, inputs: list, attrs: dict) -> list:
+    """AddN(x0, ..., xn): the sum of same-shaped tensors."""
+    first = inputs[0]
+    for i, x in enumerate(inputs[1:], start=1):
+        if x.shape != first.shape:
+            raise InvalidArgumentError(
+                f"AddN (node '{attrs['_node_name']}') needs inputs of the same shape: "
+                f"inputs[0] is {shape_str(first.shape)}, inputs[{i}] is {shape_str(x.shape)}"
+            )
+    if len(inputs) == 1:
+        return [first]
+    out = binary(BINARY_OPS["Add"], ctx, first, inputs[1])
+    with quiet_fp():
+        for x in inputs[2:]:
+            np.add(out, x, out=out, casting="unsafe")
+    return [out]

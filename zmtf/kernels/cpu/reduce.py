@@ -1,0 +1,340 @@
+"""Reductions: Sum, Mean, Max, Min, Prod, All, Any, ArgMax, ArgMin, and SumToShape.
+
+Big contiguous float32/float64/int32/int64 Sum/Mean/Max/Min over all axes or over the
+trailing axes take a parallel numba kernel; everything else calls numpy's reduce directly.
+
+Without fastmath LLVM will not vectorize ``s += x[i]`` (it may not reassociate), so the
+numba kernels keep 16 independent float64 (int64 for ints) accumulator lanes per block of
+8192 elements; the SLP vectorizer turns those into SIMD adds. Summing float32 in float64
+makes Sum more accurate than numpy's float32 pairwise sum, and it is still faster: 16M
+float32 in 2.4 ms vs 3.0 ms for ``np.sum`` on 2 threads (float32 lanes: 1.4 ms, but no
+more accurate than numpy). Max/Min lanes stay in the input dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import prange
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.kernels.cpu._common import NUMERIC, int_list, normalize_axis, quiet_fp
+from zmtf.kernels.cpu._common import shape_input, shape_str
+from zmtf.kernels.cpu._jit import jit, scalar, takes_numba_path, use_threads
+from zmtf.kernels.registry import register
+
+_Array = np.ndarray
+_BLOCK = 8192
+_LANES = 16
+
+
+@scalar
+def _sum_range(x, lo, hi, wide):  # type: ignore[no-untyped-def]
+    """x[lo:hi].sum() in wide.dtype (float64 or int64), with _LANES independent accumulators."""
+    acc = np.zeros(_LANES, wide.dtype)
+    i = lo
+    while i + _LANES <= hi:
+        for j in range(_LANES):
+            acc[j] += x[i + j]
+        i += _LANES
+    total = acc[0]
+    for j in range(1, _LANES):
+        total += acc[j]
+    for k in range(i, hi):
+        total += x[k]
+    return total
+
+
+@scalar
+def _max_of(a, b):  # type: ignore[no-untyped-def]
+    return a if (a > b) | (a != a) else b  # NaN wins, as in np.maximum
+
+
+@scalar
+def _min_of(a, b):  # type: ignore[no-untyped-def]
+    return a if (a < b) | (a != a) else b
+
+
+@scalar
+def _extreme_range(pick, x, lo, hi):  # type: ignore[no-untyped-def]
+    """pick-reduce x[lo:hi] (hi > lo) with _LANES independent lanes."""
+    acc = np.empty(_LANES, x.dtype)
+    acc[:] = x[lo]
+    i = lo
+    while i + _LANES <= hi:
+        for j in range(_LANES):
+            acc[j] = pick(x[i + j], acc[j])
+        i += _LANES
+    best = acc[0]
+    for j in range(1, _LANES):
+        best = pick(acc[j], best)
+    for k in range(i, hi):
+        best = pick(x[k], best)
+    return best
+
+
+@jit(parallel=True)
+def sum_blocks_kernel(x, parts):  # type: ignore[no-untyped-def]
+    """parts[b] = sum of block b of the flat x (parts is float64 or int64)."""
+    n = x.size
+    for b in prange(parts.size):
+        lo = b * _BLOCK
+        parts[b] = _sum_range(x, lo, min(lo + _BLOCK, n), parts)
+
+
+@jit(parallel=True)
+def sum_rows_kernel(x, out):  # type: ignore[no-untyped-def]
+    """out[r] = x[r, :].sum() for a C-contiguous 2-D x."""
+    cols = x.shape[1]
+    for r in prange(x.shape[0]):
+        row = x[r]
+        total = out[r] * 0
+        for lo in range(0, cols, _BLOCK):
+            total += _sum_range(row, lo, min(lo + _BLOCK, cols), out)
+        out[r] = total
+
+
+@jit(parallel=True)
+def max_blocks_kernel(x, parts):  # type: ignore[no-untyped-def]
+    n = x.size
+    for b in prange(parts.size):
+        lo = b * _BLOCK
+        parts[b] = _extreme_range(_max_of, x, lo, min(lo + _BLOCK, n))
+
+
+@jit(parallel=True)
+def min_blocks_kernel(x, parts):  # type: ignore[no-untyped-def]
+    n = x.size
+    for b in prange(parts.size):
+        lo = b * _BLOCK
+        parts[b] = _extreme_range(_min_of, x, lo, min(lo + _BLOCK, n))
+
+
+@jit(parallel=True)
+def max_rows_kernel(x, out):  # type: ignore[no-untyped-def]
+    for r in prange(x.shape[0]):
+        out[r] = _extreme_range(_max_of, x[r], 0, x.shape[1])
+
+
+@jit(parallel=True)
+def min_rows_kernel(x, out):  # type: ignore[no-untyped-def]
+    for r in prange(x.shape[0]):
+        out[r] = _extreme_range(_min_of, x[r], 0, x.shape[1])
+
+
+#: kind -> (blocks kernel, rows kernel, numpy reduce of the block results)
+_NUMBA_REDUCERS = {
+    "sum": (sum_blocks_kernel, sum_rows_kernel, np.add.reduce),
+    "max": (max_blocks_kernel, max_rows_kernel, np.maximum.reduce),
+    "min": (min_blocks_kernel, min_rows_kernel, np.minimum.reduce),
+}
+
+
+def _wide_dtype(dtype: np.dtype, kind: str) -> np.dtype:
+    """Accumulator dtype of the numba path: float64/int64 for sums, the input's for max/min."""
+    if kind != "sum":
+        return dtype
+    return np.dtype(np.float64 if dtype.kind == "f" else np.int64)
+
+
+def _numba_reduce(kind: str, ctx: Any, x: _Array, axes: tuple[int, ...]) -> _Array | None:
+    """The numba path when ``axes`` are the trailing axes of a big contiguous x, else None."""
+    if kind not in _NUMBA_REDUCERS or not axes or not takes_numba_path(x):
+        return None
+    kept = x.ndim - len(axes)
+    if axes != tuple(range(kept, x.ndim)):
+        return None
+    rows, cols = math.prod(x.shape[:kept]), math.prod(x.shape[kept:])
+    blocks_kernel, rows_kernel, combine = _NUMBA_REDUCERS[kind]
+    wide = _wide_dtype(x.dtype, kind)
+    if rows == 1:
+        parts = np.empty(-(-cols // _BLOCK), wide)
+        use_threads(ctx)
+        blocks_kernel(x.reshape(-1), parts)
+        return np.asarray(combine(parts))
+    if cols >= 1024:
+        out = np.empty(rows, wide)
+        use_threads(ctx)
+        rows_kernel(x.reshape(rows, cols), out)
+        return out
+    return None
+
+
+def reduction_axes(x: _Array, inputs: list, attrs: dict) -> tuple[int, ...]:
+    """Sorted, deduplicated, non-negative axes from attrs ``axis`` (None = all) or input 1."""
+    axis = inputs[1] if len(inputs) > 1 else attrs.get("axis")
+    if axis is None:
+        return tuple(range(x.ndim))
+    axes = set()
+    for a in int_list(axis, "axis", attrs["_node_name"]):
+        if not -x.ndim <= a < x.ndim:
+            raise InvalidArgumentError(
+                f"Invalid reduction dimension {a} for input with {x.ndim} dimensions "
+                f"(node '{attrs['_node_name']}')"
+            )
+        axes.add(a % x.ndim)
+    return tuple(sorted(axes))
+
+
+def _result_shape(x: _Array, axes: tuple[int, ...], keep_dims: bool) -> tuple[int, ...]:
+    if keep_dims:
+        return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def _np_sum_dtype(dtype: np.dtype) -> np.dtype:
+    """numpy's accumulator: float32 for float16 (TF accumulates half in float), else T."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def wide_sum(ctx: Any, x: _Array, axes: tuple[int, ...]) -> _Array:
+    """Sum over ``axes`` (dropped), in an accumulator dtype at least as wide as x's."""
+    out = _numba_reduce("sum", ctx, x, axes)
+    if out is None:
+        with quiet_fp():
+            out = np.add.reduce(x, axis=axes, dtype=_np_sum_dtype(x.dtype), out=...)
+    return out
+
+
+def _finish(result: _Array, dtype: np.dtype, shape: tuple[int, ...]) -> list:
+    return [np.asarray(result).astype(dtype, copy=False).reshape(shape)]
+
+
+@register("Sum", dtypes=NUMERIC)
+def sum_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Sum(x) over ``axis`` (None = all), ``keep_dims``; ints wrap like TF."""
+    x = inputs[0]
+    axes = reduction_axes(x, inputs, attrs)
+    total = wide_sum(ctx, x, axes)
+    return _finish(total, x.dtype, _result_shape(x, axes, attrs.get("keep_dims", False)))
+
+
+@register("Mean", dtypes=NUMERIC)
+def mean_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Mean(x); for ints the sum (in T) is divided with truncation toward zero, as in TF."""
+    x = inputs[0]
+    axes = reduction_axes(x, inputs, attrs)
+    shape = _result_shape(x, axes, attrs.get("keep_dims", False))
+    count = math.prod(x.shape[a] for a in axes)
+    total = wide_sum(ctx, x, axes)
+    if x.dtype.kind == "f":
+        with quiet_fp():
+            return _finish(np.true_divide(total, count, out=...), x.dtype, shape)
+    total = np.asarray(total).astype(x.dtype, copy=False)
+    if count == 0:
+        return _finish(np.zeros_like(total), x.dtype, shape)
+    quotient = np.floor_divide(total, count, out=...)
+    quotient += (np.remainder(total, count) != 0) & (total < 0)  # floor -> trunc
+    return _finish(quotient, x.dtype, shape)
+
+
+def _lowest(dtype: np.dtype) -> Any:
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype) -> Any:
+    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+def _extreme(kind: str, ufunc: np.ufunc, empty: Any, ctx: Any, inputs: list, attrs: dict) -> list:
+    x = inputs[0]
+    axes = reduction_axes(x, inputs, attrs)
+    shape = _result_shape(x, axes, attrs.get("keep_dims", False))
+    out = _numba_reduce(kind, ctx, x, axes)
+    if out is None:
+        initial = {"initial": empty(x.dtype)} if x.size == 0 else {}
+        out = ufunc.reduce(x, axis=axes, out=..., **initial)
+    return _finish(out, x.dtype, shape)
+
+
+@register("Max", dtypes=NUMERIC)
+def max_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Max(x); NaN propagates; an empty reduction gives the lowest value (-inf), as in TF."""
+    return _extreme("max", np.maximum, _lowest, ctx, inputs, attrs)
+
+
+@register("Min", dtypes=NUMERIC)
+def min_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Min(x); NaN propagates; an empty reduction gives the highest value (inf)."""
+    return _extreme("min", np.minimum, _highest, ctx, inputs, attrs)
+
+
+@register("Prod", dtypes=NUMERIC)
+def prod_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Prod(x) over ``axis``; ints wrap like TF."""
+    x = inputs[0]
+    axes = reduction_axes(x, inputs, attrs)
+    with quiet_fp():
+        out = np.multiply.reduce(x, axis=axes, dtype=_np_sum_dtype(x.dtype), out=...)
+    return _finish(out, x.dtype, _result_shape(x, axes, attrs.get("keep_dims", False)))
+
+
+@register("All", dtypes=["bool"])
+def all_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """All(x): logical and over ``axis``."""
+    x = inputs[0]
+    axes = reduction_axes(x, inputs, attrs)
+    out = np.logical_and.reduce(x, axis=axes, out=...)
+    return _finish(out, x.dtype, _result_shape(x, axes, attrs.get("keep_dims", False)))
+
+
+@register("Any", dtypes=["bool"])
+def any_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Any(x): logical or over ``axis``."""
+    x = inputs[0]
+    axes = reduction_axes(x, inputs, attrs)
+    out = np.logical_or.reduce(x, axis=axes, out=...)
+    return _finish(out, x.dtype, _result_shape(x, axes, attrs.get("keep_dims", False)))
+
+
+def _arg_extreme(name: str, fn: Any, inputs: list, attrs: dict) -> list:
+    x = inputs[0]
+    raw_axis = inputs[1] if len(inputs) > 1 else attrs.get("axis", 0)
+    axis = normalize_axis(int(np.asarray(raw_axis)), x.ndim, attrs["_node_name"])
+    if x.shape[axis] == 0:
+        raise InvalidArgumentError(
+            f"{name} (node '{attrs['_node_name']}'): reduction axis {axis} is empty in shape "
+            f"{shape_str(x.shape)}"
+        )
+    out_type = attrs.get("output_type") or "int64"
+    return [np.asarray(fn(x, axis=axis)).astype(out_type)]
+
+
+@register("ArgMax", dtypes=NUMERIC + ("bool",))
+def arg_max_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ArgMax(x) along ``axis``; ``output_type`` int64 (default) or int32."""
+    return _arg_extreme("ArgMax", np.argmax, inputs, attrs)
+
+
+@register("ArgMin", dtypes=NUMERIC + ("bool",))
+def arg_min_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ArgMin(x) along ``axis``; ``output_type`` int64 (default) or int32."""
+    return _arg_extreme("ArgMin", np.argmin, inputs, attrs)
+
+
+@register("SumToShape", dtypes=NUMERIC)
+def sum_to_shape_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """SumToShape(x, shape): undo numpy broadcasting by summing the broadcast dims.
+
+    Sums the leading dims x has beyond ``shape``, and (keeping them) the dims where
+    ``shape`` has 1 and x does not; the result has exactly ``shape``. The gradient of a
+    broadcasting binary op is SumToShape(grad, shape(input)).
+    """
+    x, shape_arr = inputs
+    target = shape_input(shape_arr, attrs["_node_name"])
+    lead = x.ndim - len(target)
+    trailing = x.shape[lead:] if lead >= 0 else ()
+    if lead < 0 or any(t not in (1, d) for t, d in zip(target, trailing)):
+        raise InvalidArgumentError(
+            f"SumToShape (node '{attrs['_node_name']}'): cannot reduce shape "
+            f"{shape_str(x.shape)} to {shape_str(target)}; the target must broadcast to it"
+        )
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, (t, d) in enumerate(zip(target, trailing)) if t == 1 and d != 1
+    )
+    if not axes:
+        return [x.reshape(target)]
+    return _finish(wide_sum(ctx, x, axes), x.dtype, target)
+

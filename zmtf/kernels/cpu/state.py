@@ -1,0 +1,237 @@
+"""Variables and the kernels that read-modify-write them: Assign*, optimizer Apply* ops.
+
+A ``Variable`` op outputs a ``VariableRef``, a handle on one entry of the runtime's
+variable store (``ctx.resources``), not a value. Consumers that need the value go through
+``Identity`` (which copies) or read it themselves. The store owns its arrays: ``Assign``
+stores a private copy, and updates happen in place under ``ctx.resources.lock(name)``, so
+no output of any kernel ever aliases a stored array.
+
+Registered on CPU for every dtype (the lookup dtype is the variable's dtype).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.kernels.cpu._common import quiet_fp, shape_str
+from zmtf.kernels.registry import register
+
+_Array = np.ndarray
+
+
+class VariableRef:
+    """A reference to variable ``name`` in ``store``; ``read()`` returns the current value.
+
+    ``shape`` is the declared shape (None or -1 entries where unknown), used by Assign's
+    ``validate_shape``. ``read()`` returns the stored array itself: copy it before letting
+    it escape, since later assignments update it in place.
+    """
+
+    __slots__ = ("store", "name", "shape")
+
+    def __init__(self, store: Any, name: str, shape: Sequence[int | None] | None = None) -> None:
+        self.store = store
+        self.name = name
+        self.shape = None if shape is None else tuple(shape)
+
+    def read(self) -> _Array:
+        """The stored value (FailedPreconditionError from the store if uninitialized)."""
+        return self.store.read(self.name)
+
+    def __repr__(self) -> str:
+        return f"VariableRef({self.name!r})"
+
+
+def _ref(value: Any, node_name: str, index: int = 0) -> VariableRef:
+    if not isinstance(value, VariableRef):
+        raise InvalidArgumentError(
+            f"input {index} of node '{node_name}' must be a variable reference (the output of "
+            f"a Variable op), got {type(value).__name__}"
+        )
+    return value
+
+
+@register("Variable")
+@register("VariableV2")
+def variable(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Variable(): a VariableRef to ``var_name``; never fails, even when uninitialized."""
+    return [VariableRef(ctx.resources, attrs["var_name"], attrs.get("shape"))]
+
+
+def _shapes_match(declared: Sequence[int | None], actual: tuple[int, ...]) -> bool:
+    return len(declared) == len(actual) and all(
+        d is None or d < 0 or d == a for d, a in zip(declared, actual)
+    )
+
+
+def _shape_error(lhs: Sequence[Any], rhs: tuple[int, ...], node_name: str) -> InvalidArgumentError:
+    lhs_str = "[" + ",".join("?" if d is None or d < 0 else str(d) for d in lhs) + "]"
+    return InvalidArgumentError(
+        f"Assign requires shapes of both tensors to match. lhs shape= {lhs_str} rhs shape= "
+        f"{shape_str(rhs)} (node '{node_name}'; pass validate_shape=False to change the shape)"
+    )
+
+
+@register("Assign")
+def assign(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Assign(ref, value): store a private copy of ``value``; output the new value.
+
+    With ``validate_shape`` (default True) the value must match the variable's declared
+    shape and, when initialized, its current shape.
+    """
+    node_name = attrs["_node_name"]
+    ref, value = _ref(inputs[0], node_name), np.asarray(inputs[1])
+    stored = np.array(value, copy=True, order="C")
+    store = ref.store
+    with store.lock(ref.name):
+        if attrs.get("validate_shape", True):
+            declared = attrs.get("shape", ref.shape)
+            if declared is not None and not _shapes_match(declared, value.shape):
+                raise _shape_error(declared, value.shape, node_name)
+            if store.is_initialized(ref.name):
+                current = store.read(ref.name).shape
+                if current != value.shape:
+                    raise _shape_error(current, value.shape, node_name)
+        store.assign(ref.name, stored)
+    # `value` equals the new value and is not the stored array, so it is a valid output.
+    return [value]
+
+
+def _read_writable(ref: VariableRef) -> _Array:
+    """The stored array, made writable by replacing it with a private copy if needed."""
+    value = ref.store.read(ref.name)
+    if not value.flags.writeable:
+        value = value.copy()
+        ref.store.assign(ref.name, value)
+    return value
+
+
+def _update(inputs: list, attrs: dict, ufunc: np.ufunc, op_type: str) -> list:
+    node_name = attrs["_node_name"]
+    ref, delta = _ref(inputs[0], node_name), inputs[1]
+    with ref.store.lock(ref.name), quiet_fp():
+        current = _read_writable(ref)
+        try:
+            fits = np.broadcast_shapes(current.shape, delta.shape) == current.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise InvalidArgumentError(
+                f"{op_type} (node '{node_name}'): update shape {shape_str(delta.shape)} does not "
+                f"match variable '{ref.name}' of shape {shape_str(current.shape)}"
+            )
+        ufunc(current, delta, out=current, casting="unsafe")
+        return [current.copy()]
+
+
+@register("AssignAdd")
+def assign_add(ctx: Any, inputs: list, attrs: dict) -> list:
+    """AssignAdd(ref, delta): ref += delta in place, under the variable's lock."""
+    return _update(inputs, attrs, np.add, "AssignAdd")
+
+
+@register("AssignSub")
+def assign_sub(ctx: Any, inputs: list, attrs: dict) -> list:
+    """AssignSub(ref, delta): ref -= delta in place, under the variable's lock."""
+    return _update(inputs, attrs, np.subtract, "AssignSub")
+
+
+@register("IsVariableInitialized")
+def is_variable_initialized(ctx: Any, inputs: list, attrs: dict) -> list:
+    """IsVariableInitialized(ref) -> bool scalar."""
+    ref = _ref(inputs[0], attrs["_node_name"])
+    return [np.asarray(bool(ref.store.is_initialized(ref.name)))]
+
+
+# ---------------------------------------------------------------------------------------
+# optimizer updates
+
+
+@contextlib.contextmanager
+def _locked(refs: Sequence[VariableRef]) -> Any:
+    """Hold the locks of several variables, taken in name order so two ops cannot deadlock."""
+    with contextlib.ExitStack() as stack:
+        seen = set()
+        for ref in sorted(refs, key=lambda r: r.name):
+            if ref.name not in seen:
+                seen.add(ref.name)
+                stack.enter_context(ref.store.lock(ref.name))
+        yield
+
+
+def _check_same_shape(var: _Array, other: _Array, what: str, attrs: dict) -> None:
+    if var.shape != other.shape:
+        raise InvalidArgumentError(
+            f"{what} (node '{attrs['_node_name']}') must have the variable's shape "
+            f"{shape_str(var.shape)}, got {shape_str(other.shape)}"
+        )
+
+
+@register("ApplyGradientDescent")
+def apply_gradient_descent(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyGradientDescent(ref, alpha, delta): var -= alpha * delta."""
+    ref = _ref(inputs[0], attrs["_node_name"])
+    alpha, delta = inputs[1], inputs[2]
+    with _locked([ref]), quiet_fp():
+        var = _read_writable(ref)
+        _check_same_shape(var, delta, "delta", attrs)
+        step = np.multiply(delta, alpha.astype(var.dtype), dtype=var.dtype)
+        np.subtract(var, step, out=var)
+        return [var.copy()]
+
+
+@register("ApplyMomentum")
+def apply_momentum(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyMomentum(ref, accum, lr, grad, momentum), TF's formulas.
+
+    accum = accum * momentum + grad; var -= lr * accum, or with ``use_nesterov``
+    var -= lr * grad + lr * momentum * accum.
+    """
+    node_name = attrs["_node_name"]
+    ref, accum_ref = _ref(inputs[0], node_name), _ref(inputs[1], node_name, 1)
+    lr, grad, momentum = inputs[2], inputs[3], inputs[4]
+    with _locked([ref, accum_ref]), quiet_fp():
+        var, accum = _read_writable(ref), _read_writable(accum_ref)
+        _check_same_shape(var, accum, "accum", attrs)
+        _check_same_shape(var, grad, "grad", attrs)
+        lr, momentum = lr.astype(var.dtype), momentum.astype(var.dtype)
+        np.multiply(accum, momentum, out=accum)
+        np.add(accum, grad, out=accum, casting="unsafe")
+        if attrs.get("use_nesterov", False):
+            step = np.multiply(grad, lr, dtype=var.dtype)
+            step += accum * (momentum * lr)
+        else:
+            step = np.multiply(accum, lr)
+        np.subtract(var, step, out=var)
+        return [var.copy()]
+
+
+@register("ApplyAdam")
+def apply_adam(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyAdam(ref, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad).
+
+    TF's formulas: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t);
+    m = m + (g - m) * (1 - beta1); v = v + (g*g - v) * (1 - beta2);
+    var -= lr_t * m / (sqrt(v) + epsilon)   (with ``use_nesterov``: m*beta1 + (1-beta1)*g).
+    """
+    node_name = attrs["_node_name"]
+    ref, m_ref, v_ref = (_ref(inputs[i], node_name, i) for i in range(3))
+    beta1_power, beta2_power, lr, beta1, beta2, epsilon = (float(t) for t in inputs[3:9])
+    grad = inputs[9]
+    with _locked([ref, m_ref, v_ref]), quiet_fp():
+        var, m, v = _read_writable(ref), _read_writable(m_ref), _read_writable(v_ref)
+        for what, other in (("m", m), ("v", v), ("grad", grad)):
+            _check_same_shape(var, other, what, attrs)
+        lr_t = lr * math.sqrt(1.0 - beta2_power) / (1.0 - beta1_power)
+        m += (grad - m) * (1.0 - beta1)
+        v += (np.square(grad) - v) * (1.0 - beta2)
+        direction = m * beta1 + grad * (1.0 - beta1) if attrs.get("use_nesterov") else m
+        step = direction * lr_t / (np.sqrt(v) + epsilon)
+        np.subtract(var, step, out=var, casting="unsafe")
+        return [var.copy()]
