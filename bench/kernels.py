@@ -46,7 +46,9 @@ def _time(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def _bench_pair(zmtf_fn: Callable[[], Any], numpy_fn: Callable[[], Any], reps: int) -> tuple[float, float, float]:
+def _bench_pair(
+    zmtf_fn: Callable[[], Any], numpy_fn: Callable[[], Any], reps: int
+) -> tuple[float, float, float]:
     """(first zmtf call, median zmtf, median numpy) in seconds; the first calls are warm-ups."""
     first = _time(zmtf_fn)
     numpy_fn()
@@ -102,12 +104,15 @@ def main() -> None:
             "GFLOP/s",
         ))
 
+    cache = "on" if _jit.CACHE else "off"
+    if args.cold:
+        cache = "cold, in " + os.environ["NUMBA_CACHE_DIR"]
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, numba {numba.__version__}, "
           f"{os.cpu_count()} CPUs, intra_op_threads={args.threads}, reps={args.reps}, "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, numba cache "
-          f"{'cold: ' + os.environ['NUMBA_CACHE_DIR'] if args.cold else 'on' if _jit.CACHE else 'off'}, "
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, numba cache {cache}, "
           f"numpy->numba threshold {_jit.PARALLEL_MIN_ELEMENTS} elements")
-    header = f"{'case':17} {'first call':>11} {'zmtf':>10} {'numpy':>10} {'numpy/zmtf':>10}   {'zmtf rate':>16} {'numpy rate':>16}"
+    header = (f"{'case':17} {'first call':>11} {'zmtf':>10} {'numpy':>10} {'numpy/zmtf':>10}"
+              f"   {'zmtf rate':>16} {'numpy rate':>16}")
     print(header)
     print("-" * len(header))
     for name, zmtf_fn, numpy_fn, work, unit in cases:

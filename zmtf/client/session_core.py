@@ -81,7 +81,7 @@ class LocalSessionCore:
         order = [tensor_pos.get(id(e)) for e in elements]
 
         def rebuild_all(values: list[Any]) -> Any:
-            return rebuild([None if i is None else fetched(values[i]) for i in order])
+            return rebuild([None if i is None else fetched(values[i], self.resources) for i in order])
 
         tracing = options is not None and options.trace_level > 0 and run_metadata is not None
         timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms

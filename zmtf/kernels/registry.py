@@ -40,7 +40,7 @@ def register(
             if key in _KERNELS:
                 raise AlreadyExistsError(
                     f"a kernel for {op_type} on {device_type} with dtype {name or 'any'} is "
-                    f"already registered ({_KERNELS[key].__qualname__}); each key is registered once"
+                    f"already registered ({_KERNELS[key].__qualname__}); register each key once"
                 )
             _KERNELS[key] = fn
         return fn
@@ -81,7 +81,10 @@ def registered_dtypes(op_type: str, device_type: str) -> list[str]:
 
 
 def _not_found_message(op_type: str, device_type: str, dtype: str | None) -> str:
-    wanted = f"No kernel registered for op {op_type!r} on device type {device_type!r} with dtype {dtype}"
+    wanted = (
+        f"No kernel registered for op {op_type!r} on device type {device_type!r} "
+        f"with dtype {dtype}"
+    )
     dtypes = registered_dtypes(op_type, device_type)
     if dtypes:
         return f"{wanted}. Registered dtypes for {op_type} on {device_type}: {', '.join(dtypes)}"

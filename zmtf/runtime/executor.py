@@ -230,11 +230,15 @@ def as_op_error(exc: BaseException, node_name: str, op_type: str, device: str) -
     return error
 
 
-def fetched(value: Any) -> Any:
-    """What run() hands back for one fetched value: numpy scalars for 0-d, owned arrays."""
+def fetched(value: Any, resources: Any) -> Any:
+    """What run() hands back for one fetched value: numpy scalars for 0-d, arrays the caller owns.
+
+    Variable reads alias the variable's storage (no copy inside a step, as TF1's ref reads);
+    a fetched value that does is copied so later updates never show through.
+    """
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
             return value[()]
-        if not value.flags.writeable:
+        if not value.flags.writeable or resources.holds(value):
             return value.copy()
     return value

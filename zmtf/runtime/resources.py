@@ -15,6 +15,7 @@ class ResourceContainer:
 
     def __init__(self) -> None:
         self._values: dict[str, np.ndarray] = {}
+        self._storage_ids: set[int] = set()  # id() of every stored array, see holds()
         self._locks: dict[str, threading.Lock] = {}
         self._mutex = threading.Lock()
 
@@ -29,7 +30,19 @@ class ResourceContainer:
                 f"session before reading it.", node_name=name) from None
 
     def assign(self, name: str, value: np.ndarray) -> None:
+        old = self._values.get(name)
         self._values[name] = value
+        self._storage_ids.add(id(value))
+        if old is not None and old is not value:
+            self._storage_ids.discard(id(old))
+
+    def holds(self, array: object) -> bool:
+        """Whether ``array`` is (a view of) a stored value: reads alias storage, fetches must copy."""
+        while array is not None:
+            if id(array) in self._storage_ids:
+                return True
+            array = getattr(array, "base", None)
+        return False
 
     def is_initialized(self, name: str) -> bool:
         return name in self._values
@@ -48,6 +61,7 @@ class ResourceContainer:
         """Drop every value (tf.Session.reset)."""
         with self._mutex:
             self._values.clear()
+            self._storage_ids.clear()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

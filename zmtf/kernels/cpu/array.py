@@ -44,7 +44,7 @@ def identity(ctx: Any, inputs: list, attrs: dict) -> list:
     """Identity(x): x itself; for a VariableRef, a private copy of the variable's value."""
     x = inputs[0]
     if isinstance(x, VariableRef):
-        return [x.read().copy()]
+        return [x.read()]  # aliases storage, as TF1 ref reads; fetches copy (executor.fetched)
     return [x]
 
 
@@ -62,7 +62,8 @@ def reshape(ctx: Any, inputs: list, attrs: dict) -> list:
         )
     if any(d < -1 for d in dims):
         raise InvalidArgumentError(
-            f"Size {dims.index(min(dims))} must be non-negative, not {min(dims)} (node '{node_name}')"
+            f"Size {dims.index(min(dims))} must be non-negative, not {min(dims)} "
+            f"(node '{node_name}')"
         )
     known = math.prod(d for d in dims if d != -1)
     if unknown:
@@ -213,8 +214,9 @@ def concat_v2(ctx: Any, inputs: list, attrs: dict) -> list:
             a != b for d, (a, b) in enumerate(zip(v.shape, first.shape)) if d != axis
         ):
             raise InvalidArgumentError(
-                f"ConcatOp : Dimensions of inputs should match: shape[0] = {shape_str(first.shape)} "
-                f"vs. shape[{i}] = {shape_str(v.shape)} (node '{node_name}', axis {axis})"
+                "ConcatOp : Dimensions of inputs should match: "
+                f"shape[0] = {shape_str(first.shape)} vs. shape[{i}] = {shape_str(v.shape)} "
+                f"(node '{node_name}', axis {axis})"
             )
     return [np.concatenate(values, axis=axis)]
 

@@ -1,0 +1,197 @@
+"""Variable kernels: references, assignment copy semantics, in-place updates, optimizers."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from zmtf.framework.errors import FailedPreconditionError, InvalidArgumentError
+from zmtf.kernels import VariableRef
+
+
+@pytest.fixture
+def variable(run):
+    """variable(name, shape=None) -> VariableRef from the Variable kernel."""
+
+    def make(name: str, shape=None, dtype="float32") -> VariableRef:
+        (ref,) = run("Variable", [], var_name=name, shape=shape, dtype=dtype)
+        return ref
+
+    return make
+
+
+def _run_ref(run, op_type, inputs, **attrs):
+    """The state kernels return ndarrays, except Variable (a VariableRef)."""
+    return run(op_type, inputs, **attrs)
+
+
+def test_variable_output_is_a_ref_even_when_uninitialized(ctx):
+    from zmtf.kernels import lookup
+
+    (ref,) = lookup("Variable", "CPU", "float32")(
+        ctx, [], {"_node_name": "v", "var_name": "v", "shape": [2], "dtype": "float32"}
+    )
+    assert isinstance(ref, VariableRef) and ref.name == "v" and ref.store is ctx.resources
+    with pytest.raises(FailedPreconditionError, match="uninitialized value v"):
+        ref.read()
+
+
+def _variable(ctx, name, shape=None):
+    from zmtf.kernels import lookup
+
+    attrs = {"_node_name": name, "var_name": name, "shape": shape, "dtype": "float32"}
+    return lookup("Variable", "CPU", "float32")(ctx, [], attrs)[0]
+
+
+def test_is_variable_initialized(ctx, run):
+    ref = _variable(ctx, "v", [2])
+    assert run("IsVariableInitialized", [ref])[0].dtype == np.bool_
+    assert not run("IsVariableInitialized", [ref])[0]
+    run("Assign", [ref, np.zeros(2, np.float32)])
+    assert run("IsVariableInitialized", [ref])[0]
+
+
+def test_assign_stores_a_private_copy(ctx, run):
+    ref = _variable(ctx, "v", [3])
+    value = np.arange(3, dtype=np.float32)
+    (out,) = run("Assign", [ref, value])
+    stored = ctx.resources.read("v")
+    assert not np.shares_memory(stored, value) and not np.shares_memory(stored, out)
+    value[:] = 100  # the caller reuses its buffer
+    np.testing.assert_array_equal(stored, [0, 1, 2])
+    np.testing.assert_array_equal(out, [0, 1, 2]) if out is not value else None
+
+
+def test_identity_of_a_variable_is_a_snapshot(ctx, run):
+    ref = _variable(ctx, "v", [2])
+    run("Assign", [ref, np.array([1.0, 2.0], np.float32)])
+    (snapshot,) = run("Identity", [ref])
+    run("AssignAdd", [ref, np.array([10.0, 10.0], np.float32)])
+    np.testing.assert_array_equal(snapshot, [1.0, 2.0])
+    np.testing.assert_array_equal(run("Identity", [ref])[0], [11.0, 12.0])
+
+
+def test_identity_of_uninitialized_variable_fails(ctx, run):
+    ref = _variable(ctx, "w", [2])
+    with pytest.raises(FailedPreconditionError, match="uninitialized value w"):
+        run("Identity", [ref])
+
+
+def test_assign_validates_shape_against_declared_shape(ctx, run):
+    ref = _variable(ctx, "v", [2, 3])
+    message = r"Assign requires shapes of both tensors to match. lhs shape= \[2,3\] rhs shape= \[3\]"
+    with pytest.raises(InvalidArgumentError, match=message):
+        run("Assign", [ref, np.ones(3, np.float32)])
+    run("Assign", [ref, np.ones(3, np.float32)], validate_shape=False)
+    assert ctx.resources.read("v").shape == (3,)
+
+
+def test_assign_validates_shape_against_current_value(ctx, run):
+    ref = _variable(ctx, "v")  # declared shape unknown
+    run("Assign", [ref, np.ones((2, 2), np.float32)])
+    with pytest.raises(InvalidArgumentError, match=r"lhs shape= \[2,2\] rhs shape= \[4\]"):
+        run("Assign", [ref, np.ones(4, np.float32)])
+
+
+def test_assign_accepts_unknown_declared_dims(ctx, run):
+    ref = _variable(ctx, "v", [None, 3])
+    run("Assign", [ref, np.ones((5, 3), np.float32)])
+    assert ctx.resources.read("v").shape == (5, 3)
+
+
+@pytest.mark.parametrize("op_type,expected", [("AssignAdd", [11, 22]), ("AssignSub", [-9, -18])])
+def test_assign_add_sub_update_in_place(ctx, run, op_type, expected):
+    ref = _variable(ctx, "v", [2])
+    run("Assign", [ref, np.array([1, 2], np.float32)])
+    stored = ctx.resources.read("v")
+    (out,) = run(op_type, [ref, np.array([10, 20], np.float32)])
+    assert ctx.resources.read("v") is stored  # no reallocation
+    np.testing.assert_array_equal(stored, expected)
+    np.testing.assert_array_equal(out, expected)
+    assert not np.shares_memory(out, stored)
+
+
+def test_assign_add_on_uninitialized_fails(ctx, run):
+    ref = _variable(ctx, "v", [2])
+    with pytest.raises(FailedPreconditionError):
+        run("AssignAdd", [ref, np.ones(2, np.float32)])
+
+
+def test_assign_add_shape_mismatch(ctx, run):
+    ref = _variable(ctx, "v", [2])
+    run("Assign", [ref, np.ones(2, np.float32)])
+    with pytest.raises(InvalidArgumentError, match="does not match variable 'v'"):
+        run("AssignAdd", [ref, np.ones(3, np.float32)])
+
+
+def test_concurrent_assign_add_loses_no_update(ctx, run):
+    ref = _variable(ctx, "counter", [])
+    run("Assign", [ref, np.asarray(0, np.int64)])
+    one = np.asarray(1, np.int64)
+
+    def work():
+        for _ in range(300):
+            run("AssignAdd", [ref, one])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert ctx.resources.read("counter") == 1200
+
+
+def _init(ctx, run, name, value):
+    ref = _variable(ctx, name, list(np.shape(value)))
+    run("Assign", [ref, np.asarray(value, np.float32)])
+    return ref
+
+
+def test_apply_gradient_descent(ctx, run):
+    ref = _init(ctx, run, "w", [1.0, 2.0])
+    stored = ctx.resources.read("w")
+    (out,) = run("ApplyGradientDescent", [ref, np.asarray(0.1, np.float32), np.array([1.0, -2.0], np.float32)])
+    np.testing.assert_allclose(out, [0.9, 2.2], rtol=1e-6)
+    assert ctx.resources.read("w") is stored
+
+
+@pytest.mark.parametrize("use_nesterov", [False, True])
+def test_apply_momentum(ctx, run, use_nesterov):
+    var, accum = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    grad, lr, momentum = np.array([0.1, 0.2]), 0.01, 0.9
+    ref, accum_ref = _init(ctx, run, "w", var), _init(ctx, run, "acc", accum)
+    inputs = [ref, accum_ref, np.asarray(lr, np.float32), grad.astype(np.float32), np.asarray(momentum, np.float32)]
+    (out,) = run("ApplyMomentum", inputs, use_nesterov=use_nesterov)
+    new_accum = accum * momentum + grad
+    if use_nesterov:
+        expected = var - (grad * lr + new_accum * momentum * lr)
+    else:
+        expected = var - lr * new_accum
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    np.testing.assert_allclose(ctx.resources.read("acc"), new_accum, rtol=1e-6)
+
+
+@pytest.mark.parametrize("use_nesterov", [False, True])
+def test_apply_adam(ctx, run, use_nesterov):
+    var, m, v = np.array([1.0, -2.0, 3.0]), np.array([0.1, 0.0, -0.1]), np.array([0.01, 0.02, 0.0])
+    grad = np.array([0.5, -0.5, 1.0])
+    beta1, beta2, lr, eps, t = 0.9, 0.999, 0.001, 1e-8, 3
+    refs = [_init(ctx, run, name, value) for name, value in (("w", var), ("m", m), ("v", v))]
+    scalars = [beta1**t, beta2**t, lr, beta1, beta2, eps]
+    inputs = refs + [np.asarray(s, np.float32) for s in scalars] + [grad.astype(np.float32)]
+    (out,) = run("ApplyAdam", inputs, use_nesterov=use_nesterov)
+    lr_t = lr * np.sqrt(1 - beta2**t) / (1 - beta1**t)
+    new_m = m + (grad - m) * (1 - beta1)
+    new_v = v + (grad * grad - v) * (1 - beta2)
+    direction = new_m * beta1 + (1 - beta1) * grad if use_nesterov else new_m
+    expected = var - lr_t * direction / (np.sqrt(new_v) + eps)
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+    np.testing.assert_allclose(ctx.resources.read("m"), new_m, rtol=1e-5)
+    np.testing.assert_allclose(ctx.resources.read("v"), new_v, rtol=1e-5)
+
+
+def test_state_kernels_reject_non_refs(run):
+    with pytest.raises(InvalidArgumentError, match="must be a variable reference"):
+        run("AssignAdd", [np.ones(2, np.float32), np.ones(2, np.float32)])
