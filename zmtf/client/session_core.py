@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from zmtf import kernels
+from zmtf.kernels import lookup as kernel_lookup
+from zmtf.kernels import supports as kernel_supports
 from zmtf.client.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.fetches import Rebuild, flatten
 from zmtf.framework.device_spec import DeviceSpec
@@ -44,7 +45,7 @@ class StepCall:
 
 
 def _supports(op_type: str, device_type: str, dtype: str | None) -> bool:
-    return kernels.supports(op_type, device_type, dtype)
+    return kernel_supports(op_type, device_type, dtype)
 
 
 class LocalSessionCore:
@@ -112,7 +113,7 @@ class LocalSessionCore:
             if self.config.log_device_placement:
                 for line in plan.placement.log_lines:
                     placement_log.info("%s", line)
-            step = bind(plan, kernels.lookup)
+            step = bind(plan, kernel_lookup)
             if len(self._plans) > 256:
                 self._plans.clear()
             self._plans[key] = step

@@ -80,7 +80,7 @@ def _shape_error(lhs: Sequence[Any], rhs: tuple[int, ...], node_name: str) -> In
 
 @register("Assign")
 def assign(ctx: Any, inputs: list, attrs: dict) -> list:
-    """Assign(ref, value): store a private copy of ``value``; output the new value.
+    """Assign(ref, value): store a private copy of ``value``; output another copy of it.
 
     With ``validate_shape`` (default True) the value must match the variable's declared
     shape and, when initialized, its current shape.
@@ -99,8 +99,8 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
                 if current != value.shape:
                     raise _shape_error(current, value.shape, node_name)
         store.assign(ref.name, stored)
-    # `value` equals the new value and is not the stored array, so it is a valid output.
-    return [value]
+        # A copy, not `value`: returning the input would alias a caller's feed buffer.
+        return [stored.copy()]
 
 
 def _read_writable(ref: VariableRef) -> _Array:

@@ -1,0 +1,48 @@
+"""The seed chapter's single-machine programs run as scripts and print what the book prints."""
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+
+
+def run_example(name, *args):
+    out = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True,
+                         text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    return out.stdout, out.stderr
+
+
+def test_seed_placement_logs_devices_and_prints_12():
+    stdout, stderr = run_example("seed_placement.py")
+    assert stdout.strip() == "12.0"
+    assert "a: /job:localhost/replica:0/task:0/device:CPU:0" in stderr
+    assert "mul: /job:localhost/replica:0/task:0/device:CPU:0" in stderr
+
+
+def test_seed_device_function_prints_12():
+    stdout, stderr = run_example("seed_device_function.py")
+    assert stdout.strip() == "12.0"
+    assert "Variable: /job:localhost/replica:0/task:0/device:CPU:0" in stderr
+
+
+def test_seed_soft_placement_shows_the_error_then_falls_back():
+    stdout, _ = run_example("seed_soft_placement.py")
+    lines = stdout.strip().splitlines()
+    assert lines[0].startswith("InvalidArgumentError: Cannot assign a device to node")
+    assert "Could not satisfy explicit device specification '/device:GPU:0'" in lines[0]
+    assert lines[1] == "3"
+
+
+def test_seed_control_dependencies_prints_7():
+    stdout, _ = run_example("seed_control_dependencies.py")
+    assert stdout.strip() == "7.0"
+
+
+@pytest.mark.parametrize("args", [["--batches", "3", "--batch-size", "16"]])
+def test_local_mlp_main_job(args):
+    stdout, _ = run_example("local_mlp.py", *args)
+    assert "batch    2  loss" in stdout and "samples/s" in stdout
