@@ -112,6 +112,11 @@ def test_integer_negative_power_is_an_error(run):
         run("Pow", [np.array([2], np.int32), np.array([-1], np.int32)])
 
 
+def test_incompatible_shapes(run):
+    with pytest.raises(InvalidArgumentError, match=r"Incompatible shapes: \[2,3\] vs. \[4\]"):
+        run("Mul", [np.ones((2, 3), np.float32), np.ones(4, np.float32)])
+
+
 def test_mixed_dtypes_keep_the_first_inputs_dtype(run):
     (out,) = run("Add", [np.ones(3, np.float32), np.asarray(2.0)])
     assert out.dtype == np.float32

@@ -41,7 +41,11 @@ def const(ctx: Any, inputs: list, attrs: dict) -> list:
 @register("Identity")
 @register("Snapshot")
 def identity(ctx: Any, inputs: list, attrs: dict) -> list:
-    """Identity(x): x itself; for a VariableRef, a private copy of the variable's value."""
+    """Identity(x): x itself; for a VariableRef, the variable's current stored array.
+
+    The read is not copied (TF1 ref-read semantics): the runtime copies a fetched value
+    that aliases the variable store (runtime.executor.fetched).
+    """
     x = inputs[0]
     if isinstance(x, VariableRef):
         return [x.read()]  # aliases storage, as TF1 ref reads; fetches copy (executor.fetched)

@@ -561,10 +561,17 @@ def binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array:
     out = _large_binary(spec, ctx, x, y)
     if out is not None:
         return out
-    if x.dtype.kind == "f":
-        with quiet_fp():
-            return spec.compute(x, y)
-    return spec.compute(x, y)
+    try:
+        if x.dtype.kind == "f":
+            with quiet_fp():
+                return spec.compute(x, y)
+        return spec.compute(x, y)
+    except ValueError:
+        if x.shape == y.shape:
+            raise
+        raise InvalidArgumentError(
+            f"Incompatible shapes: {shape_str(x.shape)} vs. {shape_str(y.shape)} ({spec.op_type})"
+        ) from None
 
 
 def _make_binary_kernel(spec: _Binary) -> Callable[[Any, list, dict], list]:

@@ -1,10 +1,11 @@
 """Variables and the kernels that read-modify-write them: Assign*, optimizer Apply* ops.
 
 A ``Variable`` op outputs a ``VariableRef``, a handle on one entry of the runtime's
-variable store (``ctx.resources``), not a value. Consumers that need the value go through
-``Identity`` (which copies) or read it themselves. The store owns its arrays: ``Assign``
-stores a private copy, and updates happen in place under ``ctx.resources.lock(name)``, so
-no output of any kernel ever aliases a stored array.
+variable store (``ctx.resources``), not a value. Consumers read the value through
+``Identity``, which returns the stored array itself (TF1 ref reads: no copy inside a step;
+the runtime copies fetched values that alias the store). The store owns its arrays:
+``Assign`` stores a private copy, updates happen in place under
+``ctx.resources.lock(name)``, and the outputs of the kernels here are copies.
 
 Registered on CPU for every dtype (the lookup dtype is the variable's dtype).
 """
