@@ -6,7 +6,7 @@ no threads, opens no sockets and compiles no kernels.
 
 from zmtf import errors, nn, test, train
 from zmtf.client.async_session import AsyncSession
-from zmtf.client.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from zmtf.framework.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from zmtf.client.session import InteractiveSession, Session, get_default_session
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.dtypes import (
@@ -49,3 +49,11 @@ neg = negative
 __version__ = "0.1.0"
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+# tf.train gathers the graph-building helpers of zmtf.train with the cluster classes, as TF's
+# namespace does (the layers stay apart: zmtf.train never imports zmtf.distributed).
+from zmtf.distributed.cluster_spec import ClusterSpec as _ClusterSpec  # noqa: E402
+from zmtf.distributed.server import Server as _Server  # noqa: E402
+
+train.ClusterSpec = _ClusterSpec
+train.Server = _Server

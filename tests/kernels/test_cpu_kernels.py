@@ -18,7 +18,9 @@ NUMERIC = FLOATS + INTS
 RTOL = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-12, "int32": 0, "int64": 0}
 
 
-def values(dtype: str, shape: tuple[int, ...], seed: int = 0, low: int = -20, high: int = 20) -> np.ndarray:
+def values(
+    dtype: str, shape: tuple[int, ...], seed: int = 0, low: int = -20, high: int = 20
+) -> np.ndarray:
     """Random test data of ``dtype`` (always an ndarray, also for shape ())."""
     rng = np.random.default_rng(seed)
     if np.dtype(dtype).kind == "f":
@@ -196,7 +198,8 @@ def test_activation_gradients(run, dtype):
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize(
     "x_shape,target",
-    [((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)), ((2, 3, 4), (1, 3, 1)), ((2, 3), (2, 3)), ((5,), ())],
+    [((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)), ((2, 3, 4), (1, 3, 1)), ((2, 3), (2, 3)),
+     ((5,), ())],
     ids=str,
 )
 def test_sum_to_shape_inverts_broadcasting(run, dtype, x_shape, target):
@@ -307,7 +310,7 @@ def test_max_propagates_nan(run):
 
 
 def test_invalid_reduction_axis(run):
-    with pytest.raises(InvalidArgumentError, match="Invalid reduction dimension 2 for input with 2"):
+    with pytest.raises(InvalidArgumentError, match="Invalid reduction dimension 2 for input with"):
         run("Sum", [np.ones((2, 3), np.float32)], axis=(2,))
 
 
@@ -346,7 +349,8 @@ def test_matmul(run, dtype, transpose_a, transpose_b):
 
 
 def test_matmul_incompatible(run):
-    with pytest.raises(InvalidArgumentError, match=r"Matrix size-incompatible: In\[0\]: \[2,3\], In\[1\]: \[4,5\]"):
+    message = r"Matrix size-incompatible: In\[0\]: \[2,3\], In\[1\]: \[4,5\]"
+    with pytest.raises(InvalidArgumentError, match=message):
         run("MatMul", [np.ones((2, 3), np.float32), np.ones((4, 5), np.float32)])
 
 
@@ -391,7 +395,7 @@ def test_reshape_to_scalar(run):
     "shape,message",
     [
         ([4], "Input to reshape is a tensor with 6 values, but the requested shape has 4"),
-        ([-1, 4], "Input to reshape is a tensor with 6 values, but the requested shape requires a multiple of 4"),
+        ([-1, 4], "tensor with 6 values, but the requested shape requires a multiple of 4"),
         ([-1, -1], "Only one input size may be -1, not both 0 and 1"),
     ],
 )
@@ -474,7 +478,8 @@ def test_squeeze(run, dims, expected):
 
 
 def test_squeeze_non_one_dim(run):
-    with pytest.raises(InvalidArgumentError, match=r"Can not squeeze dim\[1\], expected a dimension of 1, got 3"):
+    message = r"Can not squeeze dim\[1\], expected a dimension of 1, got 3"
+    with pytest.raises(InvalidArgumentError, match=message):
         run("Squeeze", [np.ones((1, 3))], squeeze_dims=[1])
 
 
@@ -489,7 +494,8 @@ def test_concat(run, dtype, axis):
 
 
 def test_concat_mismatch(run):
-    with pytest.raises(InvalidArgumentError, match=r"shape\[0\] = \[2,3\] vs. shape\[1\] = \[2,4\]"):
+    message = r"shape\[0\] = \[2,3\] vs. shape\[1\] = \[2,4\]"
+    with pytest.raises(InvalidArgumentError, match=message):
         run("ConcatV2", [np.ones((2, 3)), np.ones((2, 4))], axis=0)
 
 
@@ -556,7 +562,9 @@ def test_sparse_softmax_cross_entropy(run, dtype, label_dtype):
 
 @pytest.mark.parametrize("bad_label", [5, -1])
 def test_sparse_softmax_label_out_of_range(run, bad_label):
-    message = rf"Received a label value of {bad_label} which is outside the valid range of \[0, 5\)\."
+    message = (
+        rf"Received a label value of {bad_label} which is outside the valid range of \[0, 5\)\."
+    )
     with pytest.raises(InvalidArgumentError, match=message):
         run(
             "SparseSoftmaxCrossEntropyWithLogits",
@@ -613,15 +621,17 @@ def test_random_shape_dtype_and_range(run, op_type, dtype):
         assert np.abs(out).max() <= 2
     else:
         assert np.abs(out).max() > 2  # 10000 normal draws: some are beyond 2 stddev
-    assert abs(float(out.astype(np.float64).mean()) - (0.5 if op_type == "RandomUniform" else 0)) < 0.05
+    expected_mean = 0.5 if op_type == "RandomUniform" else 0.0
+    assert abs(float(out.astype(np.float64).mean()) - expected_mean) < 0.05
 
 
 @pytest.mark.parametrize("op_type", ["RandomStandardNormal", "RandomUniform", "TruncatedNormal"])
 def test_random_seeded_runs_replay_and_advance(make_ctx, run_in, op_type):
     shape = np.array([3, 4], np.int32)
     first_ctx, second_ctx = make_ctx(), make_ctx()
-    draws = [run_in(first_ctx, op_type, [shape], dtype="float32", seed=7, seed2=3)[0] for _ in range(2)]
-    replay = run_in(second_ctx, op_type, [shape], dtype="float32", seed=7, seed2=3)[0]
+    attrs = dict(dtype="float32", seed=7, seed2=3)
+    draws = [run_in(first_ctx, op_type, [shape], **attrs)[0] for _ in range(2)]
+    replay = run_in(second_ctx, op_type, [shape], **attrs)[0]
     assert not np.array_equal(draws[0], draws[1])  # each run draws new numbers
     np.testing.assert_array_equal(draws[0], replay)  # same seeds, same sequence
 

@@ -64,7 +64,9 @@ def test_identity_of_uninitialized_variable_fails(ctx, run):
 
 def test_assign_validates_shape_against_declared_shape(ctx, run):
     ref = _variable(ctx, "v", [2, 3])
-    message = r"Assign requires shapes of both tensors to match. lhs shape= \[2,3\] rhs shape= \[3\]"
+    message = (
+        r"Assign requires shapes of both tensors to match. lhs shape= \[2,3\] rhs shape= \[3\]"
+    )
     with pytest.raises(InvalidArgumentError, match=message):
         run("Assign", [ref, np.ones(3, np.float32)])
     run("Assign", [ref, np.ones(3, np.float32)], validate_shape=False)

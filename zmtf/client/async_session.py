@@ -9,19 +9,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from zmtf.client.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.client.remote_session import RemoteSessionCore
 from zmtf.client.session_core import LocalSessionCore
 from zmtf.framework.errors import DeadlineExceededError, UnimplementedError
 from zmtf.framework.graph import Graph, get_default_graph
 
 
-def check_local_target(target: str) -> None:
-    if target not in ("", "local"):
-        raise UnimplementedError(
-            None, None,
-            f"Session target '{target}': remote targets (grpc://, zmtf://, tcp://) need the "
-            f"cluster runtime, which this build of zmtf does not have yet; use a local "
-            f"session (target '').")
+def is_local(target: str) -> bool:
+    return target in ("", "local")
 
 
 class AsyncSession:
@@ -29,9 +25,11 @@ class AsyncSession:
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
-        check_local_target(target)
         self._graph = graph or get_default_graph()
-        self._core = LocalSessionCore(self._graph, config)
+        self.target = target
+        self._remote = None if is_local(target) else RemoteSessionCore(target, self._graph,
+                                                                       config or ConfigProto())
+        self._core = LocalSessionCore(self._graph, config) if self._remote is None else None
         self._closed = False
 
     @property
@@ -42,6 +40,8 @@ class AsyncSession:
                   run_metadata: RunMetadata | None = None, timeout: float | None = None) -> Any:
         """Run the fetches; ``timeout`` (seconds) raises DeadlineExceededError."""
         self._check_open()
+        if self._remote is not None:
+            return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout)
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         limit = timeout if timeout is not None else call.timeout
         step_future = self._core.start(call, inline=False)
@@ -59,8 +59,21 @@ class AsyncSession:
             raise
         return self._core.finish(call, values)
 
-    def list_devices(self) -> list[Any]:
+    async def list_devices(self) -> list[Any]:
+        if self._remote is not None:
+            return [_DeviceAttributes(d["name"], d["device_type"], d["memory_limit"])
+                    for d in await self._remote.list_devices()]
+        return self.local_devices()
+
+    def local_devices(self) -> list[Any]:
         return [_DeviceAttributes(d.name, d.device_type, d.memory_limit) for d in self._core.devices]
+
+    async def reset(self) -> None:
+        """Clear every variable on the cluster's tasks (TF's Session.reset)."""
+        if self._remote is not None:
+            await self._remote.reset()
+        else:
+            self._core.resources.clear()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -69,7 +82,10 @@ class AsyncSession:
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._core.close()
+            if self._remote is not None:
+                await self._remote.close()
+            else:
+                self._core.close()
 
     async def __aenter__(self) -> AsyncSession:
         return self

@@ -7,13 +7,16 @@ of hopping through an event loop (that hop measured 130-170 us per run here).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from zmtf.client.async_session import AsyncSession
-from zmtf.client.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.client.async_session import AsyncSession, is_local
+from zmtf.client.remote_session import endpoint_of
+from zmtf.distributed.loop_thread import LoopThread
+from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework import graph as graph_module
 from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import Graph
@@ -40,6 +43,10 @@ class Session:
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
+        self._loop: LoopThread | None = None
+        if not is_local(target):
+            endpoint_of(target)  # fail on a malformed target before starting a thread
+            self._loop = LoopThread(name="zmtf-session")
         self._async = AsyncSession(target, graph, config)
         self._core = self._async._core
         self._default_cm: Any = None
@@ -56,6 +63,8 @@ class Session:
             run_metadata: RunMetadata | None = None) -> Any:
         """Run the fetches (tensor, op, name, or a nest of them) and return their values."""
         self._async._check_open()
+        if self._loop is not None:
+            return self._loop.call(self._async.run(fetches, feed_dict, options, run_metadata))
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         # With a deadline the step runs on a pool thread so this thread can stop waiting.
         future = self._core.start(call, inline=call.timeout is None)
@@ -70,7 +79,18 @@ class Session:
         return self._core.finish(call, values)
 
     def list_devices(self) -> list[Any]:
-        return self._async.list_devices()
+        if self._loop is not None:
+            return self._loop.call(self._async.list_devices())
+        return self._async.local_devices()
+
+    @staticmethod
+    def reset(target: str, containers: Any = None, config: ConfigProto | None = None) -> None:
+        """Clear the variables of every task of the cluster behind ``target``."""
+        async def reset() -> None:
+            async with AsyncSession(target, config=config) as sess:
+                await sess.reset()
+
+        asyncio.run(reset())
 
     @contextmanager
     def as_default(self) -> Iterator[Session]:
@@ -84,8 +104,15 @@ class Session:
 
     def close(self) -> None:
         if not self._async._closed:
-            self._async._closed = True
-            self._core.close()
+            if self._loop is not None:
+                try:
+                    self._loop.call(self._async.close(), timeout=10)
+                finally:
+                    self._loop.stop()
+                    self._loop = None
+            else:
+                self._async._closed = True
+                self._core.close()
 
     def __enter__(self) -> Session:
         self._default_cm = self.as_default()

@@ -17,7 +17,7 @@ import numpy as np
 
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
-from zmtf.client.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.fetches import Rebuild, flatten
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
@@ -76,7 +76,7 @@ class LocalSessionCore:
         elements, rebuild = flatten(self.graph, fetches)
         fetch_tensors = [e for e in elements if isinstance(e, Tensor)]
         targets = [e for e in elements if isinstance(e, Operation)]
-        feed_tensors, feed_values = self._feeds(feed_dict or {})
+        feed_tensors, feed_values = feed_arrays(self.graph, feed_dict or {})
         step = self._bound_step(fetch_tensors, feed_tensors, targets)
         tensor_pos = {id(t): i for i, t in enumerate(fetch_tensors)}
         order = [tensor_pos.get(id(e)) for e in elements]
@@ -119,20 +119,22 @@ class LocalSessionCore:
             self._plans[key] = step
         return step
 
-    def _feeds(self, feed_dict: dict) -> tuple[list[Tensor], list[Any]]:
-        tensors, values = [], []
-        for key, value in feed_dict.items():
-            element = self.graph.as_graph_element(key, allow_operation=False)
-            if not isinstance(element, Tensor):
-                raise FetchNotFoundError(None, None, f"Cannot feed {key!r}: it names an Operation, "
-                                         f"not a Tensor; feed one of its outputs such as '{element.name}:0'.")
-            tensors.append(element)
-            values.append(_feed_value(element, value))
-        return tensors, values
-
     def close(self) -> None:
         if self._own_pools:
             self._pools.shutdown()
+
+
+def feed_arrays(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.ndarray]]:
+    """Resolve feed keys (tensors, names, variables) and check each value against its tensor."""
+    tensors, values = [], []
+    for key, value in feed_dict.items():
+        element = graph.as_graph_element(key, allow_operation=False)
+        if not isinstance(element, Tensor):
+            raise FetchNotFoundError(None, None, f"Cannot feed {key!r}: it names an Operation, "
+                                     f"not a Tensor; feed one of its outputs such as '{element.name}:0'.")
+        tensors.append(element)
+        values.append(_feed_value(element, value))
+    return tensors, values
 
 
 def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:

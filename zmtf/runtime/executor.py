@@ -130,9 +130,31 @@ class _StepRun:
             if ready and self._expensive(i, inputs):
                 self.pools.pool(step.devices[i]).submit(self._run_dispatched, i, inputs)
                 continue
-            if not self._run_node(i, inputs, kernels[i], attrs[i]):
+            kernel = kernels[i]
+            if getattr(kernel, "is_async", False):
+                self._start_async(i, inputs, kernel, attrs[i])
+                continue
+            if not self._run_node(i, inputs, kernel, attrs[i]):
                 return
             ready.extend(self._complete(i, pending))
+
+    def _start_async(self, i: int, inputs: list[Any], kernel: Any, attrs: dict[str, Any]) -> None:
+        """Start a kernel that completes later through ``done`` (Recv): no thread waits for it."""
+
+        def done(outputs: list[Any] | None, error: BaseException | None) -> None:
+            if error is not None:
+                self._fail(i, error)
+                return
+            for slot, value in zip(self.step.output_slots[i], outputs or ()):
+                self.slots[slot] = value
+            ready = self._complete(i, self.pending)
+            if ready and not self.failed:  # continue on the device pool, never the caller's thread
+                self.pools.pool(self.step.devices[i]).submit(self._process, ready)
+
+        try:
+            kernel(self.ctx, inputs, attrs, done)
+        except BaseException as exc:  # noqa: BLE001
+            self._fail(i, exc)
 
     def _run_dispatched(self, i: int, inputs: list[Any]) -> None:
         step = self.step
@@ -230,7 +252,7 @@ def as_op_error(exc: BaseException, node_name: str, op_type: str, device: str) -
     return error
 
 
-def fetched(value: Any, resources: Any) -> Any:
+def fetched(value: Any, resources: Any = None) -> Any:
     """What run() hands back for one fetched value: numpy scalars for 0-d, arrays the caller owns.
 
     Variable reads alias the variable's storage (no copy inside a step, as TF1's ref reads);
@@ -239,6 +261,6 @@ def fetched(value: Any, resources: Any) -> Any:
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
             return value[()]
-        if not value.flags.writeable or resources.holds(value):
+        if not value.flags.writeable or (resources is not None and resources.holds(value)):
             return value.copy()
     return value

@@ -36,3 +36,17 @@ def tuple_(tensors: list[Any], name: str | None = None) -> list[Tensor]:
     gate = group(*tensors)
     with get_default_graph().control_dependencies([gate]):
         return [identity(t) for t in tensors]
+
+
+# ---- cross-task transfer nodes (inserted by placement.partition, never by users) ----------
+@op_def("_Send", stateful=True)
+def _send_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return []
+
+
+@op_def("_Recv", stateful=True)
+def _recv_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    from zmtf.framework.dtypes import as_dtype
+    from zmtf.framework.tensor_shape import TensorShape
+
+    return [(as_dtype(attrs["dtype"]), TensorShape(attrs["shape"]))]

@@ -43,6 +43,13 @@ PARALLEL_MIN_ELEMENTS: int = (
 NUMBA_DTYPES: frozenset[str] = frozenset({"float32", "float64", "int32", "int64"})
 
 
+# NOTE: the runtime calls parallel kernels from several device threads at once. On numba's
+# fallback "workqueue" threading layer that aborts the process (SIGABRT, TOOLCHAIN §3);
+# "threadsafe" picks omp or tbb, or raises a clear error instead. Only when nobody chose.
+if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
+    numba.config.THREADING_LAYER = "threadsafe"
+
+
 def _cache_wanted() -> bool:
     """True when numba can write its cache next to this file or into NUMBA_CACHE_DIR."""
     if os.environ.get("NUMBA_CACHE_DIR"):
@@ -76,16 +83,21 @@ def scalar(fn: Callable[..., Any]) -> Any:
     return numba.njit(inline="always", error_model="numpy")(fn)
 
 
+def thread_count(ctx: Any) -> int:
+    """Threads a parallel kernel may use: ``ctx.intra_op_threads`` within numba's limits."""
+    wanted = getattr(ctx, "intra_op_threads", None)
+    if not wanted:
+        return numba.get_num_threads()
+    return max(1, min(int(wanted), numba.config.NUMBA_NUM_THREADS))
+
+
 def use_threads(ctx: Any) -> None:
-    """Make the calling thread's parallel kernels use ``ctx.intra_op_threads`` threads.
+    """Make the calling thread's parallel kernels use ``thread_count(ctx)`` threads.
 
     numba's thread count is per Python thread, so each runtime device thread sets its own;
     ``set_num_threads`` is called only when the value changes.
     """
-    wanted = getattr(ctx, "intra_op_threads", None)
-    if not wanted:
-        return
-    wanted = max(1, min(int(wanted), numba.config.NUMBA_NUM_THREADS))
+    wanted = thread_count(ctx)
     if numba.get_num_threads() != wanted:
         numba.set_num_threads(wanted)
 
@@ -98,12 +110,3 @@ def takes_numba_path(*arrays: np.ndarray) -> bool:
     return dtype.name in NUMBA_DTYPES and all(
         a.dtype == dtype and a.flags.c_contiguous for a in arrays
     )
-
-
-def compiled_dispatchers(module: Any) -> dict[str, list[Any]]:
-    """name -> compiled signatures of every numba dispatcher in ``module`` (for tests)."""
-    return {
-        name: list(obj.signatures)
-        for name, obj in vars(module).items()
-        if isinstance(obj, numba.core.registry.CPUDispatcher)
-    }

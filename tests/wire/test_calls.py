@@ -1,0 +1,83 @@
+"""Calls: pure request-id bookkeeping, time passed in."""
+
+import math
+
+import pytest
+
+from zmtf.wire.calls import ID_LIMIT, Calls
+
+
+def test_new_match_and_pending():
+    calls = Calls()
+    a = calls.new_call(deadline=10.0, context="a")
+    b = calls.new_call(deadline=5.0, context="b")
+    assert (a, b) == (1, 2) and calls.pending() == 2
+    assert calls.match(b) == "b"
+    assert calls.pending() == 1
+    assert calls.match(b) is None  # a duplicate reply
+    assert calls.match(a) == "a" and calls.pending() == 0
+
+
+@pytest.mark.parametrize("reply_id", [0, 99, -1, 2**70, "1", None, 1.0, True])
+def test_unknown_ids_match_nothing_and_never_raise(reply_id):
+    calls = Calls()
+    calls.new_call(deadline=1.0, context="ctx")
+    assert calls.match(reply_id) is None
+    assert calls.pending() == 1
+
+
+def test_expire_returns_overdue_calls_earliest_first():
+    calls = Calls()
+    late = calls.new_call(deadline=3.0, context="late")
+    early = calls.new_call(deadline=1.0, context="early")
+    never = calls.new_call(deadline=math.inf, context="never")
+    answered = calls.new_call(deadline=2.0, context="answered")
+    assert calls.match(answered) == "answered"
+    assert calls.next_deadline() == 1.0
+    assert calls.expire(0.5) == []
+    assert calls.expire(3.0) == [(early, "early"), (late, "late")]
+    assert calls.match(late) is None  # a reply after its deadline is dropped
+    assert calls.expire(1e300) == [] and calls.pending() == 1
+    assert calls.next_deadline() == math.inf
+    assert calls.match(never) == "never"
+    assert calls.next_deadline() == math.inf
+
+
+def test_answered_calls_do_not_pile_up_in_the_deadline_heap():
+    calls = Calls()
+    for _ in range(10_000):
+        calls.match(calls.new_call(deadline=math.inf, context=1))
+    assert calls.pending() == 0 and len(calls._deadlines) < 200
+
+
+def test_ids_wrap_below_2_63_skipping_pending_ones():
+    calls = Calls(first_id=ID_LIMIT - 2)
+    stuck = calls.new_call(deadline=1.0, context="x")
+    assert calls.new_call(deadline=1.0, context="y") == ID_LIMIT - 1
+    assert calls.new_call(deadline=1.0, context="z") == 1  # 0 is never used
+    calls2 = Calls(first_id=ID_LIMIT - 1)
+    assert calls2.new_call(1.0, "a") == ID_LIMIT - 1
+    calls2._next_id = ID_LIMIT - 1  # come around again while the first is still pending
+    assert calls2.new_call(1.0, "b") == 1
+    assert stuck == ID_LIMIT - 2
+
+
+def test_a_reused_id_is_not_expired_by_its_predecessor_deadline():
+    calls = Calls(first_id=ID_LIMIT - 1)
+    first = calls.new_call(deadline=1.0, context="first")
+    assert calls.match(first) == "first"
+    calls._next_id = first
+    again = calls.new_call(deadline=10.0, context="again")
+    assert again == first
+    assert calls.expire(5.0) == []
+    assert calls.expire(10.0) == [(again, "again")]
+
+
+def test_bad_arguments_are_programming_errors():
+    calls = Calls()
+    with pytest.raises(ValueError, match="must not be None"):
+        calls.new_call(1.0, None)
+    with pytest.raises(ValueError, match="NaN"):
+        calls.new_call(math.nan, "x")
+    with pytest.raises(ValueError, match="first_id"):
+        Calls(first_id=0)

@@ -1,0 +1,123 @@
+"""A session on a cluster: the graph goes to a master once, then one RunStep per run().
+
+Targets: "zmtf://host:port", "grpc://host:port" (accepted for drop-in TF scripts),
+"tcp://host:port", and "inproc://name" / "ipc://path" for servers in this process / host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import zmq
+
+from zmtf.client.fetches import flatten
+from zmtf.client.session_core import feed_arrays
+from zmtf.distributed import inproc
+from zmtf.distributed.transport import Channel
+from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.framework.graph import Graph, Operation, Tensor
+from zmtf.framework.graph_io import graph_to_dict
+from zmtf.runtime.executor import fetched
+from zmtf.wire import messages as m
+
+CONNECT_TIMEOUT = 10.0   # seconds to reach the master before UnavailableError
+DEFAULT_RUN_TIMEOUT = 3600.0
+
+
+def endpoint_of(target: str) -> str:
+    """The zmq endpoint of a session target; names the accepted forms on a bad one."""
+    for scheme in ("zmtf://", "grpc://", "tcp://"):
+        if target.startswith(scheme):
+            address = target[len(scheme):]
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                break
+            return f"tcp://{address}"
+    if target.startswith(("inproc://", "ipc://")) and len(target) > 9:
+        return target
+    raise InvalidArgumentError(
+        None, None, f"Session target '{target}' is not understood: use '' (local), "
+        f"'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', 'inproc://name' or 'ipc://path'.")
+
+
+class RemoteSessionCore:
+    """The client side of a master session; lives on one event loop."""
+
+    def __init__(self, target: str, graph: Graph, config: ConfigProto) -> None:
+        self.target = target
+        self.graph = graph
+        self.config = config
+        self.endpoint = endpoint_of(target)
+        shared = inproc.context_for(self.endpoint)
+        self._own_context = shared is None
+        self._context = shared or zmq.Context()
+        self._channel: Channel | None = None
+        self._handle: str | None = None
+        self._sent_version = -1
+        self._lock: asyncio.Lock | None = None
+
+    def _chan(self) -> Channel:
+        if self._channel is None:
+            self._channel = Channel(self._context, self.endpoint, asyncio.get_running_loop(), peer=self.target)
+            self._lock = asyncio.Lock()
+        return self._channel
+
+    async def _ensure_session(self) -> str:
+        channel = self._chan()
+        assert self._lock is not None
+        async with self._lock:
+            version = self.graph.version
+            if self._handle is not None and version == self._sent_version:
+                return self._handle
+            graph, arrays = graph_to_dict(self.graph)
+            if self._handle is None:
+                config = {"log_device_placement": self.config.log_device_placement,
+                          "allow_soft_placement": self.config.allow_soft_placement}
+                reply = await channel.call(m.CreateSession(id=0, graph=graph, config=config,
+                                                           tensors=arrays), CONNECT_TIMEOUT)
+                self._handle = reply.session
+            else:
+                await channel.call(m.ExtendSession(id=0, session=self._handle, graph=graph,
+                                                   tensors=arrays), CONNECT_TIMEOUT)
+            self._sent_version = version
+            return self._handle
+
+    async def run(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
+                  run_metadata: RunMetadata | None, timeout: float | None) -> Any:
+        elements, rebuild = flatten(self.graph, fetches)
+        fetch_tensors = [e for e in elements if isinstance(e, Tensor)]
+        targets = [e.name for e in elements if isinstance(e, Operation)]
+        feed_tensors, feed_values = feed_arrays(self.graph, feed_dict or {})
+        handle = await self._ensure_session()
+        timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms
+        if timeout is not None:
+            timeout_ms = int(timeout * 1000)
+        limit = timeout_ms / 1000.0 if timeout_ms > 0 else DEFAULT_RUN_TIMEOUT
+        request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
+                            fetches=[t.name for t in fetch_tensors], targets=targets,
+                            timeout_ms=timeout_ms, tensors=feed_values)
+        reply = await self._chan().call(request, limit + 1.0)
+        position = {id(t): i for i, t in enumerate(fetch_tensors)}
+        return rebuild([fetched(reply.tensors[position[id(e)]]) if id(e) in position else None
+                        for e in elements])
+
+    async def list_devices(self) -> list[dict[str, Any]]:
+        reply = await self._chan().call(m.ListDevices(id=0), CONNECT_TIMEOUT)
+        return list(reply.devices)
+
+    async def reset(self) -> None:
+        await self._chan().call(m.Reset(id=0, containers=[]), CONNECT_TIMEOUT)
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            if self._handle is not None:
+                try:
+                    await self._channel.call(m.CloseSession(id=0, session=self._handle), 5.0)
+                except Exception:  # noqa: BLE001 - the server may be gone; closing still succeeds
+                    pass
+            self._channel.close()
+            self._channel = None
+        if self._own_context:
+            self._context.destroy(linger=0)

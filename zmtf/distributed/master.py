@@ -1,0 +1,212 @@
+"""MasterService: client sessions, placement across the cluster, partitions, steps.
+
+Per session it keeps the client's graph, the placements made so far (a node keeps its
+device) and, per (fetches, feeds, targets), the partitions registered with the workers.
+A step fans RunGraph out to the involved tasks (its own task directly, no socket), feeds
+values that other partitions return into its rendezvous, and answers with the fetches or
+the first error, after aborting the step everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import numpy as np
+
+from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.errors import FetchNotFoundError, InvalidArgumentError, NotFoundError, OpError
+from zmtf.framework.graph import Graph, Operation, Tensor
+from zmtf.framework.graph_io import graph_from_dict
+from zmtf.placement.partition import TaskPartition, partition
+from zmtf.placement.plan import plan_step
+from zmtf.distributed.worker import WorkerService, supports
+
+placement_log = logging.getLogger("zmtf.placement")
+
+# remote(task, coroutine factory name, **fields) is provided by the server: it owns channels.
+RemoteCall = Callable[..., Awaitable[Any]]
+
+
+@dataclass
+class _StepSetup:
+    """Partitions of one (fetches, feeds, targets) signature, registered with their tasks."""
+
+    graph_key: str
+    parts: dict[str, TaskPartition]
+    fetch_names: list[str]
+    feed_names: list[str]
+
+
+@dataclass
+class MasterSession:
+    handle: str
+    graph: Graph
+    config: dict[str, Any]
+    placements: dict[str, str] = field(default_factory=dict)
+    setups: dict[tuple, _StepSetup] = field(default_factory=dict)
+    registered: set[tuple[str, str]] = field(default_factory=set)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class MasterService:
+    """The master of one task: sessions in, RunGraph calls out."""
+
+    def __init__(self, task: str, worker: WorkerService, cluster_devices: Callable[[], list[str]],
+                 remote: RemoteCall, default_timeout: float) -> None:
+        self.task = task
+        self.task_spec = DeviceSpec.from_string(task)
+        self.worker = worker
+        self._cluster_devices = cluster_devices
+        self._remote = remote
+        self._timeout = default_timeout
+        self._sessions: dict[str, MasterSession] = {}
+        self._step_ids = itertools.count(random.getrandbits(40) << 16)
+
+    # ---- sessions -----------------------------------------------------------------------
+    def create_session(self, graph: dict, arrays: list, config: dict) -> str:
+        handle = uuid.uuid4().hex
+        self._sessions[handle] = MasterSession(handle, graph_from_dict(graph, arrays), dict(config))
+        return handle
+
+    def extend_session(self, handle: str, graph: dict, arrays: list) -> None:
+        session = self._session(handle)
+        session.graph = graph_from_dict(graph, arrays)
+        session.setups.clear()
+
+    async def close_session(self, handle: str) -> None:
+        session = self._sessions.pop(handle, None)
+        if session is None:
+            return
+        self.worker.deregister_session(handle)
+        tasks = {task for task, _ in session.registered if task != self.task}
+        await asyncio.gather(*[self._remote(task, "deregister", session=handle) for task in tasks],
+                             return_exceptions=True)
+
+    def _session(self, handle: str) -> MasterSession:
+        session = self._sessions.get(handle)
+        if session is None:
+            raise NotFoundError(None, None, f"session '{handle}' is not open on the master "
+                                f"{self.task}; it was closed, or the server restarted. Open a new Session.")
+        return session
+
+    # ---- steps ---------------------------------------------------------------------------
+    async def run_step(self, handle: str, feeds: list[str], fetches: list[str], targets: list[str],
+                       values: list[np.ndarray], timeout_ms: int) -> list[np.ndarray]:
+        session = self._session(handle)
+        timeout = timeout_ms / 1000.0 if timeout_ms > 0 else self._timeout
+        setup = await self._setup(session, feeds, fetches, targets)
+        step_id = next(self._step_ids)
+        feed_values = dict(zip(feeds, values))
+        results: dict[str, np.ndarray] = {}
+        calls = {task: self._run_partition(session, setup, part, step_id, feed_values, results, timeout)
+                 for task, part in setup.parts.items()}
+        try:
+            await _first_error(list(calls.values()))
+        except BaseException as error:
+            await self._abort(setup, step_id, error)
+            raise
+        out = []
+        for name in fetches:
+            out.append(feed_values[name] if name in feed_values else results[name])
+        return out
+
+    async def _run_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
+                             step_id: int, feed_values: dict[str, np.ndarray],
+                             results: dict[str, np.ndarray], timeout: float) -> None:
+        values = [feed_values[name] for name in part.feeds]
+        if part.task == self.task:
+            outputs = await self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
+                                                  part.fetches, part.targets, values, timeout)
+        else:
+            outputs = await self._remote(part.task, "run_graph", session=session.handle,
+                                         graph_key=setup.graph_key, step_id=step_id, feeds=part.feeds,
+                                         fetches=part.fetches, targets=part.targets, tensors=values,
+                                         timeout=timeout)
+        n_client = len(part.client_fetches)
+        for name, value in zip(part.client_fetches, outputs[:n_client]):
+            results[name] = value
+        for key, value in zip(part.reply_keys, outputs[n_client:]):
+            self.worker.push_tensor(step_id, key, value)
+
+    async def _abort(self, setup: _StepSetup, step_id: int, error: BaseException) -> None:
+        reason = f"step {step_id} aborted: {type(error).__name__}: {error}"
+        self.worker.abort_step(step_id, reason)
+        others = [task for task in setup.parts if task != self.task]
+        await asyncio.gather(*[self._remote(task, "cleanup", step_id=step_id) for task in others],
+                             return_exceptions=True)
+
+    async def _setup(self, session: MasterSession, feeds: list[str], fetches: list[str],
+                     targets: list[str]) -> _StepSetup:
+        key = (tuple(feeds), tuple(fetches), tuple(targets))
+        setup = session.setups.get(key)
+        if setup is not None:
+            return setup
+        async with session.lock:
+            setup = session.setups.get(key)
+            if setup is None:
+                setup = self._plan(session, feeds, fetches, targets)
+                await self._register(session, setup)
+                session.setups[key] = setup
+        return setup
+
+    def _plan(self, session: MasterSession, feeds: list[str], fetches: list[str],
+              targets: list[str]) -> _StepSetup:
+        graph = session.graph
+        feed_t = [_tensor(graph, n) for n in feeds]
+        fetch_t = [_tensor(graph, n) for n in fetches]
+        target_ops = [graph.get_operation_by_name(n) for n in targets]
+        plan = plan_step(fetch_t, feed_t, target_ops, self._cluster_devices(), supports,
+                         task=self.task_spec, previous=session.placements,
+                         allow_soft_placement=bool(session.config.get("allow_soft_placement")))
+        for name, device in plan.placement.devices.items():
+            session.placements.setdefault(name, device)
+        if session.config.get("log_device_placement"):
+            for line in plan.placement.log_lines:
+                placement_log.info("%s", line)
+        ops = [graph.get_operation_by_name(n.name) for n in plan.nodes]
+        parts = partition(ops, plan.placement.devices, master_task=self.task, feeds=feed_t,
+                          fetches=fetch_t, targets=target_ops)
+        return _StepSetup(uuid.uuid4().hex[:12], parts, fetches, feeds)
+
+    async def _register(self, session: MasterSession, setup: _StepSetup) -> None:
+        calls = []
+        for task, part in setup.parts.items():
+            if task == self.task:
+                self.worker.register_graph(session.handle, setup.graph_key, part.graph, part.arrays)
+            else:
+                calls.append(self._remote(task, "register", session=session.handle,
+                                          graph_key=setup.graph_key, graph=part.graph,
+                                          tensors=part.arrays))
+            session.registered.add((task, setup.graph_key))
+        await _first_error(calls)
+
+
+async def _first_error(calls: list[Awaitable[Any]]) -> None:
+    """Await all calls; raise the first error as soon as it happens (cancelling the rest)."""
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    if not tasks:
+        return
+    try:
+        for finished in asyncio.as_completed(tasks):
+            await finished
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _tensor(graph: Graph, name: str) -> Tensor:
+    element = graph.as_graph_element(name, allow_operation=False)
+    if not isinstance(element, Tensor):
+        raise FetchNotFoundError(None, None, f"'{name}' names an operation, not a tensor")
+    return element
+
+
+__all__ = ["MasterService", "MasterSession", "InvalidArgumentError", "OpError", "Operation"]

@@ -1,0 +1,290 @@
+"""Server (tf.train.Server): one task of a cluster, with a master and a worker service.
+
+``ServerCore`` is the async implementation (run it on any loop: tests, embedding);
+``Server`` is TF's sync face, which runs a ServerCore on its own loop thread. Each server
+owns one zmq Context shared by its sockets (inproc:// needs that), and its config decides
+its devices and thread pools (logged at start, since TF users trip over which config wins).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+import numpy as np
+import zmq
+
+from zmtf.framework.config import ConfigProto
+from zmtf.distributed import inproc
+from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
+from zmtf.distributed.loop_thread import LoopThread
+from zmtf.distributed.master import MasterService
+from zmtf.distributed.transport import Channel, Listener
+from zmtf.distributed.worker import WorkerService
+from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
+from zmtf.runtime.devices import DevicePools, LocalDevice, default_thread_count
+from zmtf.wire import messages as m
+
+log = logging.getLogger("zmtf.server")
+
+DEFAULT_STEP_TIMEOUT = 600.0   # seconds a step may take when the client sets no deadline
+CONTROL_TIMEOUT = 30.0         # seconds for RegisterGraph, CleanupStep and the like
+
+
+class ServerCore:
+    """The async server: a ROUTER listener dispatching to the master and worker services."""
+
+    def __init__(self, cluster: Any, job_name: str, task_index: int,
+                 config: ConfigProto | None = None, context: zmq.Context | None = None) -> None:
+        self.cluster = ClusterSpec(cluster)
+        if job_name not in self.cluster.jobs:
+            raise ValueError(f"job '{job_name}' is not in the cluster spec (jobs: {self.cluster.jobs})")
+        self.address = self.cluster.task_address(job_name, task_index)
+        self.job_name, self.task_index = job_name, int(task_index)
+        self.task = self.cluster.device_name(job_name, self.task_index)
+        self.config = config or ConfigProto()
+        self._own_context = context is None
+        self.context = context or zmq.Context()
+        self._channels: dict[str, Channel] = {}
+        self._listener: Listener | None = None
+        self.worker: WorkerService | None = None
+        self.master: MasterService | None = None
+        self._pools: DevicePools | None = None
+        self.started = False
+
+    @property
+    def devices(self) -> list[LocalDevice]:
+        return [LocalDevice(f"{self.task}/device:CPU:0", "CPU", 0, f"CPU with {default_thread_count()} cores")]
+
+    async def start(self) -> None:
+        """Bind and start serving on the running loop."""
+        if self.started:
+            return
+        loop = asyncio.get_running_loop()
+        self._pools = DevicePools(self.config.inter_op_parallelism_threads)
+        intra = self.config.intra_op_parallelism_threads or self._pools.threads
+        self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
+        self.master = MasterService(self.task, self.worker, self._cluster_devices, self._remote,
+                                    DEFAULT_STEP_TIMEOUT)
+        bind = bind_endpoint(self.address)
+        self._listener = Listener(self.context, bind, self.handle, loop)
+        if bind.startswith("inproc://"):
+            inproc.register(bind, self.context)
+        self.started = True
+        log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d)",
+                 self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
+                 self._pools.threads, intra)
+
+    async def stop(self) -> None:
+        """Close sockets and pools; pending calls fail with UnavailableError."""
+        if not self.started:
+            return
+        self.started = False
+        if self._listener is not None:
+            await self._listener.close()
+            if self._listener.endpoint.startswith("inproc://"):
+                inproc.unregister(self._listener.endpoint)
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()
+        if self._pools is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._pools.shutdown)
+        if self._own_context:
+            self.context.destroy(linger=0)
+        log.info("stopped %s", self.task)
+
+    @property
+    def endpoint(self) -> str:
+        return self._listener.endpoint if self._listener else bind_endpoint(self.address)
+
+    # ---- serving -----------------------------------------------------------------------------
+    def handle(self, message: Any) -> Any:
+        """Dispatch one request; returns a reply or a coroutine that makes one."""
+        handler = self._HANDLERS.get(type(message))
+        if handler is None:
+            raise InvalidArgumentError(None, None, f"{type(message).__name__} is not a request this "
+                                       f"server accepts")
+        return handler(self, message)
+
+    def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
+        return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
+
+    def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
+        self.master.extend_session(msg.session, msg.graph, msg.tensors)
+        return m.Ok(id=msg.id)
+
+    async def _run_step(self, msg: m.RunStep) -> m.RunStepResult:
+        values = await self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets,
+                                            msg.tensors, msg.timeout_ms)
+        return m.RunStepResult(id=msg.id, tensors=values)
+
+    async def _close_session(self, msg: m.CloseSession) -> m.Ok:
+        await self.master.close_session(msg.session)
+        return m.Ok(id=msg.id)
+
+    async def _reset(self, msg: m.Reset) -> m.Ok:
+        self.worker.reset()
+        others = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]
+        if not msg.containers or msg.containers != ["__local__"]:
+            await asyncio.gather(*[self._call(t, m.Reset(id=0, containers=["__local__"]), CONTROL_TIMEOUT)
+                                   for t in others if t != self.task], return_exceptions=True)
+        return m.Ok(id=msg.id)
+
+    def _list_devices(self, msg: m.ListDevices) -> m.DeviceList:
+        devices = [{"name": d.name, "device_type": d.device_type, "memory_limit": d.memory_limit}
+                   for d in self.devices]
+        return m.DeviceList(id=msg.id, devices=devices)
+
+    def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
+        self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors)
+        return m.Ok(id=msg.id)
+
+    def _deregister_graph(self, msg: m.DeregisterGraph) -> m.Ok:
+        self.worker.deregister_session(msg.session)
+        return m.Ok(id=msg.id)
+
+    async def _run_graph(self, msg: m.RunGraph) -> m.RunGraphResult:
+        timeout = msg.timeout_ms / 1000.0 if msg.timeout_ms > 0 else None
+        outputs = await self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
+                                              msg.fetches, msg.targets, msg.tensors, timeout)
+        return m.RunGraphResult(id=msg.id, tensors=outputs)
+
+    def _cleanup_step(self, msg: m.CleanupStep) -> m.Ok:
+        self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")
+        return m.Ok(id=msg.id)
+
+    def _push_tensor(self, msg: m.PushTensor) -> m.Ok:
+        if len(msg.tensors) != 1:
+            raise InvalidArgumentError(None, None, f"PushTensor carries {len(msg.tensors)} tensors, expected 1")
+        self.worker.push_tensor(msg.step_id, msg.key, msg.tensors[0])
+        return m.Ok(id=msg.id)
+
+    def _ping(self, msg: m.Ping) -> m.Pong:
+        return m.Pong(id=msg.id, task=self.task, incarnation=0)
+
+    _HANDLERS = {
+        m.CreateSession: _create_session, m.ExtendSession: _extend_session, m.RunStep: _run_step,
+        m.CloseSession: _close_session, m.Reset: _reset, m.ListDevices: _list_devices,
+        m.RegisterGraph: _register_graph, m.DeregisterGraph: _deregister_graph,
+        m.RunGraph: _run_graph, m.CleanupStep: _cleanup_step, m.PushTensor: _push_tensor,
+        m.Ping: _ping,
+    }
+
+    # ---- calling peers -----------------------------------------------------------------------
+    def _cluster_devices(self) -> list[str]:
+        names = [d.name for d in self.devices]
+        for job, index, _ in self.cluster.all_tasks():
+            task = self.cluster.device_name(job, index)
+            if task != self.task:
+                names.append(f"{task}/device:CPU:0")
+        return names
+
+    def channel(self, task: str) -> Channel:
+        channel = self._channels.get(task)
+        if channel is None:
+            spec = task.split("/")
+            job, index = spec[1].split(":")[1], int(spec[3].split(":")[1])
+            channel = Channel(self.context, endpoint(self.cluster.task_address(job, index)),
+                              asyncio.get_running_loop(), peer=task)
+            self._channels[task] = channel
+        return channel
+
+    async def _call(self, task: str, message: Any, timeout: float) -> Any:
+        return await self.channel(task).call(message, timeout)
+
+    async def _push(self, task: str, step_id: int, key: str, value: np.ndarray) -> None:
+        await self._call(task, m.PushTensor(id=0, step_id=step_id, key=key, tensors=[value]),
+                         DEFAULT_STEP_TIMEOUT)
+
+    async def _remote(self, task: str, what: str, **fields: Any) -> Any:
+        if what == "run_graph":
+            timeout = fields.pop("timeout")
+            reply = await self._call(task, m.RunGraph(id=0, timeout_ms=int(timeout * 1000), **fields),
+                                     timeout + 1.0)
+            return reply.tensors
+        if what == "register":
+            return await self._call(task, m.RegisterGraph(id=0, **fields), CONTROL_TIMEOUT)
+        if what == "cleanup":
+            return await self._call(task, m.CleanupStep(id=0, **fields), CONTROL_TIMEOUT)
+        if what == "deregister":
+            return await self._call(task, m.DeregisterGraph(id=0, graph_key="", **fields), CONTROL_TIMEOUT)
+        raise UnimplementedError(None, None, f"unknown remote call {what}")
+
+
+class Server:
+    """``tf.train.Server(cluster, job_name="ps", task_index=0)``: serves on its own thread.
+
+    Unlike TF, ``stop()`` really stops it and ``join()`` then returns.
+    """
+
+    def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
+                 task_index: int | None = None, protocol: str | None = None,
+                 config: ConfigProto | None = None, start: bool = True) -> None:
+        if protocol not in (None, "grpc", "zmtf", "zmq"):
+            raise ValueError(f"protocol '{protocol}' is not supported; zmtf speaks ZeroMQ ('zmtf', or "
+                             f"'grpc' accepted as an alias for drop-in scripts)")
+        cluster = ClusterSpec(server_or_cluster_def)
+        if job_name is None:
+            if len(cluster.jobs) != 1:
+                raise ValueError(f"job_name must be given: the cluster has jobs {cluster.jobs}")
+            job_name = cluster.jobs[0]
+        if task_index is None:
+            indices = cluster.task_indices(job_name)
+            if len(indices) != 1:
+                raise ValueError(f"task_index must be given: job '{job_name}' has tasks {indices}")
+            task_index = indices[0]
+        self._core = ServerCore(cluster, job_name, task_index, config)
+        self._loop: LoopThread | None = None
+        self._stopped = threading.Event()
+        if start:
+            self.start()
+
+    @property
+    def target(self) -> str:
+        """The target to pass to tf.Session: "zmtf://host:port" (or the inproc/ipc endpoint)."""
+        address = self._core.address
+        return address if "://" in address else f"zmtf://{address}"
+
+    @property
+    def server_def(self) -> dict[str, Any]:
+        return {"cluster": self._core.cluster.as_dict(), "job_name": self._core.job_name,
+                "task_index": self._core.task_index}
+
+    def start(self) -> None:
+        if self._loop is None:
+            self._loop = LoopThread(name=f"zmtf-server-{self._core.job_name}-{self._core.task_index}")
+            try:
+                self._loop.call(self._core.start())
+            except BaseException:
+                self._loop.stop()
+                self._loop = None
+                raise
+
+    def join(self) -> None:
+        """Block until ``stop()`` is called (from another thread or a signal handler)."""
+        self._stopped.wait()
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            loop, self._loop = self._loop, None
+            try:
+                loop.call(self._core.stop(), timeout=30)
+            finally:
+                loop.stop()
+        self._stopped.set()
+
+    @staticmethod
+    def create_local_server(config: ConfigProto | None = None, start: bool = True) -> Server:
+        """A one-task cluster on a free localhost port."""
+        with zmq.Context() as ctx, ctx.socket(zmq.ROUTER) as probe:
+            port = probe.bind_to_random_port("tcp://127.0.0.1")
+            probe.unbind(f"tcp://127.0.0.1:{port}")
+        return Server({"localhost": [f"127.0.0.1:{port}"]}, "localhost", 0, config=config, start=start)
+
+    def __del__(self) -> None:
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,0 +1,265 @@
+"""Transport: ROUTER listeners and DEALER channels driven by the event loop's reader callbacks.
+
+Plain zmq sockets with ``loop.add_reader(sock.FD)`` and NOBLOCK drains, not zmq.asyncio:
+measured about twice as fast here (no future per receive). The zmq FD is edge-triggered,
+so after every send the socket is checked again for pending input (a lost wake-up
+otherwise). Frames go through ``zmtf.wire.codec`` both ways; nothing here parses them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import logging
+from collections import deque
+from typing import Any, Awaitable, Callable
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from zmtf.framework.errors import (
+    DeadlineExceededError,
+    InvalidArgumentError,
+    OpError,
+    UnavailableError,
+)
+from zmtf.wire import codec, messages
+
+log = logging.getLogger("zmtf.transport")
+
+Handler = Callable[[Any], "Any | Awaitable[Any]"]
+
+
+def _configure(sock: zmq.Socket) -> None:
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.SNDHWM, 0)  # queue in libzmq rather than drop; callers bound the traffic
+    sock.setsockopt(zmq.RCVHWM, 0)
+
+
+class _Reactor:
+    """Drains a socket whenever the loop says its FD is readable (edge-triggered)."""
+
+    def __init__(self, sock: zmq.Socket, loop: asyncio.AbstractEventLoop,
+                 on_frames: Callable[[list[zmq.Frame]], None]) -> None:
+        self.sock = sock
+        self.loop = loop
+        self._on_frames = on_frames
+        self._outbox: deque[list[Any]] = deque()
+        self._closed = False
+        loop.add_reader(sock.FD, self.drain)
+
+    def drain(self) -> None:
+        sock = self.sock
+        while not self._closed:
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            except zmq.ZMQError:
+                if self._closed:
+                    return
+                raise
+            try:
+                self._on_frames(frames)
+            except Exception:  # noqa: BLE001 - one bad message must not stop the server
+                log.exception("handler failed on a message; the server keeps serving")
+        self._flush()
+
+    def send(self, frames: list[Any]) -> None:
+        if self._closed:
+            return
+        if self._outbox:
+            self._outbox.append(frames)
+        else:
+            try:
+                self.sock.send_multipart(frames, zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                self._outbox.append(frames)
+                self.loop.call_later(0.001, self._flush)
+        self._recheck()
+
+    def _flush(self) -> None:
+        while self._outbox and not self._closed:
+            try:
+                self.sock.send_multipart(self._outbox[0], zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                self.loop.call_later(0.001, self._flush)
+                return
+            except zmq.ZMQError as error:
+                log.warning("dropping a reply to a peer that left: %s", error)
+            self._outbox.popleft()
+
+    def _recheck(self) -> None:
+        if not self._closed and self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            self.loop.call_soon(self.drain)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.loop.remove_reader(self.sock.FD)
+            self.sock.close(linger=0)
+
+
+class Listener:
+    """A ROUTER socket that serves requests: ``handler(message)`` returns a reply or a coroutine."""
+
+    def __init__(self, ctx: zmq.Context, endpoint: str, handler: Handler,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._handler = handler
+        self._loop = loop
+        self._tasks: set[asyncio.Task] = set()
+        sock = ctx.socket(zmq.ROUTER)
+        _configure(sock)
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        try:
+            sock.bind(endpoint)
+        except zmq.ZMQError as error:
+            sock.close(linger=0)
+            raise UnavailableError(None, None, f"cannot listen on {endpoint}: {error.strerror}; is "
+                                   f"another server already using it?") from None
+        self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT) or endpoint
+        self._reactor = _Reactor(sock, loop, self._on_frames)
+
+    def _on_frames(self, frames: list[zmq.Frame]) -> None:
+        identity, body = frames[0], frames[1:]
+        try:
+            message = codec.decode(body)
+        except InvalidArgumentError as error:
+            self._reply(identity, messages.error_reply(codec.peek_id(body), error))
+            return
+        try:
+            result = self._handler(message)
+        except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
+            self._reply(identity, messages.error_reply(message.id, error))
+            return
+        if asyncio.iscoroutine(result):
+            task = self._loop.create_task(self._finish(identity, message.id, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        elif result is not None:
+            self._reply(identity, result)
+
+    async def _finish(self, identity: Any, message_id: int, pending: Awaitable[Any]) -> None:
+        try:
+            reply = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001
+            reply = messages.error_reply(message_id, error)
+        if reply is not None:
+            self._reply(identity, reply)
+
+    def _reply(self, identity: Any, reply: Any) -> None:
+        self._reactor.send([identity, *codec.encode(reply)])
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._reactor.close()
+
+
+class Channel:
+    """A DEALER socket to one peer: ``await call(message, timeout)`` returns the reply message.
+
+    Failures are typed: UnavailableError when the peer cannot be reached or the connection
+    drops, DeadlineExceededError when it is connected but does not answer in time, and an
+    ErrorReply is raised again as the peer's error class.
+    """
+
+    _ids = itertools.count(1)
+
+    def __init__(self, ctx: zmq.Context, endpoint: str, loop: asyncio.AbstractEventLoop,
+                 peer: str = "") -> None:
+        self.endpoint = endpoint
+        self.peer = peer or endpoint
+        self._loop = loop
+        self._pending: dict[int, asyncio.Future] = {}
+        self._connected = endpoint.startswith("inproc://")
+        sock = ctx.socket(zmq.DEALER)
+        _configure(sock)
+        sock.connect(endpoint)
+        self._monitor: zmq.Socket | None = None
+        if not self._connected:
+            self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+            loop.add_reader(self._monitor.FD, self._on_monitor)
+        self._reactor = _Reactor(sock, loop, self._on_frames)
+
+    def _on_frames(self, frames: list[zmq.Frame]) -> None:
+        try:
+            reply = codec.decode(frames)
+        except InvalidArgumentError as error:
+            future = self._pending.pop(codec.peek_id(frames), None)
+            if future is not None and not future.done():
+                future.set_exception(error)
+            return
+        future = self._pending.pop(reply.id, None)
+        if future is not None and not future.done():
+            future.set_result(reply)
+
+    def _on_monitor(self) -> None:
+        monitor = self._monitor
+        while monitor is not None:
+            try:
+                event = recv_monitor_message(monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            except zmq.ZMQError:
+                return
+            if event["event"] == zmq.EVENT_CONNECTED:
+                self._connected = True
+            elif event["event"] == zmq.EVENT_DISCONNECTED and self._connected:
+                self._connected = False
+                self._fail_all(UnavailableError(
+                    None, None, f"lost the connection to {self.peer} at {self.endpoint} while "
+                    f"waiting for a reply; the task may have died or been stopped"))
+
+    def _fail_all(self, error: OpError) -> None:
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(error)
+
+    async def call(self, message: Any, timeout: float) -> Any:
+        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s."""
+        call_id = next(self._ids)
+        message = dataclasses.replace(message, id=call_id)
+        future: asyncio.Future = self._loop.create_future()
+        self._pending[call_id] = future
+        try:
+            if not self._connected:
+                await self._wait_connected(timeout, message)
+            self._reactor.send(codec.encode(message))
+            reply = await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            raise DeadlineExceededError(
+                None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
+                f"({type(message).__name__}); is its server running and responsive?") from None
+        finally:
+            self._pending.pop(call_id, None)
+        if isinstance(reply, messages.ErrorReply):
+            messages.raise_error(reply)
+        return reply
+
+    async def _wait_connected(self, timeout: float, message: Any) -> None:
+        deadline = self._loop.time() + timeout
+        self._on_monitor()  # the monitor FD is edge-triggered: read what may be queued already
+        while not self._connected:
+            if self._loop.time() >= deadline:
+                raise UnavailableError(
+                    None, None, f"cannot reach {self.peer} at {self.endpoint} within {timeout:.1f} s "
+                    f"({type(message).__name__}): no server is listening there. Start it (e.g. "
+                    f"'python -m zmtf.server --cluster ... --job ... --task ...') or fix the address.")
+            await asyncio.sleep(0.002)
+            self._on_monitor()
+
+    def close(self) -> None:
+        self._fail_all(UnavailableError(None, None, f"channel to {self.peer} was closed"))
+        if self._monitor is not None:
+            self._loop.remove_reader(self._monitor.FD)
+            self._reactor.sock.disable_monitor()
+            self._monitor.close(linger=0)
+            self._monitor = None
+        self._reactor.close()

@@ -1,0 +1,166 @@
+"""Split a placed step into one subgraph per task, joined by _Send/_Recv pairs.
+
+Pure: placed ops in, one ``TaskPartition`` per task out, each with its graph as plain dicts
+(``framework.graph_io`` format) ready for RegisterGraph. Edges that cross tasks become a
+``_Send`` in the producer's partition and a ``_Recv`` in the consumer's. An edge into the
+master's own task needs no ``_Send``: the producer's partition returns the value in its
+RunGraph reply (one message fewer on the hot path; "ps pushes a in its reply").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.graph import Operation, Tensor
+from zmtf.framework.graph_io import graph_to_dict
+
+
+def task_of(device: str) -> str:
+    """"/job:ps/replica:0/task:1/device:CPU:0" -> "/job:ps/replica:0/task:1"."""
+    spec = DeviceSpec.from_string(device)
+    return f"/job:{spec.job}/replica:{spec.replica or 0}/task:{spec.task or 0}"
+
+
+def rendezvous_key(tensor_name: str, src_task: str, dst_task: str) -> str:
+    return f"{tensor_name};{src_task};{dst_task}"
+
+
+@dataclass
+class TaskPartition:
+    """What one task runs for a step, and how its values reach the others."""
+
+    task: str
+    graph: dict[str, Any] = field(default_factory=dict)
+    arrays: list[np.ndarray] = field(default_factory=list)
+    feeds: list[str] = field(default_factory=list)        # client feeds this partition consumes
+    fetches: list[str] = field(default_factory=list)      # tensors it returns in its reply
+    targets: list[str] = field(default_factory=list)      # ops it must run (targets and _Sends)
+    reply_keys: list[str] = field(default_factory=list)   # rendezvous keys of fetches[len(client_fetches):]
+    client_fetches: list[str] = field(default_factory=list)
+
+
+def partition(ops: Sequence[Operation], devices: dict[str, str], *, master_task: str,
+              feeds: Sequence[Tensor], fetches: Sequence[Tensor],
+              targets: Sequence[Operation]) -> dict[str, TaskPartition]:
+    """One TaskPartition per task that has work in this step."""
+    task = {op.name: task_of(devices[op.name]) for op in ops}
+    fed = set(feeds)
+    parts: dict[str, TaskPartition] = {}
+    by_task: dict[str, list[Operation]] = {}
+    for op in ops:
+        by_task.setdefault(task[op.name], []).append(op)
+    edges: dict[tuple[str, str], _Edge] = {}  # (tensor or ^op, dst task) -> edge
+    for op in ops:
+        dst = task[op.name]
+        for t in op.inputs:
+            if t in fed or task[t.op.name] == dst:
+                continue
+            edges.setdefault((t.name, dst), _Edge(t.name, task[t.op.name], dst, t, False))
+        for c in op.control_inputs:
+            if task[c.name] != dst:
+                edges.setdefault(("^" + c.name, dst), _Edge(c.name, task[c.name], dst, None, True))
+    for name, members in by_task.items():
+        parts[name] = _build(name, members, edges, master_task)
+    _assign_feeds_fetches_targets(parts, ops, task, feeds, fetches, targets)
+    return parts
+
+
+@dataclass(frozen=True)
+class _Edge:
+    source: str          # tensor name, or op name for a control edge
+    src_task: str
+    dst_task: str
+    tensor: Tensor | None
+    control: bool
+
+    @property
+    def key(self) -> str:
+        return rendezvous_key(("^" if self.control else "") + self.source, self.src_task, self.dst_task)
+
+    @property
+    def recv_name(self) -> str:
+        return f"_recv/{self.source.replace(':', '_')}/from{self.src_task.replace('/', '_')}"
+
+
+def _build(task: str, members: list[Operation], edges: dict, master_task: str) -> TaskPartition:
+    graph = members[0].graph
+    data, arrays = graph_to_dict(graph, ops=members)
+    nodes: list[dict[str, Any]] = data["nodes"]
+    incoming = {(e.source, e.control): e for e in edges.values() if e.dst_task == task}
+    for node in nodes:
+        node["inputs"] = [incoming[(name, False)].recv_name + ":0" if (name, False) in incoming else name
+                          for name in node["inputs"]]
+        node["control_inputs"] = [incoming[(name, True)].recv_name if (name, True) in incoming else name
+                                  for name in node["control_inputs"]]
+    recvs = [_recv_node(e) for e in incoming.values()] + _feed_stubs(graph, nodes)
+    part = TaskPartition(task)
+    sends = []
+    for e in edges.values():
+        if e.src_task != task:
+            continue
+        if e.dst_task == master_task and not e.control:
+            part.fetches.append(e.source)       # returned in the RunGraph reply
+            part.reply_keys.append(e.key)
+        else:
+            sends.append(_send_node(e))
+    part.targets.extend(n["name"] for n in sends)
+    data["nodes"] = recvs + nodes + sends
+    part.graph, part.arrays = data, arrays
+    return part
+
+
+def _feed_stubs(graph: Any, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fed tensors whose producer is not in this partition arrive as Placeholder stand-ins."""
+    present = {n["name"] for n in nodes}
+    stubs: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        for name in node["inputs"]:
+            producer = name.rpartition(":")[0]
+            if producer in present or producer in stubs or producer.startswith("_recv/"):
+                continue
+            op = graph.get_operation_by_name(producer)
+            outputs = [[t.dtype.name, t.shape.dims] for t in op.outputs]
+            stubs[producer] = {"name": producer, "op": "Placeholder", "inputs": [], "control_inputs": [],
+                               "device": "", "colocation": [],
+                               "attrs": {"dtype": outputs[0][0], "shape": outputs[0][1]},
+                               "outputs": outputs}
+    return list(stubs.values())
+
+
+def _recv_node(e: _Edge) -> dict[str, Any]:
+    dtype, shape = ("bool", []) if e.control else (e.tensor.dtype.name, e.tensor.shape.dims)
+    return {"name": e.recv_name, "op": "_Recv", "inputs": [], "control_inputs": [], "device": "",
+            "colocation": [], "attrs": {"key": e.key, "src_task": e.src_task, "dtype": dtype,
+                                        "shape": shape}, "outputs": [[dtype, shape]]}
+
+
+def _send_node(e: _Edge) -> dict[str, Any]:
+    inputs, control = ([], [e.source]) if e.control else ([e.source], [])
+    return {"name": f"_send/{e.source.replace(':', '_')}/to{e.dst_task.replace('/', '_')}",
+            "op": "_Send", "inputs": inputs, "control_inputs": control, "device": "",
+            "colocation": [], "attrs": {"key": e.key, "dst_task": e.dst_task}, "outputs": []}
+
+
+def _assign_feeds_fetches_targets(parts: dict[str, TaskPartition], ops: Sequence[Operation],
+                                  task: dict[str, str], feeds: Sequence[Tensor],
+                                  fetches: Sequence[Tensor], targets: Sequence[Operation]) -> None:
+    for t in feeds:
+        for op in ops:
+            if t in op.inputs and t.name not in parts[task[op.name]].feeds:
+                parts[task[op.name]].feeds.append(t.name)
+    for part in parts.values():
+        part.client_fetches = []
+    for t in fetches:
+        if t in set(feeds):
+            continue
+        part = parts[task[t.op.name]]
+        part.client_fetches.append(t.name)
+    for part in parts.values():
+        # client fetches first, then the values other partitions need from the reply
+        part.fetches = part.client_fetches + part.fetches
+    for op in targets:
+        parts[task[op.name]].targets.append(op.name)

@@ -1,0 +1,72 @@
+"""``python -m zmtf.server``: run one task of a cluster until SIGINT/SIGTERM.
+
+    python -m zmtf.server --cluster '{"ps": ["127.0.0.1:2221"], "worker": ["127.0.0.1:2222"]}' \\
+        --job ps --task 0
+    python -m zmtf.server --cluster cluster.json --job worker --task 1
+    TF_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 0}}' python -m zmtf.server
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+
+from zmtf.distributed.cluster_spec import ClusterSpec
+from zmtf.distributed.server import Server
+from zmtf.framework.config import ConfigProto
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m zmtf.server", description=__doc__.splitlines()[0])
+    parser.add_argument("--cluster", help="cluster spec: JSON text or a JSON file (default: TF_CONFIG)")
+    parser.add_argument("--job", help="this task's job name (default: from TF_CONFIG)")
+    parser.add_argument("--task", type=int, help="this task's index (default: from TF_CONFIG)")
+    parser.add_argument("--inter-op-threads", type=int, default=0)
+    parser.add_argument("--intra-op-threads", type=int, default=0)
+    parser.add_argument("--log-level", default="INFO")
+    return parser.parse_args(argv)
+
+
+def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
+    """Cluster, job and task from the flags, falling back to TF_CONFIG for what is missing."""
+    if args.cluster:
+        cluster = ClusterSpec.from_json(args.cluster)
+        job, task = args.job, args.task
+    else:
+        cluster, job, task = ClusterSpec.from_tf_config()
+        job = args.job or job
+        task = args.task if args.task is not None else task
+    if job is None or task is None:
+        raise SystemExit("zmtf.server: give --job and --task (or set TF_CONFIG's task)")
+    return cluster, job, int(task)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    try:
+        cluster, job, task = resolve(args)
+    except ValueError as error:
+        print(f"zmtf.server: {error}", file=sys.stderr)
+        return 2
+    config = ConfigProto(inter_op_parallelism_threads=args.inter_op_threads,
+                         intra_op_parallelism_threads=args.intra_op_threads)
+    server = Server(cluster, job_name=job, task_index=task, config=config)
+    logging.getLogger("zmtf.server").info("serving %s; cluster %s", server.target, json.dumps(cluster.as_dict()))
+
+    def shutdown(signum: int, _frame: object) -> None:
+        logging.getLogger("zmtf.server").info("signal %d: stopping", signum)
+        server.stop()
+
+    signal.signal(signal.SIGINT, shutdown)
+    signal.signal(signal.SIGTERM, shutdown)
+    server.join()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

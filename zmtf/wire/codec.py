@@ -1,0 +1,184 @@
+"""Messages <-> ZeroMQ multipart frames; this module is the wire format's spec.
+
+One message is one multipart. Frame 0 is a msgpack map::
+
+    {"v": 1, "kind": "RunStep", "id": 17, "body": {...}, "tensors": [descriptor, ...]}
+
+and frames 1.. are the tensor parts, in the order of ``"tensors"`` (see ``tensors.py``).
+``encode`` returns the header as bytes and the parts as memoryviews of the arrays, ready
+for ``send_multipart(frames, copy=False)``; ``decode`` takes what
+``recv_multipart(copy=False)`` returns.
+
+``decode`` is the border: every byte is checked before use, and anything malformed raises
+``InvalidArgumentError`` and nothing else (any other exception from ``decode`` is a bug).
+
+msgpack options, and why:
+
+* ``raw=False``: map keys and strings are str (invalid UTF-8 is an error, not bytes).
+* ``strict_map_key=True`` (msgpack's default): map keys must be str (or bytes); an int
+  key is an error. No zmtf schema uses int keys, and a dict with them (e.g. a config
+  keyed by GPU index) must be sent with str keys.
+* ``use_list=True``: arrays come back as lists, what the schemas check for.
+* ``max_str_len``, ``max_bin_len``, ``max_array_len``, ``max_map_len`` are bounded by the
+  header limit (default 16 MiB) so a length field cannot ask for more than the header
+  could hold; ``max_ext_len=0`` plus an ``ext_hook`` that raises rule out ext types,
+  including msgpack's built-in Timestamp (which bypasses ``ext_hook``).
+* Nesting depth is bounded by msgpack itself (StackError, mapped to InvalidArgumentError).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import msgpack
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.wire.messages import KINDS, Message, body_fields, carries_tensors, validate
+from zmtf.wire.tensors import DEFAULT_LIMITS, Limits, decode_tensors, encode_tensors, frame_view, short_repr
+
+VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+HEADER_KEYS = frozenset({"v", "kind", "id", "body", "tensors"})
+
+
+class _ExtTypeRejected(Exception):
+    pass
+
+
+def _reject_ext(code: int, data: bytes) -> Any:
+    raise _ExtTypeRejected(f"msgpack ext type {code} is not allowed")
+
+
+def encode(message: Message, limits: Limits = DEFAULT_LIMITS) -> list[bytes | memoryview]:
+    """A message -> [header, tensor parts...] for ``send_multipart(frames, copy=False)``.
+
+    The parts are views of the arrays: do not mutate them until the send is done.
+    """
+    cls = type(message)
+    if KINDS.get(cls.__name__) is not cls:
+        raise InvalidArgumentError(f"cannot encode a {cls.__name__}: not a message kind")
+    validate(message)  # again: a list field may have been mutated since construction
+    tensors: list[Any] = getattr(message, "tensors") if carries_tensors(cls) else []
+    descriptors, parts = encode_tensors(tensors, limits)
+    header = {
+        "v": VERSION,
+        "kind": cls.__name__,
+        "id": message.id,
+        "body": {name: getattr(message, name) for name in body_fields(cls)},
+        "tensors": descriptors,
+    }
+    try:
+        packed = msgpack.packb(header, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidArgumentError(
+            f"{cls.__name__} (id {message.id}) cannot be encoded: {exc}; body values must be "
+            f"plain str/int/float/bool/None/list/dict data (use .item() for numpy scalars)"
+        ) from None
+    if len(packed) > limits.max_header_bytes:
+        raise InvalidArgumentError(
+            f"{cls.__name__} (id {message.id}): header is {len(packed)} bytes, over the limit of "
+            f"{limits.max_header_bytes}; send big values as tensors"
+        )
+    return [packed, *parts]
+
+
+def decode(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS) -> Message:
+    """[header, tensor parts...] (bytes, memoryviews or zmq.Frames) -> a validated message."""
+    if not isinstance(frames, (list, tuple)) or not frames:
+        raise InvalidArgumentError(
+            f"a message must be a non-empty list of frames, got {short_repr(frames)}"
+        )
+    header = _unpack_header(frames[0], limits)
+    cls = _check_envelope(header)
+    message_id = header["id"]
+    body = header["body"]
+    expected = body_fields(cls)
+    if set(body) != set(expected):
+        missing = sorted(set(expected) - set(body))
+        extra = sorted(map(str, set(body) - set(expected)))
+        raise InvalidArgumentError(
+            f"{cls.__name__} (id {message_id}): body fields must be {expected}; "
+            f"missing {missing}, unexpected {short_repr(extra)}"
+        )
+    fields = dict(body)
+    if carries_tensors(cls):
+        fields["tensors"] = _decode_tensors(cls, message_id, header["tensors"], frames, limits)
+    elif header["tensors"] != [] or len(frames) != 1:
+        raise InvalidArgumentError(
+            f"{cls.__name__} (id {message_id}) carries no tensors, but the header lists "
+            f"{short_repr(header['tensors'])} and the message has {len(frames) - 1} extra frames"
+        )
+    return cls(id=message_id, **fields)  # the constructor checks every field's type
+
+
+def peek_id(frames: Any, limits: Limits = DEFAULT_LIMITS) -> int:
+    """The id of a message that may be malformed, for addressing an ErrorReply; 0 if unreadable.
+
+    Never raises: it is called on exactly the frames ``decode`` just refused.
+    """
+    try:
+        header = _unpack_header(frames[0], limits)
+    except (InvalidArgumentError, TypeError, IndexError, KeyError):
+        return 0
+    message_id = header.get("id")
+    return message_id if type(message_id) is int and 0 <= message_id < 2**63 else 0
+
+
+def _unpack_header(frame: Any, limits: Limits) -> dict[str, Any]:
+    view = frame_view(frame)
+    if view.nbytes > limits.max_header_bytes:
+        raise InvalidArgumentError(
+            f"message header is {view.nbytes} bytes, over the limit of {limits.max_header_bytes}"
+        )
+    bound = limits.max_header_bytes
+    try:
+        header = msgpack.unpackb(
+            view, raw=False, strict_map_key=True, use_list=True, ext_hook=_reject_ext,
+            max_str_len=bound, max_bin_len=bound, max_array_len=bound, max_map_len=bound,
+            max_ext_len=0,
+        )
+    except (ValueError, TypeError, msgpack.UnpackException, _ExtTypeRejected) as exc:
+        raise InvalidArgumentError(f"message header is not valid msgpack: {exc or type(exc).__name__}") from None
+    if not isinstance(header, dict):
+        raise InvalidArgumentError(f"message header must be a msgpack map, got {short_repr(header)}")
+    return header
+
+
+def _check_envelope(header: dict[str, Any]) -> type[Message]:
+    """Check v, kind, id, body and tensors' outer types; return the message class."""
+    if set(header) != HEADER_KEYS:
+        raise InvalidArgumentError(
+            f"message header must have exactly the keys {sorted(HEADER_KEYS)}, "
+            f"got {short_repr(sorted(map(str, header)))}"
+        )
+    version = header["v"]
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:
+        raise InvalidArgumentError(
+            f"unsupported wire version {short_repr(version)}; this zmtf speaks versions "
+            f"{list(SUPPORTED_VERSIONS)}: upgrade the older side"
+        )
+    kind = header["kind"]
+    cls = KINDS.get(kind) if type(kind) is str else None
+    if cls is None:
+        raise InvalidArgumentError(
+            f"unknown message kind {short_repr(kind)}; known kinds: {', '.join(sorted(KINDS))}"
+        )
+    message_id = header["id"]
+    if type(message_id) is not int or not 0 <= message_id < 2**63:
+        raise InvalidArgumentError(
+            f"{kind}: id must be an int in [0, 2**63), got {short_repr(message_id)}"
+        )
+    if type(header["body"]) is not dict:
+        raise InvalidArgumentError(f"{kind} (id {message_id}): body must be a map, got {short_repr(header['body'])}")
+    return cls
+
+
+def _decode_tensors(cls: type[Message], message_id: int, descriptors: Any, frames: Sequence[Any],
+                    limits: Limits) -> list[Any]:
+    try:
+        return decode_tensors(descriptors, frames[1:], limits)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{cls.__name__} (id {message_id}): {exc.message}") from None
+
+
+__all__ = ["HEADER_KEYS", "SUPPORTED_VERSIONS", "VERSION", "decode", "encode", "peek_id"]

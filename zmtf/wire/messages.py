@@ -1,0 +1,309 @@
+"""The messages zmtf processes exchange: one frozen dataclass per kind, plus the kind table.
+
+Each field's annotation names its wire type, and ``SCHEMAS`` turns those names into checks
+that run when a message is built, whether by a local caller or by ``codec.decode`` from a
+peer's bytes: a message that exists is a valid message. ``id`` matches a reply to its
+request (see ``calls.Calls``); the field named ``tensors`` (a list of numpy arrays) never
+goes into the msgpack header: the codec moves it to raw frames.
+
+``graph``, ``config`` and ``devices`` hold plain msgpack data (str/int/float/bool/None,
+lists, str-keyed maps); only their top level is checked here, their consumers
+(``framework.graph_io``, the config parser) validate the rest. Messages whose tensors
+list is not empty compare with ``==`` only when they hold the very same arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, NoReturn
+
+import numpy as np
+
+from zmtf.framework.errors import (
+    UNKNOWN,
+    InvalidArgumentError,
+    OpError,
+    error_code_from_exception_type,
+    exception_type_from_error_code,
+)
+from zmtf.wire.tensors import short_repr
+
+MAX_ID = 2**63  # ids are non-negative int64
+MAX_ERROR_MESSAGE = 16 << 10  # characters kept of an error's text
+
+Tensors = list  # list[np.ndarray]; the annotation "Tensors" marks the field the codec frames
+
+
+def _is_int64(value: Any) -> bool:
+    return type(value) is int and -(2**63) <= value < 2**63
+
+
+def _is_str_list(value: Any) -> bool:
+    return type(value) is list and all(type(v) is str for v in value)
+
+
+#: annotation -> (check, what the error says the value must be)
+_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "str": (lambda v: type(v) is str, "a str"),
+    "str | None": (lambda v: v is None or type(v) is str, "a str or None"),
+    "int": (_is_int64, "an int in the int64 range"),
+    "list[str]": (_is_str_list, "a list of str"),
+    "dict[str, Any]": (lambda v: type(v) is dict, "a map"),
+    "list[dict[str, Any]]": (lambda v: type(v) is list and all(type(d) is dict for d in v),
+                             "a list of maps"),
+    "Tensors": (lambda v: type(v) is list and all(isinstance(a, (np.ndarray, np.generic)) for a in v),
+                "a list of numpy arrays"),  # numpy scalars are accepted; they decode as 0-d arrays
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """Base of every message: ``id`` pairs a reply with its request (0 until one is assigned)."""
+
+    id: int = 0
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+# ---- client <-> master ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateSession(Message):
+    """Client -> master: a new session on ``graph`` (graph_io dict; its arrays in ``tensors``)."""
+
+    graph: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict)
+    tensors: Tensors = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionCreated(Message):
+    """Master -> client: the handle of the new session."""
+
+    session: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtendSession(Message):
+    """Client -> master: nodes added to the session's graph since it was sent."""
+
+    session: str
+    graph: dict[str, Any]
+    tensors: Tensors = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ok(Message):
+    """An empty success reply."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStep(Message):
+    """Client -> master: one ``Session.run``; ``tensors`` are the feed values in ``feeds`` order."""
+
+    session: str
+    feeds: list[str] = field(default_factory=list)
+    fetches: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    timeout_ms: int = 0  # 0: no deadline
+    tensors: Tensors = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStepResult(Message):
+    """Master -> client: the fetched values, in ``fetches`` order."""
+
+    tensors: Tensors = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloseSession(Message):
+    """Client -> master: forget the session and free its resources."""
+
+    session: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reset(Message):
+    """Client -> master: clear resource containers (all of them when the list is empty)."""
+
+    containers: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListDevices(Message):
+    """Client -> master: which devices does the cluster have?"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceList(Message):
+    """Master -> client: one map per device (name, device_type, memory_limit, ...)."""
+
+    devices: list[dict[str, Any]] = field(default_factory=list)
+
+
+# ---- master -> worker -----------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterGraph(Message):
+    """Master -> worker: a partition to run later as ``graph_key``; its arrays in ``tensors``."""
+
+    session: str
+    graph_key: str
+    graph: dict[str, Any]
+    tensors: Tensors = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunGraph(Message):
+    """Master -> worker: run a registered partition for one step; ``tensors`` are the feeds."""
+
+    session: str
+    graph_key: str
+    step_id: int
+    feeds: list[str] = field(default_factory=list)
+    fetches: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    timeout_ms: int = 0
+    tensors: Tensors = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunGraphResult(Message):
+    """Worker -> master: the partition's fetched values, in ``fetches`` order."""
+
+    tensors: Tensors = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CleanupStep(Message):
+    """Master -> worker: drop whatever the step left behind (rendezvous entries, buffers)."""
+
+    step_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeregisterGraph(Message):
+    """Master -> worker: forget a registered partition."""
+
+    session: str
+    graph_key: str
+
+
+# ---- worker <-> worker ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecvTensor(Message):
+    """Consumer -> producer: send me the tensor of rendezvous ``key`` once step ``step_id`` has it."""
+
+    step_id: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TensorReply(Message):
+    """Producer -> consumer: the answer to RecvTensor (one tensor)."""
+
+    tensors: Tensors = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushTensor(Message):
+    """Producer -> consumer: the tensor of rendezvous ``key``, unasked (push flow); reply Ok."""
+
+    step_id: int
+    key: str
+    tensors: Tensors = field(default_factory=list)
+
+
+# ---- liveness and errors ----------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ping(Message):
+    """Anyone -> a task: are you there?"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pong(Message):
+    """The task's name and incarnation (a new number each time the process starts)."""
+
+    task: str
+    incarnation: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorReply(Message):
+    """A failed request: TF's canonical ``code``, the text, and the node that failed if known."""
+
+    code: int
+    message: str
+    node: str | None = None
+
+
+#: kind (the class name, as sent on the wire) -> message class.
+KINDS: dict[str, type[Message]] = {cls.__name__: cls for cls in (
+    CreateSession, SessionCreated, ExtendSession, Ok, RunStep, RunStepResult, CloseSession,
+    Reset, ListDevices, DeviceList, RegisterGraph, RunGraph, RunGraphResult, CleanupStep,
+    DeregisterGraph, RecvTensor, TensorReply, PushTensor, Ping, Pong, ErrorReply,
+)}
+
+#: message class -> ((field name, check, description), ...) for every field but ``id``.
+SCHEMAS: dict[type[Message], tuple[tuple[str, Callable[[Any], bool], str], ...]] = {
+    cls: tuple((f.name, *_CHECKS[str(f.type)]) for f in dataclasses.fields(cls) if f.name != "id")
+    for cls in KINDS.values()
+}
+
+
+def body_fields(cls: type[Message]) -> list[str]:
+    """The fields that travel in the header's body: all but ``id`` and ``tensors``."""
+    return [name for name, _, _ in SCHEMAS[cls] if name != "tensors"]
+
+
+def carries_tensors(cls: type[Message]) -> bool:
+    return any(name == "tensors" for name, _, _ in SCHEMAS[cls])
+
+
+def validate(message: Message) -> None:
+    """Raise InvalidArgumentError naming the kind, id and field of the first bad field."""
+    cls = type(message)
+    if cls not in SCHEMAS:
+        raise InvalidArgumentError(f"{cls.__name__} is not a registered message kind")
+    if type(message.id) is not int or not 0 <= message.id < MAX_ID:
+        raise InvalidArgumentError(
+            f"{cls.__name__}: id must be an int in [0, 2**63), got {short_repr(message.id)}"
+        )
+    for name, check, description in SCHEMAS[cls]:
+        value = getattr(message, name)
+        if not check(value):
+            raise InvalidArgumentError(
+                f"{cls.__name__} (id {message.id}): field '{name}' must be {description}, "
+                f"got {short_repr(value)}"
+            )
+
+
+# ---- errors across the wire -----------------------------------------------------------
+def error_reply(id: int, exc: BaseException) -> ErrorReply:  # noqa: A002 (the message field)
+    """Any exception -> ErrorReply: an OpError keeps its code and node; others become UNKNOWN.
+
+    A non-OpError is a bug or an unexpected failure on the remote side, so its type name
+    goes into the text (``"UNKNOWN: KeyError: 'x'"`` reads better than ``"'x'"``).
+    """
+    if isinstance(exc, OpError):
+        code, text, node = error_code_from_exception_type(type(exc)), exc.message, exc.node_name
+    else:
+        code, text, node = UNKNOWN, f"{type(exc).__name__}: {exc}", None
+    if len(text) > MAX_ERROR_MESSAGE:
+        text = text[:MAX_ERROR_MESSAGE] + f"... ({len(text) - MAX_ERROR_MESSAGE} characters cut)"
+    return ErrorReply(id=id, code=code, message=text, node=node if isinstance(node, str) else None)
+
+
+def raise_error(reply: ErrorReply) -> NoReturn:
+    """Raise the TF error class of ``reply.code`` (UnknownError for unknown codes), node set."""
+    cls = exception_type_from_error_code(reply.code)
+    raise cls(None, None, reply.message, node_name=reply.node)
+
+
+__all__ = ["KINDS", "SCHEMAS", "Message", "Tensors", "body_fields", "carries_tensors",
+           "error_reply", "raise_error", "validate", *KINDS]
