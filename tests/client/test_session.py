@@ -209,9 +209,9 @@ def test_closed_session_and_missing_default_session():
         c.eval()
 
 
-def test_remote_target_is_unimplemented_with_a_clear_error():
-    with pytest.raises(tf.errors.UnimplementedError, match="cluster runtime"):
-        tf.Session("grpc://127.0.0.1:2222")
+def test_malformed_target_names_the_accepted_forms():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="zmtf://host:port"):
+        tf.Session("grpc://nohostport")
 
 
 # ---- config -----------------------------------------------------------------------------------

@@ -28,11 +28,12 @@ SAMPLES = [
     m.CloseSession(id=4, session="abc"),
     m.Reset(id=5, containers=["", "c1"]),
     m.ListDevices(id=6),
-    m.DeviceList(id=6, devices=[{"name": "/job:w/replica:0/task:0/device:CPU:0", "memory_limit": 2**40}]),
+    m.DeviceList(id=6, devices=[{"name": "/job:w/replica:0/task:0/device:CPU:0",
+                                 "memory_limit": 2**40}]),
     m.RegisterGraph(id=7, session="abc", graph_key="k1", graph={"version": 1, "nodes": []},
                     tensors=[I64]),
-    m.RunGraph(id=8, session="abc", graph_key="k1", step_id=-(2**63), feeds=["x:0"], fetches=["z:0"],
-               targets=[], timeout_ms=0, tensors=[F32]),
+    m.RunGraph(id=8, session="abc", graph_key="k1", step_id=-(2**63), feeds=["x:0"],
+               fetches=["z:0"], targets=[], timeout_ms=0, tensors=[F32]),
     m.RunGraphResult(id=8, tensors=[]),
     m.CleanupStep(id=9, step_id=2**63 - 1),
     m.DeregisterGraph(id=10, session="abc", graph_key="k1"),
@@ -103,8 +104,8 @@ def test_real_zmq_pair_over_inproc():
         a.bind("inproc://zmtf-test-codec")
         b.connect("inproc://zmtf-test-codec")
         feed = np.arange(1 << 18, dtype=np.float32)  # 1 MiB: above zmq's copy threshold
-        request = m.RunStep(id=42, session="s", feeds=["x:0", "n:0"], fetches=["y:0"], timeout_ms=10,
-                            tensors=[feed, np.array(3, np.int32)])
+        request = m.RunStep(id=42, session="s", feeds=["x:0", "n:0"], fetches=["y:0"],
+                            timeout_ms=10, tensors=[feed, np.array(3, np.int32)])
         a.send_multipart(codec.encode(request), copy=False)
         assert b.poll(5000)
         received = codec.decode(b.recv_multipart(copy=False))
@@ -125,7 +126,8 @@ def test_real_zmq_pair_over_inproc():
     (lambda: m.RunStep(id=1, session=3), r"RunStep \(id 1\): field 'session' must be a str, got 3"),
     (lambda: m.RunStep(id=1, session="s", feeds=("x:0",)), r"field 'feeds' must be a list of str"),
     (lambda: m.RunStep(id=1, session="s", timeout_ms=1.5), r"field 'timeout_ms' must be an int"),
-    (lambda: m.RunStep(id=1, session="s", tensors=[[1.0]]), r"field 'tensors' must be a list of numpy"),
+    (lambda: m.RunStep(id=1, session="s", tensors=[[1.0]]),
+     r"field 'tensors' must be a list of numpy"),
     (lambda: m.Ping(id=-1), r"Ping: id must be an int in \[0, 2\*\*63\)"),
     (lambda: m.Ping(id=True), r"id must be an int"),
     (lambda: m.CleanupStep(step_id=2**63), r"field 'step_id' must be an int in the int64 range"),
@@ -158,7 +160,8 @@ def test_dataclasses_replace_assigns_an_id():
 
 # ---- decode refuses malformed frames -------------------------------------------------------
 def header(**changes):
-    base = {"v": 1, "kind": "RecvTensor", "id": 7, "body": {"step_id": 1, "key": "k"}, "tensors": []}
+    base = {"v": 1, "kind": "RecvTensor", "id": 7, "body": {"step_id": 1, "key": "k"},
+            "tensors": []}
     base.update(changes)
     return msgpack.packb({k: v for k, v in base.items() if v is not DROP})
 
@@ -177,7 +180,8 @@ MALFORMED = [
     ("header-trailing-bytes", [header() + b"\x00"], r"not valid msgpack"),
     ("header-empty", [b""], r"not valid msgpack"),
     ("header-list", [msgpack.packb([1, "RecvTensor", 7])], r"must be a msgpack map"),
-    ("header-int-key", [msgpack.packb({1: 2})], r"not valid msgpack.*int is not allowed for map key"),
+    ("header-int-key", [msgpack.packb({1: 2})],
+     r"not valid msgpack.*int is not allowed for map key"),
     ("header-bad-utf8", [b"\x81\xa1v\xa2\xff\xfe"], r"not valid msgpack.*utf-8"),
     ("header-ext", [msgpack.packb(msgpack.ExtType(5, b"abc"))], r"not valid msgpack"),
     ("header-timestamp", [msgpack.packb({"v": msgpack.Timestamp(1, 0)})], r"not valid msgpack"),
@@ -188,7 +192,8 @@ MALFORMED = [
     ("version-2", [header(v=2)], r"unsupported wire version 2; this zmtf speaks versions \[1\]"),
     ("version-str", [header(v="1")], r"unsupported wire version '1'"),
     ("version-bool", [header(v=True)], r"unsupported wire version True"),
-    ("kind-unknown", [header(kind="Launch")], r"unknown message kind 'Launch'; known kinds: CleanupStep, "),
+    ("kind-unknown", [header(kind="Launch")],
+     r"unknown message kind 'Launch'; known kinds: CleanupStep, "),
     ("kind-int", [header(kind=3)], r"unknown message kind 3"),
     ("kind-base", [header(kind="Message")], r"unknown message kind 'Message'"),
     ("id-negative", [header(id=-1)], r"RecvTensor: id must be an int in \[0, 2\*\*63\), got -1"),
@@ -200,11 +205,14 @@ MALFORMED = [
     ("body-extra-field", [header(body={"step_id": 1, "key": "k", "x": 0})], r"unexpected \['x'\]"),
     ("body-bytes-key", [header(body={"step_id": 1, b"key": "k"})], r"missing \['key'\]"),
     ("body-id-inside", [header(body={"step_id": 1, "key": "k", "id": 3})], r"unexpected \['id'\]"),
-    ("body-tensors-inside", [header(kind="TensorReply", body={"tensors": []})], r"unexpected \['tensors'\]"),
-    ("body-wrong-type", [header(body={"step_id": "1", "key": "k"})], r"field 'step_id' must be an int"),
+    ("body-tensors-inside", [header(kind="TensorReply", body={"tensors": []})],
+     r"unexpected \['tensors'\]"),
+    ("body-wrong-type", [header(body={"step_id": "1", "key": "k"})],
+     r"field 'step_id' must be an int"),
     ("body-bytes-value", [header(body={"step_id": 1, "key": b"k"})], r"field 'key' must be a str"),
     ("body-step-too-big", [header(body={"step_id": 2**64 - 1, "key": "k"})], r"int64 range"),
-    ("body-list-of-int", [header(kind="Reset", body={"containers": [1]})], r"'containers' must be a list of str"),
+    ("body-list-of-int", [header(kind="Reset", body={"containers": [1]})],
+     r"'containers' must be a list of str"),
     ("tensors-on-tensorless-kind", [header(tensors=[F32_DESC]), bytes(48)], r"carries no tensors"),
     ("frames-on-tensorless-kind", [header(), bytes(48)], r"carries no tensors"),
     ("tensors-not-list", [header(kind="TensorReply", body={}, tensors={"a": 1})],
@@ -213,14 +221,16 @@ MALFORMED = [
      r"TensorReply \(id 7\): 1 tensors need 1 frames, the message has 0"),
     ("tensor-frame-short", [header(kind="TensorReply", body={}, tensors=[F32_DESC]), bytes(40)],
      r"tensor 0 \(float32\[3, 4\]\) needs 48 bytes, frames have 40"),
-    ("tensor-bad-dtype", [header(kind="TensorReply", body={}, tensors=[{**F32_DESC, "dtype": "|O"}]), bytes(48)],
+    ("tensor-bad-dtype",
+     [header(kind="TensorReply", body={}, tensors=[{**F32_DESC, "dtype": "|O"}]), bytes(48)],
      r"dtype '\|O' is not allowed"),
     ("tensor-frame-str", [header(kind="RunStep", body=RUN_BODY, tensors=[F32_DESC]), "x" * 48],
      r"a frame must be bytes"),
 ]
 
 
-@pytest.mark.parametrize("frames,pattern", [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED])
+@pytest.mark.parametrize("frames,pattern",
+                         [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED])
 def test_malformed_messages_are_refused(frames, pattern):
     with pytest.raises(InvalidArgumentError, match=pattern):
         codec.decode(frames)
@@ -319,7 +329,8 @@ def _mutate_bytes(rng, frames):
         frame.extend(rng.randbytes(rng.randrange(1, 9)))
     else:
         position = rng.randrange(len(frames) + 1)
-        return frames[:position] + [bytearray(rng.randbytes(rng.randrange(64)))] + frames[position + 1:]
+        garbage = bytearray(rng.randbytes(rng.randrange(64)))
+        return frames[:position] + [garbage] + frames[position + 1:]
     return frames
 
 
@@ -337,7 +348,8 @@ def test_fuzz_decode_raises_only_invalid_argument():
             frames = _mutate_structure(rng, rng.choice(valid))
         else:
             base = rng.choice(valid)
-            frames = base[:rng.randrange(len(base) + 1)] + ([] if rng.random() < 0.5 else [b"\x00" * 4])
+            tail = [] if rng.random() < 0.5 else [b"\x00" * 4]
+            frames = base[:rng.randrange(len(base) + 1)] + tail
         try:
             codec.decode(frames)
             outcomes["ok"] += 1

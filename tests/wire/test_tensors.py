@@ -48,8 +48,8 @@ def test_round_trip_every_dtype(dtype):
 
 
 @pytest.mark.parametrize("array", [
-    np.float32(2.5), np.array(7, dtype=np.int64), np.zeros((0, 3), np.float32), np.zeros((0,), bool),
-    np.ones((2, 0, 4), np.uint16),
+    np.float32(2.5), np.array(7, dtype=np.int64), np.zeros((0, 3), np.float32),
+    np.zeros((0,), bool), np.ones((2, 0, 4), np.uint16),
 ], ids=["numpy-scalar", "0-d", "empty-0x3", "empty-bool", "empty-middle"])
 def test_round_trip_scalars_and_empty(array):
     descriptor, parts = encode_tensor(array)
@@ -98,6 +98,24 @@ def test_five_mib_tensor_travels_in_one_mib_parts():
                                array.sum(dtype=np.float64))
 
 
+def test_multi_part_tensors_can_land_in_a_pooled_buffer():
+    array = np.arange(40, dtype=np.float32).reshape(4, 10)
+    descriptor, parts = encode_tensor(array, limits=Limits(chunk_bytes=64))
+    pool = np.full((4, 10), -1.0, np.float32)
+    requests = []
+
+    def allocate(dtype, shape):
+        requests.append((dtype, shape))
+        return pool
+
+    out = decode_tensors([descriptor], parts, allocate=allocate)[0]
+    assert requests == [(np.dtype("<f4"), (4, 10))]
+    assert np.shares_memory(out, pool) and not out.flags.writeable and pool.flags.writeable
+    np.testing.assert_array_equal(out, array)
+    with pytest.raises(ValueError, match="must return a writable C-contiguous array"):
+        decode_tensor(0, descriptor, parts, allocate=lambda dt, shape: np.empty(shape, np.float64))
+
+
 def test_uneven_last_part_and_small_chunks():
     array = np.arange(10, dtype=np.int16)
     descriptor, parts = encode_tensor(array, limits=Limits(chunk_bytes=8))
@@ -136,6 +154,11 @@ def test_encode_refuses_what_cannot_cross(array):
         encode_tensor(array)
 
 
+def test_chunk_size_must_keep_items_whole():
+    with pytest.raises(ValueError, match="multiple of 8"):
+        Limits(chunk_bytes=12)
+
+
 def test_encode_limits():
     with pytest.raises(InvalidArgumentError, match="over the limit of 16 bytes"):
         encode_tensor(np.zeros(5, np.float32), limits=Limits(max_tensor_bytes=16))
@@ -165,24 +188,29 @@ MALFORMED = [
     ("rank-33", [{**D, "shape": [1] * 33}], [F4_12], r"at most 32"),
     ("huge-dim", [{**D, "shape": [2**62, 0]}], [b""], r"shape must be a list"),
     ("empty-but-huge", [{**D, "shape": [0, 2**31, 2**31]}], [b""], r"dimensions too large"),
-    ("too-many-bytes", [{**D, "shape": [2**30, 2]}], [F4_12], r"needs 8589934592 bytes, over the limit"),
-    ("short-frame", [D], [F4_12[:40]], r"tensor 0 \(float32\[3, 4\]\) needs 48 bytes, frames have 40"),
+    ("too-many-bytes", [{**D, "shape": [2**30, 2]}], [F4_12],
+     r"needs 8589934592 bytes, over the limit"),
+    ("short-frame", [D], [F4_12[:40]],
+     r"tensor 0 \(float32\[3, 4\]\) needs 48 bytes, frames have 40"),
     ("long-frame", [D], [F4_12 + b"\0" * 4], r"needs 48 bytes, frames have 52"),
     ("parts-zero", [{**D, "parts": 0}], [], r"parts must be an int >= 1"),
     ("parts-str", [{**D, "parts": "1"}], [F4_12], r"parts must be an int"),
     ("missing-frame", [D, D], [F4_12], r"2 tensors need 2 frames, the message has 1"),
     ("extra-frame", [D], [F4_12, F4_12], r"1 tensors need 1 frames, the message has 2"),
     ("parts-more-than-frames", [{**D, "parts": 3}], [F4_12], r"need 3 frames"),
-    ("part-splits-an-item", [{**D, "parts": 2}], [F4_12[:2], F4_12[2:]], r"part 0 has 2 bytes, not a multiple"),
+    ("part-splits-an-item", [{**D, "parts": 2}], [F4_12[:2], F4_12[2:]],
+     r"part 0 has 2 bytes, not a multiple"),
     ("second-tensor-bad", [D, {**D, "shape": [3, 5]}], [F4_12, F4_12],
      r"tensor 1 \(float32\[3, 5\]\) needs 60 bytes, frames have 48"),
-    ("bool-not-0-1", [{"dtype": "|b1", "shape": [2], "parts": 1}], [b"\x01\x07"], r"bool bytes must be 0 or 1"),
+    ("bool-not-0-1", [{"dtype": "|b1", "shape": [2], "parts": 1}], [b"\x01\x07"],
+     r"bool bytes must be 0 or 1"),
     ("frame-not-buffer", [D], ["not bytes"], r"a frame must be bytes"),
     ("frame-int", [D], [48], r"a frame must be bytes"),
 ]
 
 
-@pytest.mark.parametrize("descriptors,frames,pattern", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+@pytest.mark.parametrize("descriptors,frames,pattern",
+                         [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
 def test_malformed_tensors_are_refused(descriptors, frames, pattern):
     with pytest.raises(InvalidArgumentError, match=pattern):
         decode_tensors(descriptors, frames)

@@ -12,7 +12,7 @@ from typing import Any
 import zmq
 
 from zmtf.client.fetches import flatten
-from zmtf.client.session_core import feed_arrays
+from zmtf.client.session_core import feed_arrays, make_placement_log_visible
 from zmtf.distributed import inproc
 from zmtf.distributed.transport import Channel
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
@@ -57,6 +57,8 @@ class RemoteSessionCore:
         self._handle: str | None = None
         self._sent_version = -1
         self._lock: asyncio.Lock | None = None
+        if config.log_device_placement:
+            make_placement_log_visible()  # shows the lines of masters running in this process
 
     def _chan(self) -> Channel:
         if self._channel is None:

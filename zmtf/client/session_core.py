@@ -66,7 +66,7 @@ class LocalSessionCore:
         self._plans: dict[tuple, BoundStep] = {}
         self._lock = threading.Lock()
         if self.config.log_device_placement:
-            _make_placement_log_visible()
+            make_placement_log_visible()
             for d in self.devices:
                 placement_log.info("Created device %s (%s)", d.name, d.description)
 
@@ -158,7 +158,7 @@ def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     return array
 
 
-def _make_placement_log_visible() -> None:
+def make_placement_log_visible() -> None:
     """TF users expect placement lines on stderr; add a handler unless logging is configured."""
     logger = logging.getLogger("zmtf")
     if logger.handlers or logging.getLogger().handlers:

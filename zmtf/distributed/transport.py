@@ -180,11 +180,11 @@ class Channel:
         self._connected = endpoint.startswith("inproc://")
         sock = ctx.socket(zmq.DEALER)
         _configure(sock)
-        sock.connect(endpoint)
         self._monitor: zmq.Socket | None = None
-        if not self._connected:
+        if not self._connected:  # monitor before connect, or a fast CONNECTED event is lost
             self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
             loop.add_reader(self._monitor.FD, self._on_monitor)
+        sock.connect(endpoint)
         self._reactor = _Reactor(sock, loop, self._on_frames)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:

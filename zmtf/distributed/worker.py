@@ -97,6 +97,7 @@ class WorkerService:
         self.context = KernelContext(self.resources, intra_op_threads)
         self._pusher = pusher
         self._graphs: dict[tuple[str, str], _Registered] = {}
+        self._tasks: set[asyncio.Task] = set()
         self._lock = threading.Lock()
 
     # ---- graphs --------------------------------------------------------------------
@@ -166,7 +167,13 @@ class WorkerService:
             else:
                 done([], None)
 
-        self.loop.call_soon_threadsafe(lambda: self.loop.create_task(push()))
+        self.loop.call_soon_threadsafe(self._spawn, push)
+
+    def _spawn(self, factory: Callable[[], Awaitable[None]]) -> None:
+        """Start a task and keep a strong reference until it ends (asyncio only keeps weak ones)."""
+        task = self.loop.create_task(factory())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def push_tensor(self, step_id: int, key: str, value: np.ndarray) -> None:
         self.rendezvous.put(step_id, key, value)

@@ -45,7 +45,8 @@ from zmtf.framework.op_def import OP_DEFS
 from zmtf.framework.tensor_shape import TensorShape
 
 GRAPH_VERSION = 1
-NODE_KEYS = frozenset({"name", "op", "inputs", "control_inputs", "device", "colocation", "attrs", "outputs"})
+NODE_KEYS = frozenset({"name", "op", "inputs", "control_inputs", "device", "colocation", "attrs",
+                       "outputs"})
 MAX_OUTPUTS = 1024
 MAX_RANK = 32
 _MARKERS = ("__array__", "__scalar__", "__tuple__")
@@ -56,7 +57,8 @@ _NODE_NAME = re.compile(r"[A-Za-z0-9._][A-Za-z0-9_.\-/>:]{0,1023}\Z")
 
 
 # ---- Graph -> dict ------------------------------------------------------------------------
-def graph_to_dict(graph: Graph, ops: Sequence[Operation] | None = None) -> tuple[dict[str, Any], list[np.ndarray]]:
+def graph_to_dict(graph: Graph, ops: Sequence[Operation] | None = None,
+                  ) -> tuple[dict[str, Any], list[np.ndarray]]:
     """The graph (or the given ops of it, in creation order) as (plain dict, attribute arrays).
 
     References to ops outside ``ops`` are written by name; ``graph_from_dict`` resolves them
@@ -68,6 +70,7 @@ def graph_to_dict(graph: Graph, ops: Sequence[Operation] | None = None) -> tuple
     for op in selected:
         if op.graph is not graph:
             raise InvalidArgumentError(f"op '{op.name}' is not in the graph being serialized")
+        _check_keys(op.attrs, op.name, "attrs")
         nodes.append({
             "name": op.name,
             "op": op.type,
@@ -75,42 +78,50 @@ def graph_to_dict(graph: Graph, ops: Sequence[Operation] | None = None) -> tuple
             "control_inputs": [c.name for c in op.control_inputs],
             "device": op.device,
             "colocation": list(op._colocation_groups),
-            "attrs": {key: _attr_to_plain(value, arrays, op.name, key) for key, value in op.attrs.items()},
+            "attrs": {key: _attr_to_plain(value, arrays, op.name, key)
+                      for key, value in op.attrs.items()},
             "outputs": [[t.dtype.name, t.shape.dims] for t in op.outputs],
         })
     return {"version": GRAPH_VERSION, "nodes": nodes}, arrays
 
 
 def _attr_to_plain(value: Any, arrays: list[np.ndarray], node: str, key: str) -> Any:
-    if value is None or isinstance(value, (bool, str, float)):
-        return value
-    if isinstance(value, int):
-        if not _INT_RANGE[0] <= value < _INT_RANGE[1]:
-            raise InvalidArgumentError(f"node '{node}': attr '{key}' int {value} does not fit in 64 bits")
-        return int(value)
+    if isinstance(value, np.generic):  # first: np.float64 is also a float
+        _check_array_dtype(np.asarray(value), node, key)
+        arrays.append(np.asarray(value))
+        return {"__scalar__": len(arrays) - 1}
     if isinstance(value, np.ndarray):
         _check_array_dtype(value, node, key)
         arrays.append(value)
         return {"__array__": len(arrays) - 1}
-    if isinstance(value, np.generic):
-        _check_array_dtype(np.asarray(value), node, key)
-        arrays.append(np.asarray(value))
-        return {"__scalar__": len(arrays) - 1}
+    if value is None or isinstance(value, (bool, str, float)):
+        return value
+    if isinstance(value, int):
+        if not _INT_RANGE[0] <= value < _INT_RANGE[1]:
+            raise InvalidArgumentError(
+                f"node '{node}': attr '{key}' int {value} does not fit in 64 bits"
+            )
+        return int(value)
     if isinstance(value, list):
         return [_attr_to_plain(v, arrays, node, key) for v in value]
     if isinstance(value, tuple):
         return {"__tuple__": [_attr_to_plain(v, arrays, node, key) for v in value]}
     if isinstance(value, dict):
-        for k in value:
-            if not isinstance(k, str) or k.startswith("__"):
-                raise InvalidArgumentError(
-                    f"node '{node}': attr '{key}' has dict key {k!r}; keys must be str not starting with '__'"
-                )
+        _check_keys(value, node, f"attr '{key}'")
         return {k: _attr_to_plain(v, arrays, node, key) for k, v in value.items()}
     raise InvalidArgumentError(
         f"node '{node}': attr '{key}' is a {type(value).__name__}, which cannot be serialized; "
         f"attrs hold None/bool/int/float/str, lists, tuples, dicts and numpy arrays"
     )
+
+
+def _check_keys(mapping: dict[Any, Any], node: str, where: str) -> None:
+    for k in mapping:
+        if not isinstance(k, str) or k.startswith("__"):
+            raise InvalidArgumentError(
+                f"node '{node}': {where} has key {k!r:.80}; keys must be str not starting "
+                f"with '__' (reserved for markers)"
+            )
 
 
 def _check_array_dtype(array: np.ndarray, node: str, key: str) -> DType:
@@ -135,7 +146,8 @@ class _Node:
     outputs: list[tuple[DType, TensorShape]]
 
 
-def graph_from_dict(graph_dict: Any, arrays: Sequence[np.ndarray], into: Graph | None = None) -> Graph:
+def graph_from_dict(graph_dict: Any, arrays: Sequence[np.ndarray],
+                    into: Graph | None = None) -> Graph:
     """Rebuild a graph from ``graph_to_dict`` output; with ``into``, add the nodes to that graph.
 
     Everything is checked before any node is created, so a bad dict leaves ``into`` untouched.
@@ -152,16 +164,21 @@ def graph_from_dict(graph_dict: Any, arrays: Sequence[np.ndarray], into: Graph |
 
 def _parse(graph_dict: Any, arrays: Sequence[np.ndarray], graph: Graph) -> list[_Node]:
     if not isinstance(graph_dict, dict) or set(graph_dict) != {"version", "nodes"}:
-        raise InvalidArgumentError("a graph must be a map with exactly the keys 'version' and 'nodes'")
+        raise InvalidArgumentError(
+            "a graph must be a map with exactly the keys 'version' and 'nodes'"
+        )
     if graph_dict["version"] != GRAPH_VERSION or type(graph_dict["version"]) is not int:
         raise InvalidArgumentError(
-            f"graph version {graph_dict['version']!r:.40} is not supported; this zmtf reads version {GRAPH_VERSION}"
+            f"graph version {graph_dict['version']!r:.40} is not supported; this zmtf reads "
+            f"version {GRAPH_VERSION}"
         )
     if not isinstance(graph_dict["nodes"], list):
         raise InvalidArgumentError("a graph's 'nodes' must be a list")
     for i, array in enumerate(arrays):
         if not isinstance(array, np.ndarray):
-            raise InvalidArgumentError(f"graph array {i} is a {type(array).__name__}, not a numpy array")
+            raise InvalidArgumentError(
+                f"graph array {i} is a {type(array).__name__}, not a numpy array"
+            )
     outputs_of: dict[str, int] = {}  # node name -> output count, for the nodes seen so far
     used: set[int] = set()
     nodes = []
@@ -172,7 +189,9 @@ def _parse(graph_dict: Any, arrays: Sequence[np.ndarray], graph: Graph) -> list[
     for node in nodes:
         for ctrl in node.control_inputs:
             if ctrl not in outputs_of and ctrl not in graph._ops_by_name:
-                raise InvalidArgumentError(f"node '{node.name}': control input '{ctrl}' names no node")
+                raise InvalidArgumentError(
+                    f"node '{node.name}': control input '{ctrl}' names no node"
+                )
     unused = sorted(set(range(len(arrays))) - used)
     if unused:
         raise InvalidArgumentError(f"graph arrays {unused} are not referenced by any node")
@@ -182,7 +201,9 @@ def _parse(graph_dict: Any, arrays: Sequence[np.ndarray], graph: Graph) -> list[
 def _parse_node(position: int, entry: Any, arrays: Sequence[np.ndarray], used: set[int],
                 outputs_of: dict[str, int], graph: Graph) -> _Node:
     if not isinstance(entry, dict) or set(entry) != NODE_KEYS:
-        raise InvalidArgumentError(f"graph node {position} must be a map with exactly the keys {sorted(NODE_KEYS)}")
+        raise InvalidArgumentError(
+            f"graph node {position} must be a map with exactly the keys {sorted(NODE_KEYS)}"
+        )
     name = entry["name"]
     if not isinstance(name, str) or not _NODE_NAME.match(name):
         raise InvalidArgumentError(f"graph node {position}: {name!r:.80} is not a valid node name")
@@ -191,7 +212,8 @@ def _parse_node(position: int, entry: Any, arrays: Sequence[np.ndarray], used: s
     op_type = entry["op"]
     if not isinstance(op_type, str) or op_type not in OP_DEFS:
         raise InvalidArgumentError(f"node '{name}': unknown op type {op_type!r:.80}")
-    inputs = [_parse_input(name, ref, outputs_of, graph) for ref in _str_list(entry, "inputs", name)]
+    inputs = [_parse_input(name, ref, outputs_of, graph)
+              for ref in _str_list(entry, "inputs", name)]
     control = _str_list(entry, "control_inputs", name)
     colocation = _str_list(entry, "colocation", name)
     device = entry["device"]
@@ -224,16 +246,21 @@ def _str_list(entry: dict[str, Any], key: str, name: str) -> list[str]:
 def _parse_input(name: str, ref: str, outputs_of: dict[str, int], graph: Graph) -> tuple[str, int]:
     source, _, index = ref.rpartition(":")
     if not source or not index.isdigit() or not index.isascii():
-        raise InvalidArgumentError(f"node '{name}': input {ref!r:.80} is not of the form 'node:index'")
+        raise InvalidArgumentError(
+            f"node '{name}': input {ref!r:.80} is not of the form 'node:index'"
+        )
     count = outputs_of.get(source)
     if count is None and source in graph._ops_by_name:
         count = len(graph._ops_by_name[source].outputs)
     if count is None:
         raise InvalidArgumentError(
-            f"node '{name}': input '{ref}' names no earlier node (nodes must come in creation order)"
+            f"node '{name}': input '{ref}' names no earlier node (nodes must come in "
+            f"creation order)"
         )
     if int(index) >= count:
-        raise InvalidArgumentError(f"node '{name}': input '{ref}': '{source}' has only {count} outputs")
+        raise InvalidArgumentError(
+            f"node '{name}': input '{ref}': '{source}' has only {count} outputs"
+        )
     return source, int(index)
 
 
@@ -247,7 +274,9 @@ def _parse_outputs(name: str, outputs: Any) -> list[tuple[DType, TensorShape]]:
         try:
             dtype = as_dtype(spec[0])
         except TypeError:
-            raise InvalidArgumentError(f"node '{name}': output {i} has unknown dtype {spec[0]!r:.40}") from None
+            raise InvalidArgumentError(
+                f"node '{name}': output {i} has unknown dtype {spec[0]!r:.40}"
+            ) from None
         dims = spec[1]
         if dims is not None and (not isinstance(dims, list) or len(dims) > MAX_RANK or not all(
                 d is None or (type(d) is int and 0 <= d < 2**63) for d in dims)):
@@ -259,7 +288,8 @@ def _parse_outputs(name: str, outputs: Any) -> list[tuple[DType, TensorShape]]:
     return specs
 
 
-def _attr_from_plain(value: Any, arrays: Sequence[np.ndarray], used: set[int], node: str, key: str) -> Any:
+def _attr_from_plain(value: Any, arrays: Sequence[np.ndarray], used: set[int], node: str,
+                     key: str) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, list):
@@ -271,7 +301,9 @@ def _attr_from_plain(value: Any, arrays: Sequence[np.ndarray], used: set[int], n
         return {k: _attr_from_plain(v, arrays, used, node, key) for k, v in value.items()}
     marker = marked[0]
     if len(value) != 1 or marker not in _MARKERS:
-        raise InvalidArgumentError(f"node '{node}': attr '{key}' has a bad marker map {list(value)!r:.80}")
+        raise InvalidArgumentError(
+            f"node '{node}': attr '{key}' has a bad marker map {list(value)!r:.80}"
+        )
     if marker == "__tuple__":
         if not isinstance(value[marker], list):
             raise InvalidArgumentError(f"node '{node}': attr '{key}': __tuple__ must hold a list")
@@ -279,7 +311,8 @@ def _attr_from_plain(value: Any, arrays: Sequence[np.ndarray], used: set[int], n
     index = value[marker]
     if type(index) is not int or not 0 <= index < len(arrays):
         raise InvalidArgumentError(
-            f"node '{node}': attr '{key}' refers to array {index!r:.40}, but {len(arrays)} arrays came with the graph"
+            f"node '{node}': attr '{key}' refers to array {index!r:.40}, but {len(arrays)} "
+            f"arrays came with the graph"
         )
     used.add(index)
     array = arrays[index]
@@ -293,14 +326,16 @@ def _attr_from_plain(value: Any, arrays: Sequence[np.ndarray], used: set[int], n
     return readonly
 
 
-def _check_const(name: str, attrs: dict[str, Any], outputs: list[tuple[DType, TensorShape]]) -> None:
+def _check_const(name: str, attrs: dict[str, Any],
+                 outputs: list[tuple[DType, TensorShape]]) -> None:
     value = attrs.get("value")
     if not isinstance(value, np.ndarray):
         raise InvalidArgumentError(f"node '{name}' (Const): attr 'value' must be an array")
-    if len(outputs) != 1 or outputs[0][0] != as_dtype(value.dtype) or outputs[0][1] != TensorShape(value.shape):
+    expected = [(as_dtype(value.dtype), TensorShape(value.shape))]
+    if outputs != expected:
         raise InvalidArgumentError(
-            f"node '{name}' (Const): output {[(d.name, s.dims) for d, s in outputs]} does not match its "
-            f"value ({value.dtype.name}{list(value.shape)})"
+            f"node '{name}' (Const): output {[(d.name, s.dims) for d, s in outputs]} does not "
+            f"match its value ({value.dtype.name}{list(value.shape)})"
         )
 
 
@@ -322,7 +357,8 @@ def _build(graph: Graph, nodes: list[_Node]) -> None:
     for node in nodes:
         op = created[node.name]
         op._control_inputs = []
-        op._add_control_inputs([created.get(c) or graph._ops_by_name[c] for c in node.control_inputs])
+        op._add_control_inputs([created.get(c) or graph._ops_by_name[c]
+                                for c in node.control_inputs])
 
 
 def _mark_name_used(graph: Graph, name: str) -> None:

@@ -61,7 +61,7 @@ class Calls:
         return entry[2]
 
     def expire(self, now: float) -> list[tuple[int, Any]]:
-        """Remove and return (id, context) of every call whose deadline is <= now, earliest first."""
+        """Remove and return (id, context) of each call whose deadline is <= now, earliest first."""
         expired = []
         while self._deadlines and self._deadlines[0][0] <= now:
             _, seq, call_id = heapq.heappop(self._deadlines)

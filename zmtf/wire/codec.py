@@ -34,7 +34,15 @@ import msgpack
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.wire.messages import KINDS, Message, body_fields, carries_tensors, validate
-from zmtf.wire.tensors import DEFAULT_LIMITS, Limits, decode_tensors, encode_tensors, frame_view, short_repr
+from zmtf.wire.tensors import (
+    DEFAULT_LIMITS,
+    Allocate,
+    Limits,
+    decode_tensors,
+    encode_tensors,
+    frame_view,
+    short_repr,
+)
 
 VERSION = 1
 SUPPORTED_VERSIONS = (1,)
@@ -82,8 +90,13 @@ def encode(message: Message, limits: Limits = DEFAULT_LIMITS) -> list[bytes | me
     return [packed, *parts]
 
 
-def decode(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS) -> Message:
-    """[header, tensor parts...] (bytes, memoryviews or zmq.Frames) -> a validated message."""
+def decode(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS,
+           allocate: Allocate | None = None) -> Message:
+    """[header, tensor parts...] (bytes, memoryviews or zmq.Frames) -> a validated message.
+
+    Tensors are read-only arrays: views of the frames when sent in one part (zero copy),
+    assembled into ``allocate(dtype, shape)`` (default: np.empty) when sent in several.
+    """
     if not isinstance(frames, (list, tuple)) or not frames:
         raise InvalidArgumentError(
             f"a message must be a non-empty list of frames, got {short_repr(frames)}"
@@ -102,7 +115,8 @@ def decode(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS) -> Message:
         )
     fields = dict(body)
     if carries_tensors(cls):
-        fields["tensors"] = _decode_tensors(cls, message_id, header["tensors"], frames, limits)
+        fields["tensors"] = _decode_tensors(cls, message_id, header["tensors"], frames, limits,
+                                            allocate)
     elif header["tensors"] != [] or len(frames) != 1:
         raise InvalidArgumentError(
             f"{cls.__name__} (id {message_id}) carries no tensors, but the header lists "
@@ -138,9 +152,12 @@ def _unpack_header(frame: Any, limits: Limits) -> dict[str, Any]:
             max_ext_len=0,
         )
     except (ValueError, TypeError, msgpack.UnpackException, _ExtTypeRejected) as exc:
-        raise InvalidArgumentError(f"message header is not valid msgpack: {exc or type(exc).__name__}") from None
+        reason = str(exc) or type(exc).__name__
+        raise InvalidArgumentError(f"message header is not valid msgpack: {reason}") from None
     if not isinstance(header, dict):
-        raise InvalidArgumentError(f"message header must be a msgpack map, got {short_repr(header)}")
+        raise InvalidArgumentError(
+            f"message header must be a msgpack map, got {short_repr(header)}"
+        )
     return header
 
 
@@ -169,14 +186,16 @@ def _check_envelope(header: dict[str, Any]) -> type[Message]:
             f"{kind}: id must be an int in [0, 2**63), got {short_repr(message_id)}"
         )
     if type(header["body"]) is not dict:
-        raise InvalidArgumentError(f"{kind} (id {message_id}): body must be a map, got {short_repr(header['body'])}")
+        raise InvalidArgumentError(
+            f"{kind} (id {message_id}): body must be a map, got {short_repr(header['body'])}"
+        )
     return cls
 
 
 def _decode_tensors(cls: type[Message], message_id: int, descriptors: Any, frames: Sequence[Any],
-                    limits: Limits) -> list[Any]:
+                    limits: Limits, allocate: Allocate | None) -> list[Any]:
     try:
-        return decode_tensors(descriptors, frames[1:], limits)
+        return decode_tensors(descriptors, frames[1:], limits, allocate)
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(f"{cls.__name__} (id {message_id}): {exc.message}") from None
 

@@ -33,6 +33,7 @@ MAX_ID = 2**63  # ids are non-negative int64
 MAX_ERROR_MESSAGE = 16 << 10  # characters kept of an error's text
 
 Tensors = list  # list[np.ndarray]; the annotation "Tensors" marks the field the codec frames
+_ARRAY_TYPES = (np.ndarray, np.generic)
 
 
 def _is_int64(value: Any) -> bool:
@@ -52,8 +53,9 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "dict[str, Any]": (lambda v: type(v) is dict, "a map"),
     "list[dict[str, Any]]": (lambda v: type(v) is list and all(type(d) is dict for d in v),
                              "a list of maps"),
-    "Tensors": (lambda v: type(v) is list and all(isinstance(a, (np.ndarray, np.generic)) for a in v),
-                "a list of numpy arrays"),  # numpy scalars are accepted; they decode as 0-d arrays
+    # numpy scalars are accepted (a reduction may return one); they decode as 0-d arrays
+    "Tensors": (lambda v: type(v) is list and all(isinstance(a, _ARRAY_TYPES) for a in v),
+                "a list of numpy arrays"),
 }
 
 
@@ -197,7 +199,7 @@ class DeregisterGraph(Message):
 # ---- worker <-> worker ----------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecvTensor(Message):
-    """Consumer -> producer: send me the tensor of rendezvous ``key`` once step ``step_id`` has it."""
+    """Consumer -> producer: send the tensor of rendezvous ``key`` once step ``step_id`` has it."""
 
     step_id: int
     key: str
@@ -291,7 +293,8 @@ def error_reply(id: int, exc: BaseException) -> ErrorReply:  # noqa: A002 (the m
     goes into the text (``"UNKNOWN: KeyError: 'x'"`` reads better than ``"'x'"``).
     """
     if isinstance(exc, OpError):
-        code, text, node = error_code_from_exception_type(type(exc)), exc.message, exc.node_name
+        code = error_code_from_exception_type(type(exc))
+        text, node = str(exc.message), exc.node_name
     else:
         code, text, node = UNKNOWN, f"{type(exc).__name__}: {exc}", None
     if len(text) > MAX_ERROR_MESSAGE:
