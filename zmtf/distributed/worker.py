@@ -38,11 +38,12 @@ TRANSFER_OPS = ("_Send", "_Recv")
 class StepContext:
     """A KernelContext plus what _Send/_Recv need for one step."""
 
-    __slots__ = ("base", "resources", "intra_op_threads", "step_id", "worker")
+    __slots__ = ("base", "resources", "intra_op_threads", "empty", "step_id", "worker")
 
     def __init__(self, base: KernelContext, step_id: int, worker: WorkerService) -> None:
         self.base = base
         self.resources = base.resources
+        self.empty = base.empty
         self.intra_op_threads = base.intra_op_threads
         self.step_id = step_id
         self.worker = worker

@@ -6,17 +6,20 @@ import threading
 
 import numpy as np
 
+from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.runtime.resources import ResourceContainer
 
 
 class KernelContext:
     """Per-session state shared by kernels: the variable store and per-node random generators."""
 
-    __slots__ = ("resources", "intra_op_threads", "_generators", "_lock")
+    __slots__ = ("resources", "intra_op_threads", "empty", "_generators", "_lock")
 
-    def __init__(self, resources: ResourceContainer, intra_op_threads: int) -> None:
+    def __init__(self, resources: ResourceContainer, intra_op_threads: int,
+                 pool: BufferPool | None = None) -> None:
         self.resources = resources
         self.intra_op_threads = intra_op_threads
+        self.empty = (pool or BufferPool()).empty  # output buffers: big ones reuse memory
         self._generators: dict[str, np.random.Generator] = {}
         self._lock = threading.Lock()
 

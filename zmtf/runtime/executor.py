@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -83,7 +84,14 @@ class Executor:
         run inline (the caller is about to block anyway); otherwise a pool thread starts it.
         """
         run = _StepRun(step, feed_values, ctx, self._pools, trace)
-        run.future.abort = run.abort  # type: ignore[attr-defined]
+        run_ref = weakref.ref(run)  # no future <-> run cycle: results must die with the caller's refs
+
+        def abort(error: BaseException | None = None) -> None:
+            live = run_ref()
+            if live is not None:
+                live.abort(error)
+
+        run.future.abort = abort  # type: ignore[attr-defined]
         if inline:
             run.start()
         else:
@@ -96,7 +104,7 @@ class _StepRun:
     """The mutable state of one step: value slots, pending counts, the first error."""
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
-                 "future", "failed")
+                 "future", "failed", "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -203,7 +211,9 @@ class _StepRun:
         return total >= EXPENSIVE_ELEMENTS
 
     def _finish(self) -> None:
-        _settle(self.future, result=[self.slots[s] for s in self.step.plan.fetch_slots])
+        result = [self.slots[s] for s in self.step.plan.fetch_slots]
+        self.slots = []  # drop intermediates now: their buffers go back to the pool
+        _settle(self.future, result=result)
 
     def abort(self, error: BaseException | None = None) -> None:
         """Stop scheduling nodes of this step (a deadline passed or the caller cancelled)."""

@@ -69,3 +69,10 @@ def first_input_or_attr(
     if len(inputs) > index:
         return inputs[index]
     return attrs.get(name, default)
+
+
+def empty(ctx: Any, shape: Any, dtype: Any) -> np.ndarray:
+    """An output buffer: from the runtime's buffer pool when the context has one (big outputs
+    then reuse memory instead of faulting in fresh pages), else ``np.empty``."""
+    allocate = getattr(ctx, "empty", None)
+    return allocate(shape, dtype) if allocate is not None else np.empty(shape, dtype)

@@ -26,7 +26,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC, SIGNED_INTS, quiet_fp, shape_str
+from zmtf.kernels.cpu._common import FLOATS, NUMERIC, SIGNED_INTS, empty, quiet_fp, shape_str
 from zmtf.kernels.cpu._jit import NUMBA_DTYPES, PARALLEL_MIN_ELEMENTS, jit, scalar
 from zmtf.kernels.cpu._jit import takes_numba_path, thread_count, use_threads
 from zmtf.kernels.registry import register
@@ -560,7 +560,7 @@ def _large_binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array | Non
         shape = np.broadcast_shapes(x.shape, y.shape)
     else:
         return None  # general broadcasting: numpy does it well
-    out = np.empty(shape, np.bool_ if spec.bool_out else x.dtype)
+    out = empty(ctx, shape, np.bool_ if spec.bool_out else x.dtype)
     use_threads(ctx)
     spec.large(x.reshape(-1), y.reshape(-1), out.reshape(-1))
     return out
@@ -606,7 +606,7 @@ def _make_unary_kernel(spec: _Unary) -> Callable[[Any, list, dict], list]:
             and takes_numba_path(x)
             and (spec.min_threads == 1 or thread_count(ctx) >= spec.min_threads)
         ):
-            out = np.empty(x.shape, x.dtype)
+            out = empty(ctx, x.shape, x.dtype)
             use_threads(ctx)
             spec.large(x.reshape(-1), out.reshape(-1))
             return [out]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import quiet_fp, shape_str
+from zmtf.kernels.cpu._common import empty, quiet_fp, shape_str
 from zmtf.kernels.registry import register
 
 _MATMUL_DTYPES = ("float16", "float32", "float64", "int32", "int64")
@@ -38,7 +38,7 @@ def mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
             f"(node '{attrs['_node_name']}', transpose_a={bool(attrs.get('transpose_a'))}, "
             f"transpose_b={bool(attrs.get('transpose_b'))})"
         )
-    out = np.empty((left.shape[0], right.shape[1]), a.dtype)
+    out = empty(ctx, (left.shape[0], right.shape[1]), a.dtype)
     with quiet_fp():  # overflow gives inf, silently, as in TF
         np.matmul(left, right, out=out)
     return [out]
