@@ -46,3 +46,35 @@ def test_seed_control_dependencies_prints_7():
 def test_local_mlp_main_job(args):
     stdout, _ = run_example("local_mlp.py", *args)
     assert "batch    2  loss" in stdout and "samples/s" in stdout
+
+
+def _free_base_port(count=5):
+    import random
+    import socket
+
+    for _ in range(50):
+        base = random.randint(20000, 60000)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                s.bind(("127.0.0.1", port))
+                sockets.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError("no 5 consecutive free ports")
+
+
+def test_seed_cluster_program_prints_the_books_values():
+    stdout, stderr = run_example("seed_cluster.py", "--base-port", str(_free_base_port()))
+    lines = stdout.strip().splitlines()
+    assert lines[0] == "4.0"
+    assert "6.0" in lines[1] and "9.0" in lines[1]
+    assert lines[2:] == ["v1: /job:ps/task:0", "v2: /job:ps/task:1", "v3: /job:ps/task:0", "s: /job:worker",
+                         "p1: /job:worker/task:1", "p2: /job:worker/task:1/device:CPU:0"]
+    assert "v2: /job:ps/replica:0/task:1/device:CPU:0" in stderr    # log_device_placement
+    assert "p2: /job:worker/replica:0/task:1/device:CPU:0" in stderr

@@ -66,7 +66,7 @@ class RemoteSessionCore:
             self._lock = asyncio.Lock()
         return self._channel
 
-    async def _ensure_session(self) -> str:
+    async def _ensure_session(self, connect_timeout: float = CONNECT_TIMEOUT) -> str:
         channel = self._chan()
         assert self._lock is not None
         async with self._lock:
@@ -78,11 +78,11 @@ class RemoteSessionCore:
                 config = {"log_device_placement": self.config.log_device_placement,
                           "allow_soft_placement": self.config.allow_soft_placement}
                 reply = await channel.call(m.CreateSession(id=0, graph=graph, config=config,
-                                                           tensors=arrays), CONNECT_TIMEOUT)
+                                                           tensors=arrays), connect_timeout)
                 self._handle = reply.session
             else:
                 await channel.call(m.ExtendSession(id=0, session=self._handle, graph=graph,
-                                                   tensors=arrays), CONNECT_TIMEOUT)
+                                                   tensors=arrays), connect_timeout)
             self._sent_version = version
             return self._handle
 
@@ -92,11 +92,11 @@ class RemoteSessionCore:
         fetch_tensors = [e for e in elements if isinstance(e, Tensor)]
         targets = [e.name for e in elements if isinstance(e, Operation)]
         feed_tensors, feed_values = feed_arrays(self.graph, feed_dict or {})
-        handle = await self._ensure_session()
         timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms
         if timeout is not None:
             timeout_ms = int(timeout * 1000)
         limit = timeout_ms / 1000.0 if timeout_ms > 0 else DEFAULT_RUN_TIMEOUT
+        handle = await self._ensure_session(min(CONNECT_TIMEOUT, limit))
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
                             fetches=[t.name for t in fetch_tensors], targets=targets,
                             timeout_ms=timeout_ms, tensors=feed_values)

@@ -67,6 +67,7 @@ class MasterService:
         self._timeout = default_timeout
         self._sessions: dict[str, MasterSession] = {}
         self._step_ids = itertools.count(random.getrandbits(40) << 16)
+        self._background: set[asyncio.Future] = set()
 
     # ---- sessions -----------------------------------------------------------------------
     def create_session(self, graph: dict, arrays: list, config: dict) -> str:
@@ -137,9 +138,12 @@ class MasterService:
     async def _abort(self, setup: _StepSetup, step_id: int, error: BaseException) -> None:
         reason = f"step {step_id} aborted: {type(error).__name__}: {error}"
         self.worker.abort_step(step_id, reason)
-        others = [task for task in setup.parts if task != self.task]
-        await asyncio.gather(*[self._remote(task, "cleanup", step_id=step_id) for task in others],
-                             return_exceptions=True)
+        # Tell the other tasks without waiting: one of them may be the task that just died.
+        for task in setup.parts:
+            if task != self.task:
+                cleanup = asyncio.ensure_future(self._remote(task, "cleanup", step_id=step_id))
+                self._background.add(cleanup)
+                cleanup.add_done_callback(_forget(self._background))
 
     async def _setup(self, session: MasterSession, feeds: list[str], fetches: list[str],
                      targets: list[str]) -> _StepSetup:
@@ -185,6 +189,17 @@ class MasterService:
                                           tensors=part.arrays))
             session.registered.add((task, setup.graph_key))
         await _first_error(calls)
+
+
+def _forget(pending: set[asyncio.Future]) -> Callable[[asyncio.Future], None]:
+    """A done-callback that drops a finished background call and swallows its error."""
+
+    def done(future: asyncio.Future) -> None:
+        pending.discard(future)
+        if not future.cancelled():
+            future.exception()
+
+    return done
 
 
 async def _first_error(calls: list[Awaitable[Any]]) -> None:

@@ -30,7 +30,8 @@ from zmtf.wire import messages as m
 log = logging.getLogger("zmtf.server")
 
 DEFAULT_STEP_TIMEOUT = 600.0   # seconds a step may take when the client sets no deadline
-CONTROL_TIMEOUT = 30.0         # seconds for RegisterGraph, CleanupStep and the like
+CONTROL_TIMEOUT = 30.0         # seconds for RegisterGraph and the like
+CLEANUP_TIMEOUT = 2.0          # CleanupStep is best effort: its target may be the task that died
 
 
 class ServerCore:
@@ -207,7 +208,7 @@ class ServerCore:
         if what == "register":
             return await self._call(task, m.RegisterGraph(id=0, **fields), CONTROL_TIMEOUT)
         if what == "cleanup":
-            return await self._call(task, m.CleanupStep(id=0, **fields), CONTROL_TIMEOUT)
+            return await self._call(task, m.CleanupStep(id=0, **fields), CLEANUP_TIMEOUT)
         if what == "deregister":
             return await self._call(task, m.DeregisterGraph(id=0, graph_key="", **fields), CONTROL_TIMEOUT)
         raise UnimplementedError(None, None, f"unknown remote call {what}")

@@ -1,0 +1,413 @@
+"""Cluster benchmark: step latency and ps->worker transfer, every task in its own process.
+
+Three clusters of the same shape run side by side, each task a subprocess on localhost tcp:
+
+- zmtf:  ``python -m zmtf.server`` for /job:ps/task:0 and /job:worker/task:0; the client
+         (this process) opens ``zmtf.Session("grpc://<worker>")``.
+- raw:   the floor: blocking pyzmq only (bench/_cluster_task.py raw-ps / raw-worker); the
+         client DEALER asks the worker ROUTER, which asks the ps and answers when it has.
+- TF:    ``tf.distribute.Server`` tasks (bench/_cluster_task.py tf), ``tf.compat.v1.Session
+         ("grpc://<worker>")``; skipped with a note when tensorflow cannot be imported.
+
+Cases (``a`` lives on the ps, the fetched op on the worker, the client talks to the worker):
+
+1. step latency of ``b = a + 2`` with a scalar float32 ``a``: median and p90 of single runs;
+2. transfer: ``reduce_sum(a)`` with ``a`` a float32 variable of 4 KiB .. 256 MiB, so ``a``
+   crosses ps->worker and only a scalar returns; GB/s = bytes / median step time.
+
+The systems are measured in interleaved rounds (rotating order) so the drift of a noisy
+2-vCPU machine hits all of them alike; ratios compare within this one run.
+Run: python bench/cluster.py [--quick] [--no-tf] [--cpus 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import zmq  # noqa: E402
+
+import zmtf  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+TASK_SCRIPT = str(HERE / "_cluster_task.py")
+KiB, MiB = 1 << 10, 1 << 20
+SIZES = [4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB]
+PS, WORKER = "/job:ps/task:0", "/job:worker/task:0"
+
+
+def load_tensorflow():
+    try:
+        import tensorflow.compat.v1 as tf1
+    except ImportError:
+        return None
+    tf1.disable_eager_execution()
+    return tf1
+
+
+def tf_version() -> str | None:
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return None
+    return tf.__version__
+
+
+# ---- processes ------------------------------------------------------------------------------
+_handed_out: set[int] = set()
+
+
+def free_ports(n: int) -> list[int]:
+    """Ports free now and never handed out before in this run (a closed probe port may come back)."""
+    socks, ports = [], []
+    try:
+        while len(ports) < n:
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            port = s.getsockname()[1]
+            if port not in _handed_out:
+                ports.append(port)
+                _handed_out.add(port)
+        return ports
+    finally:
+        for s in socks:
+            s.close()
+
+
+class Processes:
+    """Subprocesses of this bench: stderr to temp files, all terminated by ``stop_all``."""
+
+    def __init__(self) -> None:
+        self.procs: list[tuple[str, subprocess.Popen, Any]] = []
+
+    def spawn(self, label: str, argv: list[str]) -> subprocess.Popen:
+        log = tempfile.TemporaryFile()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=str(HERE.parent))
+        self.procs.append((label, proc, log))
+        return proc
+
+    def wait_listening(self, proc: subprocess.Popen, label: str, port: int, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{label} exited with {proc.returncode} before listening:\n{self.tail(proc)}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"{label} is not listening on port {port} after {timeout:.0f} s:\n{self.tail(proc)}")
+
+    def tail(self, proc: subprocess.Popen, n: int = 2000) -> str:
+        for _, p, log in self.procs:
+            if p is proc:
+                log.seek(0)
+                return log.read().decode(errors="replace")[-n:]
+        return ""
+
+    def check_alive(self) -> None:
+        for label, proc, _ in self.procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{label} died with {proc.returncode}:\n{self.tail(proc)}")
+
+    def stop_all(self) -> None:
+        for _, proc, _ in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 10
+        for _, proc, log in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+        self.procs.clear()
+
+
+# ---- the systems ------------------------------------------------------------------------------
+class RawSystem:
+    """The floor: blocking pyzmq request/reply client -> worker -> ps -> worker -> client."""
+
+    name = "raw"
+
+    def __init__(self, procs: Processes) -> None:
+        ps_port, worker_port = free_ports(2)
+        ps = procs.spawn("raw ps", [sys.executable, TASK_SCRIPT, "raw-ps", "--port", str(ps_port)])
+        worker = procs.spawn("raw worker", [sys.executable, TASK_SCRIPT, "raw-worker", "--port",
+                                            str(worker_port), "--ps-port", str(ps_port)])
+        self._pending = [(ps, "raw ps", ps_port), (worker, "raw worker", worker_port)]
+        self._procs = procs
+        self.ctx = zmq.Context()
+        self.sock: zmq.Socket | None = None
+        self.worker_port = worker_port
+
+    def connect(self, sizes: list[int]) -> None:
+        for proc, label, port in self._pending:
+            self._procs.wait_listening(proc, label, port)
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(f"tcp://127.0.0.1:{self.worker_port}")
+        assert self.latency_step() == 3.0
+
+    def latency_step(self) -> float:
+        self.sock.send(b"lat")
+        return float(np.frombuffer(self.sock.recv(), np.float32)[0])
+
+    def transfer_step(self, nbytes: int) -> float:
+        self.sock.send(b"xfer%d" % nbytes)
+        return float(np.frombuffer(self.sock.recv(), np.float32)[0])
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close(linger=0)
+        self.ctx.term()
+
+
+class GraphSystem:
+    """zmtf or TensorFlow: ps and worker servers in subprocesses, a TF1 session on the worker."""
+
+    def __init__(self, name: str, tf: Any, procs: Processes, server_argv: Callable[[str, str], list[str]]) -> None:
+        self.name, self.tf, self._procs = name, tf, procs
+        ps_port, worker_port = free_ports(2)
+        self.cluster = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{worker_port}"]}
+        spec = json.dumps(self.cluster)
+        self._pending = []
+        for job, port in (("ps", ps_port), ("worker", worker_port)):
+            proc = procs.spawn(f"{name} {job}", server_argv(spec, job))
+            self._pending.append((proc, f"{name} {job}", port))
+        self.target = f"grpc://127.0.0.1:{worker_port}"
+        self.sess = None
+
+    def connect(self, sizes: list[int]) -> None:
+        for proc, label, port in self._pending:
+            self._procs.wait_listening(proc, label, port)
+        tf = self.tf
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            with tf.device(PS):
+                a = tf.Variable(1.0, dtype=tf.float32, name="a")
+                # fill, not ones(): a small graph whatever the size (zmtf's ones() is a constant)
+                big = {n: tf.Variable(tf.fill([n // 4], 1.0), name=f"v{n}") for n in sizes}
+            with tf.device(WORKER):
+                self.b = a + 2.0
+                self.sums = {n: tf.reduce_sum(v) for n, v in big.items()}
+            init = tf.group(a.initializer, *[v.initializer for v in big.values()])
+        self.sess = tf.Session(self.target, graph=self.graph)
+        self.sess.run(init)
+        assert self.latency_step() == 3.0
+
+    def latency_step(self) -> float:
+        return float(self.sess.run(self.b))
+
+    def transfer_step(self, nbytes: int) -> float:
+        return float(self.sess.run(self.sums[nbytes]))
+
+    def close(self) -> None:
+        if self.sess is not None:
+            self.sess.close()
+            self.sess = None
+
+
+def zmtf_argv(spec: str, job: str) -> list[str]:
+    return [sys.executable, "-m", "zmtf.server", "--cluster", spec, "--job", job, "--task", "0",
+            "--log-level", "WARNING"]
+
+
+def tf_argv(spec: str, job: str) -> list[str]:
+    return [sys.executable, TASK_SCRIPT, "tf", "--cluster", spec, "--job", job, "--task", "0"]
+
+
+# ---- measuring --------------------------------------------------------------------------------
+def timed(fn: Callable[[], Any], count: int) -> list[float]:
+    samples = []
+    clock = time.perf_counter
+    for _ in range(count):
+        start = clock()
+        fn()
+        samples.append(clock() - start)
+    return samples
+
+
+def rotated(systems: list, round_index: int) -> list:
+    k = round_index % len(systems)
+    return systems[k:] + systems[:k]
+
+
+def p90(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=10)[8] if len(samples) >= 10 else max(samples)
+
+
+def measure_latency(systems: list, args) -> dict[str, dict[str, float]]:
+    for system in systems:
+        timed(system.latency_step, args.warmup)
+    samples: dict[str, list[float]] = {s.name: [] for s in systems}
+    round_medians: dict[str, list[float]] = {s.name: [] for s in systems}
+    per_round = max(1, args.runs // args.rounds)
+    for r in range(args.rounds):
+        for system in rotated(systems, r):
+            got = timed(system.latency_step, per_round)
+            samples[system.name] += got
+            round_medians[system.name].append(statistics.median(got))
+    return {name: {"median": statistics.median(s), "p90": p90(s), "n": len(s),
+                   "round_lo": min(round_medians[name]), "round_hi": max(round_medians[name])}
+            for name, s in samples.items()}
+
+
+def measure_transfer(systems: list, sizes: list[int], args) -> dict[int, dict[str, float]]:
+    results: dict[int, dict[str, float]] = {}
+    for nbytes in sizes:
+        expected = nbytes // 4
+        for system in systems:  # the first run of a fetch sets up partitions; not timed
+            for _ in range(2):
+                got = system.transfer_step(nbytes)
+                if abs(got - expected) > 1e-3 * expected:
+                    raise RuntimeError(f"{system.name}: reduce_sum over {nbytes} bytes of ones gave {got}, "
+                                       f"expected {expected}")
+        samples: dict[str, list[float]] = {s.name: [] for s in systems}
+        for r in range(args.rounds):
+            for system in rotated(systems, r):
+                spent, count = 0.0, 0
+                while count < args.max_steps and (count == 0 or spent < args.round_budget):
+                    got = timed(lambda: system.transfer_step(nbytes), 1)[0]
+                    samples[system.name].append(got)
+                    spent += got
+                    count += 1
+        results[nbytes] = {name: statistics.median(s) for name, s in samples.items()}
+        results[nbytes].update({f"{name}_n": len(s) for name, s in samples.items()})
+        print(f"  measured transfer {human(nbytes)}", flush=True)
+    return results
+
+
+# ---- reporting --------------------------------------------------------------------------------
+def human(nbytes: int) -> str:
+    return f"{nbytes // MiB} MiB" if nbytes >= MiB else f"{nbytes // KiB} KiB"
+
+
+def facts(args, tf_ver: str | None) -> None:
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    print(f"machine: {os.cpu_count()} CPUs (this run may use {affinity}), {platform.machine()}, "
+          f"{platform.system()} {platform.release()}")
+    print(f"python {platform.python_version()} ({sys.executable}); numpy {np.__version__}; "
+          f"zmtf {getattr(zmtf, '__version__', '?')}; pyzmq {zmq.__version__} (libzmq {zmq.zmq_version()}); "
+          f"TensorFlow {tf_ver or 'not installed'}")
+    print(f"mode: {'quick' if args.quick else 'full'}; latency {args.rounds} rounds x {args.runs // args.rounds} "
+          f"runs after {args.warmup} warm-up runs; transfer {args.rounds} rounds, <= {args.max_steps} "
+          f"steps or {args.round_budget:.2f} s per system per round")
+
+
+def report(latency: dict, transfer: dict, names: list[str]) -> None:
+    others = [n for n in names if n != "zmtf"]
+    print("\n1. step latency of b = a + 2 (a: scalar float32 on ps; client -> worker master; us)")
+    print(f"{'system':<12}{'median':>10}{'p90':>10}{'round medians':>22}")
+    for name in names:
+        r = latency[name]
+        print(f"{name:<12}{r['median'] * 1e6:>10.0f}{r['p90'] * 1e6:>10.0f}"
+              f"{r['round_lo'] * 1e6:>12.0f} - {r['round_hi'] * 1e6:<7.0f}")
+    z = latency["zmtf"]["median"]
+    line = f"zmtf/raw {z / latency['raw']['median']:.2f}x"
+    if "tf" in latency:
+        line = f"TF/zmtf {latency['tf']['median'] / z:.2f}x (target >= 2), " + line
+    print("ratios (medians): " + line)
+
+    print("\n2. ps -> worker transfer: reduce_sum(a) on the worker, a float32 on ps (GB/s = bytes / median step)")
+    header = f"{'size':<9}" + "".join(f"{n + ' GB/s':>12}" for n in names) + f"{'zmtf ms':>10}"
+    header += f"{'zmtf/raw':>10}" + (f"{'zmtf/TF':>9}" if "tf" in others else "")
+    print(header)
+    for nbytes, row in transfer.items():
+        cells = "".join(f"{nbytes / row[n] / 1e9:>12.3f}" for n in names)
+        line = f"{human(nbytes):<9}{cells}{row['zmtf'] * 1e3:>10.2f}{row['raw'] / row['zmtf']:>9.2f}x"
+        if "tf" in row:
+            line += f"{row['tf'] / row['zmtf']:>8.2f}x"
+        print(line)
+    print("(ratios are throughput ratios: >1 means zmtf moves more bytes per second)")
+
+    print("\ntargets:")
+    if 64 * MiB in transfer:
+        row = transfer[64 * MiB]
+        ratio = row["raw"] / row["zmtf"]
+        print(f"  transfer 64 MiB: zmtf/raw {ratio:.2f} (target >= 0.80): {'met' if ratio >= 0.8 else 'NOT met'}")
+        if "tf" in row:
+            ratio = row["tf"] / row["zmtf"]
+            print(f"  transfer 64 MiB: zmtf/TF {ratio:.2f} (target >= 2): {'met' if ratio >= 2 else 'NOT met'}")
+    if "tf" in latency:
+        ratio = z / latency["tf"]["median"]
+        print(f"  step latency: zmtf/TF {ratio:.2f} (target <= 0.50): {'met' if ratio <= 0.5 else 'NOT met'}")
+    else:
+        print("  (TensorFlow targets not checked: TensorFlow is not installed)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs, no 256 MiB case (< 60 s)")
+    parser.add_argument("--no-tf", action="store_true", help="skip TensorFlow even if installed")
+    parser.add_argument("--cpus", help="pin this bench and every task to these CPUs, e.g. '0' or '0,1'")
+    parser.add_argument("--runs", type=int, help="latency runs per system (default 2000, quick 500)")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.warmup, args.max_steps, args.round_budget = 5, 100, 20, 0.04
+        sizes = SIZES[:-1]
+    else:
+        args.rounds, args.warmup, args.max_steps, args.round_budget = 5, 300, 50, 0.15
+        sizes = SIZES
+    args.runs = args.runs or (500 if args.quick else 2000)
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # children inherit it
+
+    def interrupted(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, interrupted)
+    tf_ver = None if args.no_tf else tf_version()
+    facts(args, tf_ver)
+    tf1 = load_tensorflow() if tf_ver else None
+    if tf1 is None:
+        print("  TensorFlow not measured (" + ("--no-tf" if args.no_tf else "import tensorflow failed; "
+              "use a venv with tensorflow-cpu") + "): comparing zmtf with raw pyzmq only")
+
+    procs = Processes()
+    systems: list = []
+    started = time.monotonic()
+    try:
+        systems.append(RawSystem(procs))
+        systems.append(GraphSystem("zmtf", zmtf, procs, zmtf_argv))
+        if tf1 is not None:
+            systems.append(GraphSystem("tf", tf1, procs, tf_argv))
+        for system in systems:
+            system.connect(sizes)
+        print(f"  started {len(procs.procs)} task processes in {time.monotonic() - started:.1f} s", flush=True)
+        latency = measure_latency(systems, args)
+        print("  measured latency", flush=True)
+        transfer = measure_transfer(systems, sizes, args)
+        procs.check_alive()
+        report(latency, transfer, [s.name for s in systems])
+        print(f"\n(total {time.monotonic() - started:.1f} s)")
+    finally:
+        for system in systems:
+            try:
+                system.close()
+            except Exception as error:  # noqa: BLE001 - the processes must still be stopped
+                print(f"  closing {system.name}: {type(error).__name__}: {error}", file=sys.stderr)
+        procs.stop_all()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""The cluster runtime end to end: real servers, real sockets, typed errors."""
+
+import logging
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+import zmtf as tf
+from zmtf.wire import codec, messages
+
+from conftest import free_ports, start_server_process, stop_process
+
+
+def target(spec, job, task):
+    return "grpc://" + spec.task_address(job, task)
+
+
+def test_values_cross_tasks_in_every_direction(cluster):
+    spec, _ = cluster
+    with tf.device("/job:ps/task:1"):
+        a = tf.constant(1.0, name="a")
+    with tf.device("/job:worker/task:0"):
+        b = a + 2.0                       # ps1 -> worker0
+    with tf.device("/job:worker/task:1"):
+        c = a + b                         # ps1, worker0 -> worker1
+    with tf.device("/job:ps/task:0"):
+        d = c * 10.0                      # worker1 -> ps0 (the master)
+    with tf.Session(target(spec, "ps", 0)) as sess:
+        assert sess.run([b, c, d]) == [3.0, 4.0, 40.0]
+        assert sess.run(d) == 40.0        # cached partitions, new step
+
+
+def test_placement_defaults_follow_the_seed(cluster, caplog):
+    spec, _ = cluster
+    with tf.device("/job:ps"):
+        on_ps = tf.constant(1.0, name="on_ps")
+    with tf.device("/job:ps/task:1"):
+        on_ps1 = tf.constant(1.0, name="on_ps1")
+    unpinned = tf.add(on_ps, on_ps1, name="unpinned")
+    config = tf.ConfigProto(log_device_placement=True)
+    with caplog.at_level(logging.INFO, logger="zmtf.placement"):
+        with tf.Session(target(spec, "worker", 1), config=config) as sess:
+            assert sess.run(unpinned) == 2.0
+    lines = {r.getMessage() for r in caplog.records if r.name == "zmtf.placement"}
+    assert "on_ps: /job:ps/replica:0/task:0/device:CPU:0" in lines      # omitted task -> task 0
+    assert "on_ps1: /job:ps/replica:0/task:1/device:CPU:0" in lines
+    assert "unpinned: /job:worker/replica:0/task:1/device:CPU:0" in lines  # the master's task
+
+
+def test_variables_outlive_sessions_and_are_shared_between_masters(cluster):
+    spec, _ = cluster
+    with tf.device("/job:ps/task:1"):
+        v = tf.Variable(5.0, name="shared_v")
+    bump = v.assign_add(1.0)
+    with tf.Session(target(spec, "worker", 0)) as first:
+        first.run(v.initializer)
+        first.run(bump)
+    with tf.Session(target(spec, "ps", 0)) as second:
+        assert second.run(v) == 6.0
+    tf.Session.reset(target(spec, "ps", 0))
+    with tf.Session(target(spec, "worker", 1)) as third:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value shared_v"):
+            third.run(v)
+
+
+def test_replica_device_setter_round_robin_and_feeds(cluster):
+    spec, _ = cluster
+    with tf.device(tf.train.replica_device_setter(cluster=spec)):
+        weights = [tf.Variable(np.full(3, float(i), np.float32), name=f"w{i}") for i in range(3)]
+        x = tf.placeholder(tf.float32, [3], name="x")
+        total = tf.add_n([w * x for w in weights])
+    assert [w.device for w in weights] == ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:0"]
+    with tf.Session(target(spec, "worker", 0)) as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(total, {x: [1.0, 2.0, 3.0]}), [3.0, 6.0, 9.0])
+
+
+def test_errors_on_a_remote_task_reach_the_client_typed(cluster):
+    spec, _ = cluster
+    with tf.device("/job:ps/task:1"):
+        v = tf.Variable(1.0, name="never_initialized")
+    with tf.device("/job:worker/task:1"):
+        y = v * 2.0
+    with tf.Session(target(spec, "worker", 0)) as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialized"):
+            sess.run(y)
+        sess.run(v.initializer)
+        assert sess.run(y) == 2.0        # the session survives the failed step
+
+
+def test_pin_to_a_job_the_cluster_lacks(cluster):
+    spec, _ = cluster
+    with tf.device("/job:chief"):
+        z = tf.constant(1.0, name="z")
+    with tf.Session(target(spec, "ps", 0)) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Cannot assign a device to node 'z'"):
+            sess.run(z)
+
+
+def test_several_clients_at_once(cluster):
+    spec, _ = cluster
+    with tf.device("/job:ps/task:0"):
+        x = tf.placeholder(tf.float32, [], name="x")
+        y = x * 3.0
+    with tf.device("/job:worker/task:1"):
+        z = y + 1.0
+    results, errors = {}, []
+
+    def client(k):
+        try:
+            with tf.Session(target(spec, "worker", k % 2)) as sess:
+                results[k] = [sess.run(z, {x: float(i)}) for i in range(20)]
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert all(results[k] == [3.0 * i + 1.0 for i in range(20)] for k in range(4))
+
+
+def test_no_server_is_unavailable_within_the_deadline():
+    (port,) = free_ports(1)
+    c = tf.constant(1.0)
+    start = time.monotonic()
+    with tf.Session(f"zmtf://127.0.0.1:{port}") as sess:
+        with pytest.raises(tf.errors.UnavailableError, match=f"127.0.0.1:{port}"):
+            sess.run(c, options=tf.RunOptions(timeout_in_ms=500))
+    assert time.monotonic() - start < 5
+
+
+def test_malformed_frames_get_an_error_reply_and_the_server_keeps_serving(cluster):
+    spec, _ = cluster
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RCVTIMEO, 5000)
+    sock.connect("tcp://" + spec.task_address("ps", 0))
+    try:
+        for frames in ([b"\xc1garbage"], [b""], [codec.encode(messages.Ping(id=7))[0], b"extra"]):
+            sock.send_multipart(frames)
+            reply = codec.decode(sock.recv_multipart())
+            assert isinstance(reply, messages.ErrorReply)
+            assert reply.code == tf.errors.INVALID_ARGUMENT
+        sock.send_multipart(codec.encode(messages.Ping(id=9)))
+        pong = codec.decode(sock.recv_multipart())
+        assert isinstance(pong, messages.Pong) and pong.id == 9
+    finally:
+        sock.close(0)
+        ctx.term()
+    with tf.Session(target(spec, "ps", 0)) as sess:
+        assert sess.run(tf.constant(2.0) * 2.0) == 4.0
+
+
+def test_server_stop_returns_and_join_ends():
+    server = tf.train.Server.create_local_server()
+    joined = threading.Event()
+    threading.Thread(target=lambda: (server.join(), joined.set()), daemon=True).start()
+    with tf.Session(server.target) as sess:
+        assert sess.run(tf.constant(3.0) + 1.0) == 4.0
+    server.stop()
+    assert joined.wait(5)
+
+
+def test_killed_worker_process_gives_a_typed_error_not_a_hang():
+    ports = free_ports(2)
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
+    ps = tf.train.Server(spec, job_name="ps", task_index=0)
+    worker = start_server_process(spec, "worker", 0)
+    try:
+        tf.reset_default_graph()
+        with tf.device("/job:worker/task:0"):
+            m = tf.random_normal([1200, 1200], seed=1)
+            slow = m
+            for _ in range(60):
+                slow = tf.matmul(slow, m) * 1e-3
+        with tf.Session(target(spec, "ps", 0)) as sess:
+            assert sess.run(tf.reduce_sum(m)).shape == ()
+            outcome = {}
+
+            def run():
+                try:
+                    sess.run(slow)
+                    outcome["value"] = True
+                except tf.errors.OpError as error:
+                    outcome["error"] = error
+
+            runner = threading.Thread(target=run)
+            start = time.monotonic()
+            runner.start()
+            time.sleep(0.5)
+            worker.kill()
+            runner.join(30)
+            assert not runner.is_alive(), "run() hung after the worker died"
+            assert isinstance(outcome.get("error"), tf.errors.UnavailableError), outcome
+            assert "/job:worker/replica:0/task:0" in str(outcome["error"])
+            assert time.monotonic() - start < 30
+    finally:
+        stop_process(worker)
+        ps.stop()
+
+
+def test_server_cli_serves_and_stops_on_sigterm(tmp_path):
+    import json
+
+    ports = free_ports(2)
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
+    tf_config = json.dumps({"cluster": spec.as_dict(), "task": {"type": "ps", "index": 0}})
+    proc = start_server_process(spec, "ps", 0, extra_env={"TF_CONFIG": tf_config})
+    worker = tf.train.Server(spec, job_name="worker", task_index=0)
+    try:
+        tf.reset_default_graph()
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(7.0, name="remote_v")
+        with tf.Session(worker.target) as sess:
+            sess.run(v.initializer)
+            assert sess.run(v + 1.0) == 8.0
+    finally:
+        worker.stop()
+        stop_process(proc)
+    assert proc.returncode == 0
