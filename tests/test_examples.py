@@ -77,4 +77,5 @@ def test_seed_cluster_program_prints_the_books_values():
     assert lines[2:] == ["v1: /job:ps/task:0", "v2: /job:ps/task:1", "v3: /job:ps/task:0", "s: /job:worker",
                          "p1: /job:worker/task:1", "p2: /job:worker/task:1/device:CPU:0"]
     assert "v2: /job:ps/replica:0/task:1/device:CPU:0" in stderr    # log_device_placement
-    assert "p2: /job:worker/replica:0/task:1/device:CPU:0" in stderr
+    assert "mul_1: /job:worker/replica:0/task:1/device:CPU:0" in stderr   # p2
+    assert "add: /job:worker/replica:0/task:0/device:CPU:0" in stderr     # s
