@@ -225,3 +225,27 @@ def test_server_cli_serves_and_stops_on_sigterm(tmp_path):
         worker.stop()
         stop_process(proc)
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("transport", ["inproc", "ipc"])
+def test_clusters_on_inproc_and_ipc(transport, tmp_path):
+    import uuid
+
+    tag = uuid.uuid4().hex[:8]
+    address = (lambda n: f"inproc://{tag}-{n}") if transport == "inproc" else (lambda n: f"ipc://{tmp_path}/{n}")
+    spec = tf.train.ClusterSpec({"ps": [address("ps0")], "worker": [address("w0"), address("w1")]})
+    servers = [tf.train.Server(spec, job_name=j, task_index=i) for j, i in [("ps", 0), ("worker", 0), ("worker", 1)]]
+    try:
+        tf.reset_default_graph()
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(np.arange(4, dtype=np.float32), name="v")
+        with tf.device("/job:worker/task:0"):
+            b = v * 2.0
+        with tf.device("/job:worker/task:1"):
+            c = b + v
+        with tf.Session(servers[1].target) as sess:
+            sess.run(v.initializer)
+            np.testing.assert_allclose(sess.run(c), [0.0, 3.0, 6.0, 9.0])
+    finally:
+        for server in servers:
+            server.stop()

@@ -187,8 +187,10 @@ class ServerCore:
         if channel is None:
             spec = task.split("/")
             job, index = spec[1].split(":")[1], int(spec[3].split(":")[1])
-            channel = Channel(self.context, endpoint(self.cluster.task_address(job, index)),
-                              asyncio.get_running_loop(), peer=task)
+            address = endpoint(self.cluster.task_address(job, index))
+            # inproc reaches only sockets of the same Context: use the peer server's
+            context = inproc.context_for(address) or self.context
+            channel = Channel(context, address, asyncio.get_running_loop(), peer=task)
             self._channels[task] = channel
         return channel
 

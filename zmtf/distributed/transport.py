@@ -41,13 +41,16 @@ class _Reactor:
     """Drains a socket whenever the loop says its FD is readable (edge-triggered)."""
 
     def __init__(self, sock: zmq.Socket, loop: asyncio.AbstractEventLoop,
-                 on_frames: Callable[[list[zmq.Frame]], None]) -> None:
+                 on_frames: Callable[[list[zmq.Frame]], None],
+                 on_lost: Callable[[], None] | None = None) -> None:
         self.sock = sock
         self.loop = loop
         self._on_frames = on_frames
+        self._on_lost = on_lost
         self._outbox: deque[list[Any]] = deque()
         self._closed = False
-        loop.add_reader(sock.FD, self.drain)
+        self._fd = sock.FD
+        loop.add_reader(self._fd, self.drain)
 
     def drain(self) -> None:
         sock = self.sock
@@ -57,7 +60,8 @@ class _Reactor:
             except zmq.Again:
                 break
             except zmq.ZMQError:
-                if self._closed:
+                if sock.closed:  # its Context was destroyed under it (an in-process peer stopped)
+                    self._lost()
                     return
                 raise
             try:
@@ -77,6 +81,9 @@ class _Reactor:
             except zmq.Again:
                 self._outbox.append(frames)
                 self.loop.call_later(0.001, self._flush)
+            except zmq.ZMQError:
+                if not self.sock.closed:
+                    raise
         self._recheck()
 
     def _flush(self) -> None:
@@ -91,14 +98,24 @@ class _Reactor:
             self._outbox.popleft()
 
     def _recheck(self) -> None:
-        if not self._closed and self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        if self._closed:
+            return
+        if self.sock.closed:
+            self._lost()
+        elif self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             self.loop.call_soon(self.drain)
+
+    def _lost(self) -> None:
+        self.close()
+        if self._on_lost is not None:
+            self._on_lost()
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self.loop.remove_reader(self.sock.FD)
-            self.sock.close(linger=0)
+            self.loop.remove_reader(self._fd)
+            if not self.sock.closed:
+                self.sock.close(linger=0)
 
 
 class Listener:
@@ -183,9 +200,15 @@ class Channel:
         self._monitor: zmq.Socket | None = None
         if not self._connected:  # monitor before connect, or a fast CONNECTED event is lost
             self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
-            loop.add_reader(self._monitor.FD, self._on_monitor)
+            self._monitor_fd = self._monitor.FD
+            loop.add_reader(self._monitor_fd, self._on_monitor)
         sock.connect(endpoint)
-        self._reactor = _Reactor(sock, loop, self._on_frames)
+        self._reactor = _Reactor(sock, loop, self._on_frames, self._on_socket_lost)
+
+    def _on_socket_lost(self) -> None:
+        self._fail_all(UnavailableError(
+            None, None, f"the connection to {self.peer} at {self.endpoint} is gone: that "
+            f"in-process server was stopped"))
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         try:
@@ -258,8 +281,10 @@ class Channel:
     def close(self) -> None:
         self._fail_all(UnavailableError(None, None, f"channel to {self.peer} was closed"))
         if self._monitor is not None:
-            self._loop.remove_reader(self._monitor.FD)
-            self._reactor.sock.disable_monitor()
-            self._monitor.close(linger=0)
+            self._loop.remove_reader(self._monitor_fd)
+            if not self._reactor.sock.closed:
+                self._reactor.sock.disable_monitor()
+            if not self._monitor.closed:
+                self._monitor.close(linger=0)
             self._monitor = None
         self._reactor.close()
