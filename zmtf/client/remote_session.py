@@ -100,7 +100,9 @@ class RemoteSessionCore:
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
                             fetches=[t.name for t in fetch_tensors], targets=targets,
                             timeout_ms=timeout_ms, tensors=feed_values)
-        reply = await self._chan().call(request, limit + 1.0)
+        reply = await self._chan().call(
+            request, limit + 1.0,
+            on_cancel=lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
         position = {id(t): i for i, t in enumerate(fetch_tensors)}
         return rebuild([fetched(reply.tensors[position[id(e)]]) if id(e) in position else None
                         for e in elements])

@@ -49,6 +49,7 @@ class ServerCore:
         self._own_context = context is None
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
+        self._running: dict[tuple[str, int], asyncio.Task] = {}   # (session, RunStep id) -> task
         self._listener: Listener | None = None
         self.worker: WorkerService | None = None
         self.master: MasterService | None = None
@@ -117,9 +118,21 @@ class ServerCore:
         return m.Ok(id=msg.id)
 
     async def _run_step(self, msg: m.RunStep) -> m.RunStepResult:
-        values = await self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets,
-                                            msg.tensors, msg.timeout_ms)
+        key = (msg.session, msg.id)
+        self._running[key] = asyncio.current_task()
+        try:
+            values = await self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets,
+                                                msg.tensors, msg.timeout_ms)
+        finally:
+            self._running.pop(key, None)
         return m.RunStepResult(id=msg.id, tensors=values)
+
+    def _cancel_step(self, msg: m.CancelStep) -> None:
+        """Abort a running step whose client gave up (no reply: the client is not waiting)."""
+        task = self._running.get((msg.session, msg.request_id))
+        if task is not None:
+            task.cancel()
+        return None
 
     async def _close_session(self, msg: m.CloseSession) -> m.Ok:
         await self.master.close_session(msg.session)
@@ -170,7 +183,7 @@ class ServerCore:
         m.CloseSession: _close_session, m.Reset: _reset, m.ListDevices: _list_devices,
         m.RegisterGraph: _register_graph, m.DeregisterGraph: _deregister_graph,
         m.RunGraph: _run_graph, m.CleanupStep: _cleanup_step, m.PushTensor: _push_tensor,
-        m.Ping: _ping,
+        m.Ping: _ping, m.CancelStep: _cancel_step,
     }
 
     # ---- calling peers -----------------------------------------------------------------------

@@ -24,11 +24,48 @@ from zmtf.framework.errors import (
     OpError,
     UnavailableError,
 )
+from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
 
 log = logging.getLogger("zmtf.transport")
 
 Handler = Callable[[Any], "Any | Awaitable[Any]"]
+
+# Messages bigger than this are decoded on a worker thread: assembling a 256 MB tensor
+# from its 1 MB parts takes tens of ms, which the event loop must not spend.
+OFF_LOOP_DECODE_BYTES = 4 << 20
+_BUFFERS = BufferPool()  # received big tensors reuse memory once their users drop them
+
+
+def _size(frames: list[Any]) -> int:
+    return sum(len(f) for f in frames)
+
+
+def _allocate(dtype: Any, shape: Any) -> Any:
+    return _BUFFERS.empty(tuple(shape), dtype)
+
+
+def _decode(frames: list[Any]) -> Any:
+    return codec.decode(frames, allocate=_allocate)
+
+
+def decode_then(loop: asyncio.AbstractEventLoop, frames: list[Any],
+                deliver: Callable[[Any, "BaseException | None"], None]) -> None:
+    """Decode ``frames`` (inline when small, on a thread when big) and pass the result on."""
+    if _size(frames) < OFF_LOOP_DECODE_BYTES:
+        try:
+            message = _decode(frames)
+        except InvalidArgumentError as error:
+            deliver(None, error)
+            return
+        deliver(message, None)
+        return
+
+    def done(future: asyncio.Future) -> None:
+        error = future.exception()
+        deliver(None if error else future.result(), error)
+
+    loop.run_in_executor(None, _decode, frames).add_done_callback(done)
 
 
 def _configure(sock: zmq.Socket) -> None:
@@ -140,11 +177,16 @@ class Listener:
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         identity, body = frames[0], frames[1:]
-        try:
-            message = codec.decode(body)
-        except InvalidArgumentError as error:
-            self._reply(identity, messages.error_reply(codec.peek_id(body), error))
-            return
+
+        def deliver(message: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._reply(identity, messages.error_reply(codec.peek_id(body), error))
+            else:
+                self._serve(identity, message)
+
+        decode_then(self._loop, body, deliver)
+
+    def _serve(self, identity: Any, message: Any) -> None:
         try:
             result = self._handler(message)
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
@@ -211,16 +253,16 @@ class Channel:
             f"in-process server was stopped"))
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
-        try:
-            reply = codec.decode(frames)
-        except InvalidArgumentError as error:
-            future = self._pending.pop(codec.peek_id(frames), None)
-            if future is not None and not future.done():
+        def deliver(reply: Any, error: BaseException | None) -> None:
+            future = self._pending.pop(codec.peek_id(frames) if error else reply.id, None)
+            if future is None or future.done():
+                return
+            if error is not None:
                 future.set_exception(error)
-            return
-        future = self._pending.pop(reply.id, None)
-        if future is not None and not future.done():
-            future.set_result(reply)
+            else:
+                future.set_result(reply)
+
+        decode_then(self._loop, frames, deliver)
 
     def _on_monitor(self) -> None:
         monitor = self._monitor
@@ -245,17 +287,28 @@ class Channel:
             if not future.done():
                 future.set_exception(error)
 
-    async def call(self, message: Any, timeout: float) -> Any:
-        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s."""
+    async def call(self, message: Any, timeout: float,
+                   on_cancel: Callable[[int], Any] | None = None) -> Any:
+        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s.
+
+        If the caller is cancelled after sending, ``on_cancel(id)`` may return a message that
+        is sent at once, without waiting for a reply (a CancelStep for the peer).
+        """
         call_id = next(self._ids)
         message = dataclasses.replace(message, id=call_id)
         future: asyncio.Future = self._loop.create_future()
         self._pending[call_id] = future
+        sent = False
         try:
             if not self._connected:
                 await self._wait_connected(timeout, message)
             self._reactor.send(codec.encode(message))
+            sent = True
             reply = await asyncio.wait_for(future, timeout)
+        except asyncio.CancelledError:
+            if sent and on_cancel is not None:
+                self.send_only(on_cancel(call_id))
+            raise
         except asyncio.TimeoutError:
             raise DeadlineExceededError(
                 None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
@@ -265,6 +318,10 @@ class Channel:
         if isinstance(reply, messages.ErrorReply):
             messages.raise_error(reply)
         return reply
+
+    def send_only(self, message: Any) -> None:
+        """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""
+        self._reactor.send(codec.encode(dataclasses.replace(message, id=next(self._ids))))
 
     async def _wait_connected(self, timeout: float, message: Any) -> None:
         deadline = self._loop.time() + timeout

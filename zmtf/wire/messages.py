@@ -236,6 +236,14 @@ class Pong(Message):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CancelStep(Message):
+    """Client -> master: abort the RunStep with id ``request_id`` (the caller gave up on it)."""
+
+    session: str
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorReply(Message):
     """A failed request: TF's canonical ``code``, the text, and the node that failed if known."""
 
@@ -248,7 +256,7 @@ class ErrorReply(Message):
 KINDS: dict[str, type[Message]] = {cls.__name__: cls for cls in (
     CreateSession, SessionCreated, ExtendSession, Ok, RunStep, RunStepResult, CloseSession,
     Reset, ListDevices, DeviceList, RegisterGraph, RunGraph, RunGraphResult, CleanupStep,
-    DeregisterGraph, RecvTensor, TensorReply, PushTensor, Ping, Pong, ErrorReply,
+    DeregisterGraph, RecvTensor, TensorReply, PushTensor, Ping, Pong, CancelStep, ErrorReply,
 )}
 
 #: message class -> ((field name, check, description), ...) for every field but ``id``.

@@ -1,0 +1,143 @@
+"""In-process cluster harness and pytest plugin.
+
+    async with zmtf.testing.local_cluster({"ps": 1, "worker": 2}) as cluster:
+        async with zmtf.AsyncSession(cluster.target("worker", 0)) as sess:
+            ...
+
+Every task is a real ServerCore serving real zmq sockets (inproc://, tcp://127.0.0.1 on
+free ports, or ipc://) on the running event loop. Teardown always stops every task, even
+after a failed test. The pytest plugin (entry point ``zmtf``) offers a ``zmtf_cluster``
+fixture, configured with ``@pytest.mark.zmtf_cluster(ps=1, worker=2, transport="tcp")``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import uuid
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from zmtf.distributed.cluster_spec import ClusterSpec
+from zmtf.framework.config import ConfigProto
+
+TRANSPORTS = ("inproc", "tcp", "ipc")
+
+
+def _free_tcp_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def cluster_spec_for(jobs: dict[str, int], transport: str = "inproc") -> ClusterSpec:
+    """A ClusterSpec with ``jobs[name]`` tasks per job on fresh local addresses."""
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {TRANSPORTS}, got {transport!r}")
+    total = sum(jobs.values())
+    tag = uuid.uuid4().hex[:8]
+    if transport == "tcp":
+        ports = iter(_free_tcp_ports(total))
+        address = lambda job, i: f"127.0.0.1:{next(ports)}"  # noqa: E731
+    elif transport == "ipc":
+        folder = tempfile.mkdtemp(prefix="zmtf-")
+        address = lambda job, i: f"ipc://{folder}/{job}{i}"  # noqa: E731
+    else:
+        address = lambda job, i: f"inproc://zmtf-{tag}-{job}{i}"  # noqa: E731
+    return ClusterSpec({job: [address(job, i) for i in range(n)] for job, n in jobs.items()})
+
+
+class LocalCluster:
+    """The tasks of a local cluster; stop and restart them to test faults."""
+
+    def __init__(self, spec: ClusterSpec, config: ConfigProto | None) -> None:
+        self.spec = spec
+        self._config = config
+        self.servers: dict[tuple[str, int], Any] = {}  # (job, task) -> ServerCore
+
+    def target(self, job: str, task: int = 0) -> str:
+        """The session target of a task's master ("zmtf://127.0.0.1:port", "inproc://...")."""
+        address = self.spec.task_address(job, task)
+        return address if "://" in address else f"zmtf://{address}"
+
+    async def start(self) -> None:
+        for job, index, _ in self.spec.all_tasks():
+            await self.start_task(job, index)
+
+    async def start_task(self, job: str, task: int) -> None:
+        # imported here: the pytest plugin must not import numba before conftest configures it
+        from zmtf.distributed.server import ServerCore
+
+        server = ServerCore(self.spec, job, task, self._config)
+        await server.start()
+        self.servers[(job, task)] = server
+
+    async def stop_task(self, job: str, task: int) -> None:
+        """Stop one task as if its process died: its variables and sockets are gone."""
+        server = self.servers.pop((job, task), None)
+        if server is not None:
+            await server.stop()
+
+    async def restart_task(self, job: str, task: int) -> None:
+        await self.stop_task(job, task)
+        await self.start_task(job, task)
+
+    async def stop(self) -> None:
+        errors = []
+        for key in list(self.servers):
+            try:
+                await self.stop_task(*key)
+            except Exception as error:  # noqa: BLE001 - stop the others, then report
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
+
+@asynccontextmanager
+async def local_cluster(jobs: dict[str, int], transport: str = "inproc",
+                        config: ConfigProto | None = None) -> AsyncIterator[LocalCluster]:
+    """Start ``{"ps": 1, "worker": 2}`` on the running loop; stop everything on exit."""
+    cluster = LocalCluster(cluster_spec_for(jobs, transport), config)
+    try:
+        await cluster.start()
+        yield cluster
+    finally:
+        await cluster.stop()
+        if transport == "ipc":
+            for _, _, address in cluster.spec.all_tasks():
+                path = address[len("ipc://"):]
+                if os.path.exists(path):
+                    os.unlink(path)
+
+
+# ---- pytest plugin ------------------------------------------------------------------------
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers", "zmtf_cluster(transport='inproc', **jobs): shape of the zmtf_cluster fixture, "
+        "e.g. @pytest.mark.zmtf_cluster(ps=1, worker=2, transport='tcp')")
+
+
+try:
+    import pytest_asyncio as _pytest_asyncio
+except ImportError:  # the plugin needs pytest-asyncio; the harness itself does not
+    _pytest_asyncio = None
+
+if _pytest_asyncio is not None:
+
+    @_pytest_asyncio.fixture
+    async def zmtf_cluster(request: Any) -> AsyncIterator[LocalCluster]:
+        """A local cluster (default: 1 ps + 2 workers on inproc) for one test."""
+        marker = request.node.get_closest_marker("zmtf_cluster")
+        options = dict(marker.kwargs) if marker else {}
+        transport = options.pop("transport", "inproc")
+        jobs = options or {"ps": 1, "worker": 2}
+        async with local_cluster(jobs, transport) as cluster:
+            yield cluster
