@@ -155,6 +155,7 @@ class RawSystem:
         worker = procs.spawn("raw worker", [sys.executable, TASK_SCRIPT, "raw-worker", "--port",
                                             str(worker_port), "--ps-port", str(ps_port)])
         self._pending = [(ps, "raw ps", ps_port), (worker, "raw worker", worker_port)]
+        self.pids = {"ps": ps.pid, "worker": worker.pid}
         self._procs = procs
         self.ctx = zmq.Context()
         self.sock: zmq.Socket | None = None
@@ -191,9 +192,11 @@ class GraphSystem:
         self.cluster = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{worker_port}"]}
         spec = json.dumps(self.cluster)
         self._pending = []
+        self.pids = {}
         for job, port in (("ps", ps_port), ("worker", worker_port)):
             proc = procs.spawn(f"{name} {job}", server_argv(spec, job))
             self._pending.append((proc, f"{name} {job}", port))
+            self.pids[job] = proc.pid
         self.target = f"grpc://127.0.0.1:{worker_port}"
         self.sess = None
 
@@ -237,6 +240,48 @@ def tf_argv(spec: str, job: str) -> list[str]:
 
 
 # ---- measuring --------------------------------------------------------------------------------
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float] | None:
+    """CPU time used so far by each task process (all its threads, ns-precise schedstat) and this client."""
+    out = {}
+    try:
+        for role, pid in pids.items():
+            total = 0
+            for task in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                        total += int(f.read().split()[0])
+                except FileNotFoundError:  # a thread that just ended
+                    pass
+            out[role] = total / 1e9
+    except (OSError, IndexError, ValueError):
+        return None  # not Linux: CPU accounting is left out
+    out["client"] = time.process_time()
+    return out
+
+
+class CpuMeter:
+    """Accumulates CPU seconds per process of one system over the timed intervals."""
+
+    def __init__(self) -> None:
+        self.total: dict[str, float] = {}
+        self.steps = 0
+        self.ok = True
+
+    def measure(self, system: Any, fn: Callable[[], Any]) -> Any:
+        before = cpu_seconds(system.pids)
+        result = fn()
+        after = cpu_seconds(system.pids)
+        if before is None or after is None:
+            self.ok = False
+        else:
+            for role in after:
+                self.total[role] = self.total.get(role, 0.0) + after[role] - before[role]
+        return result
+
+    def per_step(self) -> dict[str, float] | None:
+        return {role: t / self.steps for role, t in self.total.items()} if self.ok and self.steps else None
+
+
 def timed(fn: Callable[[], Any], count: int) -> list[float]:
     samples = []
     clock = time.perf_counter
@@ -261,14 +306,17 @@ def measure_latency(systems: list, args) -> dict[str, dict[str, float]]:
         timed(system.latency_step, args.warmup)
     samples: dict[str, list[float]] = {s.name: [] for s in systems}
     round_medians: dict[str, list[float]] = {s.name: [] for s in systems}
+    meters = {s.name: CpuMeter() for s in systems}
     per_round = max(1, args.runs // args.rounds)
     for r in range(args.rounds):
         for system in rotated(systems, r):
-            got = timed(system.latency_step, per_round)
+            got = meters[system.name].measure(system, lambda: timed(system.latency_step, per_round))
+            meters[system.name].steps += per_round
             samples[system.name] += got
             round_medians[system.name].append(statistics.median(got))
     return {name: {"median": statistics.median(s), "p90": p90(s), "n": len(s),
-                   "round_lo": min(round_medians[name]), "round_hi": max(round_medians[name])}
+                   "round_lo": min(round_medians[name]), "round_hi": max(round_medians[name]),
+                   "cpu": meters[name].per_step()}
             for name, s in samples.items()}
 
 
@@ -283,16 +331,19 @@ def measure_transfer(systems: list, sizes: list[int], args) -> dict[int, dict[st
                     raise RuntimeError(f"{system.name}: reduce_sum over {nbytes} bytes of ones gave {got}, "
                                        f"expected {expected}")
         samples: dict[str, list[float]] = {s.name: [] for s in systems}
+        meters = {s.name: CpuMeter() for s in systems}
         for r in range(args.rounds):
             for system in rotated(systems, r):
                 spent, count = 0.0, 0
                 while count < args.max_steps and (count == 0 or spent < args.round_budget):
-                    got = timed(lambda: system.transfer_step(nbytes), 1)[0]
+                    got = meters[system.name].measure(system, lambda: timed(lambda: system.transfer_step(nbytes), 1))[0]
                     samples[system.name].append(got)
                     spent += got
                     count += 1
+                meters[system.name].steps += count
         results[nbytes] = {name: statistics.median(s) for name, s in samples.items()}
         results[nbytes].update({f"{name}_n": len(s) for name, s in samples.items()})
+        results[nbytes].update({f"{name}_cpu": meters[name].per_step() for name in samples})
         print(f"  measured transfer {human(nbytes)}", flush=True)
     return results
 
@@ -314,14 +365,21 @@ def facts(args, tf_ver: str | None) -> None:
           f"steps or {args.round_budget:.2f} s per system per round")
 
 
+def cpu_text(cpu: dict[str, float] | None, scale: float, fmt: str = ".0f") -> str:
+    if cpu is None:
+        return "-"
+    parts = [cpu.get(role, 0.0) * scale for role in ("ps", "worker", "client")]
+    return " + ".join(f"{p:{fmt}}" for p in parts) + f" = {sum(parts):{fmt}}"
+
+
 def report(latency: dict, transfer: dict, names: list[str]) -> None:
     others = [n for n in names if n != "zmtf"]
     print("\n1. step latency of b = a + 2 (a: scalar float32 on ps; client -> worker master; us)")
-    print(f"{'system':<12}{'median':>10}{'p90':>10}{'round medians':>22}")
+    print(f"{'system':<12}{'median':>10}{'p90':>10}{'round medians':>22}   CPU us/step: ps + worker + client = total")
     for name in names:
         r = latency[name]
         print(f"{name:<12}{r['median'] * 1e6:>10.0f}{r['p90'] * 1e6:>10.0f}"
-              f"{r['round_lo'] * 1e6:>12.0f} - {r['round_hi'] * 1e6:<7.0f}")
+              f"{r['round_lo'] * 1e6:>12.0f} - {r['round_hi'] * 1e6:<7.0f}   {cpu_text(r['cpu'], 1e6)}")
     z = latency["zmtf"]["median"]
     line = f"zmtf/raw {z / latency['raw']['median']:.2f}x"
     if "tf" in latency:
@@ -339,6 +397,9 @@ def report(latency: dict, transfer: dict, names: list[str]) -> None:
             line += f"{row['tf'] / row['zmtf']:>8.2f}x"
         print(line)
     print("(ratios are throughput ratios: >1 means zmtf moves more bytes per second)")
+    big = max(transfer)
+    print(f"CPU ms per {human(big)} step, ps + worker + client = total: "
+          + "; ".join(f"{n} {cpu_text(transfer[big][n + '_cpu'], 1e3, '.1f')}" for n in names))
 
     print("\ntargets:")
     if 64 * MiB in transfer:

@@ -16,7 +16,7 @@ from zmtf.client.session_core import feed_arrays, make_placement_log_visible
 from zmtf.distributed import inproc
 from zmtf.distributed.transport import Channel
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
-from zmtf.framework.errors import InvalidArgumentError
+from zmtf.framework.errors import InvalidArgumentError, UnavailableError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_to_dict
 from zmtf.runtime.executor import fetched
@@ -61,6 +61,9 @@ class RemoteSessionCore:
             make_placement_log_visible()  # shows the lines of masters running in this process
 
     def _chan(self) -> Channel:
+        if self.endpoint.startswith("inproc://") and inproc.context_for(self.endpoint) is None:
+            raise UnavailableError(None, None, f"no zmtf server is running in this process at "
+                                   f"{self.endpoint}; inproc:// targets reach in-process servers only")
         if self._channel is None:
             self._channel = Channel(self._context, self.endpoint, asyncio.get_running_loop(), peer=self.target)
             self._lock = asyncio.Lock()

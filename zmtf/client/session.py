@@ -38,6 +38,18 @@ def get_default_session() -> Session | None:
 graph_module._default_session_getter[0] = get_default_session
 
 
+def _refuse_inside_running_loop() -> None:
+    """A blocking network call inside a running event loop would freeze it: say what to use."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        "Session.run() on a remote target was called from a running asyncio event loop and "
+        "would block it for the whole step; use `async with zmtf.AsyncSession(target) as "
+        "sess: await sess.run(...)` there (a local Session() is fine: it runs in-process).")
+
+
 class Session:
     """``with tf.Session(config=config) as sess: sess.run(fetches, feed_dict)``."""
 
@@ -64,6 +76,7 @@ class Session:
         """Run the fetches (tensor, op, name, or a nest of them) and return their values."""
         self._async._check_open()
         if self._loop is not None:
+            _refuse_inside_running_loop()
             return self._loop.call(self._async.run(fetches, feed_dict, options, run_metadata))
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         # With a deadline the step runs on a pool thread so this thread can stop waiting.

@@ -125,10 +125,18 @@ class MasterService:
             outputs = await self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
                                                   part.fetches, part.targets, values, timeout)
         else:
-            outputs = await self._remote(part.task, "run_graph", session=session.handle,
-                                         graph_key=setup.graph_key, step_id=step_id, feeds=part.feeds,
-                                         fetches=part.fetches, targets=part.targets, tensors=values,
-                                         timeout=timeout)
+            run = dict(session=session.handle, graph_key=setup.graph_key, step_id=step_id,
+                       feeds=part.feeds, fetches=part.fetches, targets=part.targets, tensors=values,
+                       timeout=timeout)
+            try:
+                outputs = await self._remote(part.task, "run_graph", **run)
+            except NotFoundError as error:
+                if "is not registered" not in str(error):
+                    raise
+                # the task restarted and lost its graphs: register this partition again, once
+                await self._remote(part.task, "register", session=session.handle,
+                                   graph_key=setup.graph_key, graph=part.graph, tensors=part.arrays)
+                outputs = await self._remote(part.task, "run_graph", **run)
         n_client = len(part.client_fetches)
         for name, value in zip(part.client_fetches, outputs[:n_client]):
             results[name] = value

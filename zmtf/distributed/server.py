@@ -23,7 +23,7 @@ from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.transport import Channel, Listener
 from zmtf.distributed.worker import WorkerService
-from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
+from zmtf.framework.errors import InvalidArgumentError, UnavailableError, UnimplementedError
 from zmtf.runtime.devices import DevicePools, LocalDevice, default_thread_count
 from zmtf.wire import messages as m
 
@@ -196,13 +196,20 @@ class ServerCore:
         return names
 
     def channel(self, task: str) -> Channel:
+        spec = task.split("/")
+        job, index = spec[1].split(":")[1], int(spec[3].split(":")[1])
+        address = endpoint(self.cluster.task_address(job, index))
+        context = self.context
+        if address.startswith("inproc://"):
+            # inproc reaches only sockets of the same Context: the peer server's, if it runs
+            context = inproc.context_for(address)
+            if context is None:
+                raise UnavailableError(None, None, f"no server for {task} is running in this "
+                                       f"process at {address}")
         channel = self._channels.get(task)
-        if channel is None:
-            spec = task.split("/")
-            job, index = spec[1].split(":")[1], int(spec[3].split(":")[1])
-            address = endpoint(self.cluster.task_address(job, index))
-            # inproc reaches only sockets of the same Context: use the peer server's
-            context = inproc.context_for(address) or self.context
+        if channel is None or channel.closed or channel.context is not context:
+            if channel is not None:
+                channel.close()
             channel = Channel(context, address, asyncio.get_running_loop(), peer=task)
             self._channels[task] = channel
         return channel

@@ -108,8 +108,8 @@ class _Reactor:
         self._flush()
 
     def send(self, frames: list[Any]) -> None:
-        if self._closed:
-            return
+        if self.closed:
+            raise UnavailableError(None, None, "the socket was closed (its peer server stopped)")
         if self._outbox:
             self._outbox.append(frames)
         else:
@@ -141,6 +141,13 @@ class _Reactor:
             self._lost()
         elif self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             self.loop.call_soon(self.drain)
+
+    @property
+    def closed(self) -> bool:
+        """True once closed here, or once its Context was destroyed (a stopped in-process peer)."""
+        if not self._closed and self.sock.closed:
+            self._lost()
+        return self._closed
 
     def _lost(self) -> None:
         self.close()
@@ -234,6 +241,7 @@ class Channel:
                  peer: str = "") -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
+        self.context = ctx
         self._loop = loop
         self._pending: dict[int, asyncio.Future] = {}
         self._connected = endpoint.startswith("inproc://")
@@ -294,6 +302,9 @@ class Channel:
         If the caller is cancelled after sending, ``on_cancel(id)`` may return a message that
         is sent at once, without waiting for a reply (a CancelStep for the peer).
         """
+        if self.closed:
+            raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
+                                   f"is closed ({type(message).__name__} not sent)")
         call_id = next(self._ids)
         message = dataclasses.replace(message, id=call_id)
         future: asyncio.Future = self._loop.create_future()
@@ -318,6 +329,10 @@ class Channel:
         if isinstance(reply, messages.ErrorReply):
             messages.raise_error(reply)
         return reply
+
+    @property
+    def closed(self) -> bool:
+        return self._reactor.closed
 
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""

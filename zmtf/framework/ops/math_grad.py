@@ -1,0 +1,262 @@
+"""Gradients of the math ops: elementwise, broadcasting binary ops, reductions, matmul, cast.
+
+A broadcasting binary op reduces each input's gradient back to that input's shape with
+``SumToShape(grad, shape)``. The shape is a constant when it is fully known at graph time
+and a ``Shape`` op otherwise (a None batch dimension), so the reduction is decided at run
+time exactly where it has to be.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zmtf.framework.gradient_registry import gradient, not_differentiable
+from zmtf.framework.graph import Operation, Tensor
+from zmtf.framework.op_def import apply_op
+from zmtf.framework.ops import array_ops, math_ops
+from zmtf.framework.ops.constant_op import constant
+
+Grads = list[Tensor | None]
+
+not_differentiable(
+    "Const", "Placeholder", "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "OneHot",
+    "ArgMax", "ArgMin", "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
+    "LogicalAnd", "LogicalOr", "LogicalNot", "All", "Any", "FloorDiv", "StopGradient",
+    "RandomStandardNormal", "RandomUniform", "TruncatedNormal", "NoOp",
+    "Variable", "VariableV2", "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub",
+    "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam",
+)
+
+
+# ---- helpers shared by the gradient modules ---------------------------------------------
+def shape_of(x: Tensor) -> Tensor:
+    """x's shape as an int32 tensor: a Const when static (no run-time read of x), else Shape(x)."""
+    if x.shape.is_fully_defined():
+        return constant(np.asarray(x.shape.as_list(), np.int32), name="shape")
+    return array_ops.shape(x)
+
+
+def sum_to(grad: Tensor, x: Tensor) -> Tensor:
+    """``grad`` summed down to x's shape: the inverse of the broadcasting that produced it."""
+    if grad.shape.is_fully_defined() and grad.shape == x.shape:
+        return grad
+    return apply_op("SumToShape", [grad, shape_of(x)]).outputs[0]
+
+
+def _mask(condition: Tensor, like: Tensor) -> Tensor:
+    """A bool condition as 0/1 in ``like``'s dtype."""
+    return math_ops.cast(condition, like.dtype)
+
+
+# ---- broadcasting binary ops ----------------------------------------------------------
+@gradient("Add", "AddV2")
+def _add_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs
+    return [sum_to(grad, x), sum_to(grad, y)]
+
+
+@gradient("Sub")
+def _sub_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs
+    return [sum_to(grad, x), sum_to(-grad, y)]
+
+
+@gradient("Mul")
+def _mul_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs
+    return [sum_to(grad * y, x), sum_to(x * grad, y)]
+
+
+@gradient("RealDiv")
+def _real_div_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs
+    return [sum_to(grad / y, x), sum_to(grad * (-x / y / y), y)]
+
+
+@gradient("Maximum")
+def _maximum_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs  # ties go to x, as in TF
+    return [sum_to(grad * _mask(math_ops.greater_equal(x, y), grad), x),
+            sum_to(grad * _mask(math_ops.less(x, y), grad), y)]
+
+
+@gradient("Minimum")
+def _minimum_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs
+    return [sum_to(grad * _mask(math_ops.less_equal(x, y), grad), x),
+            sum_to(grad * _mask(math_ops.greater(x, y), grad), y)]
+
+
+@gradient("Pow")
+def _pow_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs
+    z = op.outputs[0]
+    gx = grad * y * math_ops.pow(x, y - 1)
+    # d/dy x^y = x^y log x, taken as 0 where x <= 0 (TF's convention; log would be NaN there)
+    positive = _mask(math_ops.greater(x, 0), x)
+    log_x = math_ops.log(x * positive + (1 - positive)) * positive
+    return [sum_to(gx, x), sum_to(grad * z * log_x, y)]
+
+
+@gradient("SquaredDifference")
+def _squared_difference_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs
+    gx = (2 * grad) * (x - y)
+    return [sum_to(gx, x), sum_to(-gx, y)]
+
+
+@gradient("FloorMod")
+def _floor_mod_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs  # x mod y = x - floor(x / y) * y
+    return [sum_to(grad, x), sum_to(grad * -math_ops.floordiv(x, y), y)]
+
+
+# ---- elementwise unary ops ------------------------------------------------------------
+@gradient("Identity")
+def _identity_grad(op: Operation, grad: Tensor) -> Grads:
+    return [grad]
+
+
+@gradient("Neg")
+def _neg_grad(op: Operation, grad: Tensor) -> Grads:
+    return [-grad]
+
+
+@gradient("Abs")
+def _abs_grad(op: Operation, grad: Tensor) -> Grads:
+    return [grad * math_ops.sign(op.inputs[0])]
+
+
+@gradient("Sign")
+def _sign_grad(op: Operation, grad: Tensor) -> Grads:
+    return [array_ops.zeros_like(op.inputs[0])]
+
+
+@gradient("Exp")
+def _exp_grad(op: Operation, grad: Tensor) -> Grads:
+    return [grad * op.outputs[0]]
+
+
+@gradient("Log")
+def _log_grad(op: Operation, grad: Tensor) -> Grads:
+    return [grad * math_ops.reciprocal(op.inputs[0])]
+
+
+@gradient("Square")
+def _square_grad(op: Operation, grad: Tensor) -> Grads:
+    return [grad * (2 * op.inputs[0])]
+
+
+@gradient("Sqrt")
+def _sqrt_grad(op: Operation, grad: Tensor) -> Grads:
+    return [(grad * 0.5) / op.outputs[0]]
+
+
+@gradient("Rsqrt")
+def _rsqrt_grad(op: Operation, grad: Tensor) -> Grads:
+    y = op.outputs[0]  # d/dx x^-1/2 = -1/2 y^3
+    return [(grad * -0.5) * (y * y * y)]
+
+
+@gradient("Reciprocal")
+def _reciprocal_grad(op: Operation, grad: Tensor) -> Grads:
+    y = op.outputs[0]
+    return [-grad * (y * y)]
+
+
+@gradient("Sigmoid")
+def _sigmoid_grad(op: Operation, grad: Tensor) -> Grads:
+    return [apply_op("SigmoidGrad", [op.outputs[0], grad]).outputs[0]]
+
+
+@gradient("Tanh")
+def _tanh_grad(op: Operation, grad: Tensor) -> Grads:
+    return [apply_op("TanhGrad", [op.outputs[0], grad]).outputs[0]]
+
+
+@gradient("AddN")
+def _add_n_grad(op: Operation, grad: Tensor) -> Grads:
+    return [grad] * len(op.inputs)
+
+
+@gradient("Cast")
+def _cast_grad(op: Operation, grad: Tensor) -> Grads:
+    source = op.inputs[0].dtype
+    if source.is_floating and op.outputs[0].dtype.is_floating:
+        return [math_ops.cast(grad, source)]
+    return [None]
+
+
+# ---- matmul -------------------------------------------------------------------------
+@gradient("MatMul")
+def _matmul_grad(op: Operation, grad: Tensor) -> Grads:
+    a, b = op.inputs
+    mm = math_ops.matmul
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    if not ta and not tb:
+        return [mm(grad, b, transpose_b=True), mm(a, grad, transpose_a=True)]
+    if not ta and tb:
+        return [mm(grad, b), mm(grad, a, transpose_a=True)]
+    if ta and not tb:
+        return [mm(b, grad, transpose_b=True), mm(a, grad)]
+    return [mm(b, grad, transpose_a=True, transpose_b=True),
+            mm(grad, a, transpose_a=True, transpose_b=True)]
+
+
+# ---- reductions ---------------------------------------------------------------------
+def keep_reduced_dims(t: Tensor, op: Operation) -> Tensor:
+    """A reduction's output (or its gradient) reshaped to the keep_dims form of ``op``.
+
+    The result broadcasts against the reduction's input. A None batch dim is fine; only an
+    input of unknown rank needs the keep_dims shape computed at run time.
+    """
+    x, axes = op.inputs[0], op.get_attr("axis")
+    if op.get_attr("keep_dims"):
+        return t
+    rank = x.shape.ndims
+    if rank is None:
+        kept = _reduce_like(op, x, keep_dims=True)
+        return array_ops.reshape(t, array_ops.shape(kept))
+    reduced = set(range(rank)) if axes is None else set(axes)
+    kept_dims = [1 if i in reduced else d for i, d in enumerate(x.shape.as_list())]
+    if None not in kept_dims:
+        return array_ops.reshape(t, kept_dims)
+    for axis in sorted(reduced):  # ascending, so each index is already final
+        t = array_ops.expand_dims(t, axis)
+    return t
+
+
+def _reduce_like(op: Operation, t: Tensor, keep_dims: bool) -> Tensor:
+    """``op``'s reduction (its axes) applied to t with Sum."""
+    return math_ops.reduce_sum(t, axis=op.get_attr("axis"), keepdims=keep_dims)
+
+
+@gradient("Sum")
+def _sum_grad(op: Operation, grad: Tensor) -> Grads:
+    x = op.inputs[0]
+    return [array_ops.broadcast_to(keep_reduced_dims(grad, op), shape_of(x))]
+
+
+@gradient("Mean")
+def _mean_grad(op: Operation, grad: Tensor) -> Grads:
+    (sum_grad,) = _sum_grad(op, grad)
+    assert sum_grad is not None
+    x, y = op.inputs[0], op.outputs[0]
+    n_in, n_out = x.shape.num_elements(), y.shape.num_elements()
+    if n_in is not None and n_out is not None:
+        return [sum_grad / float(n_in // max(n_out, 1))]
+    size_in = math_ops.reduce_prod(array_ops.shape(x))
+    size_out = math_ops.maximum(math_ops.reduce_prod(array_ops.shape(y)), 1)
+    factor = math_ops.cast(math_ops.floordiv(size_in, size_out), sum_grad.dtype)
+    return [sum_grad / factor]
+
+
+@gradient("Max", "Min")
+def _min_or_max_grad(op: Operation, grad: Tensor) -> Grads:
+    """The gradient goes to the elements equal to the extreme, split evenly between ties."""
+    x = op.inputs[0]
+    y, grad = keep_reduced_dims(op.outputs[0], op), keep_reduced_dims(grad, op)
+    hits = _mask(math_ops.equal(x, y), grad)
+    count = _reduce_like(op, hits, keep_dims=True)
+    return [hits / count * grad]
+
