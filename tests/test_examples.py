@@ -79,3 +79,8 @@ def test_seed_cluster_program_prints_the_books_values():
     assert "v2: /job:ps/replica:0/task:1/device:CPU:0" in stderr    # log_device_placement
     assert "mul_1: /job:worker/replica:0/task:1/device:CPU:0" in stderr   # p2
     assert "add: /job:worker/replica:0/task:0/device:CPU:0" in stderr     # s
+
+
+def test_async_service_answers_concurrent_requests():
+    stdout, _ = run_example("async_service.py", "--requests", "60", "--concurrency", "12", "--transport", "inproc")
+    assert "60 requests from 12 concurrent clients" in stdout and "all answers correct" in stdout

@@ -79,7 +79,7 @@ def _cut(op: Operation, grad: Tensor, axis: int, sizes: list[int]) -> tuple[list
     ``axis`` moved last by the returned permutation (None when no transpose was needed).
     """
     total, offsets = sum(sizes), np.cumsum([0] + sizes[:-1]).tolist()
-    rank = grad.shape.ndims
+    rank = op.outputs[0].shape.ndims  # grad's rank, even when grad_ys had no static shape
     axis = _normalize_axis(op, axis, rank)
     select = [_selection(total, o, s, grad.dtype.np) for o, s in zip(offsets, sizes)]
     if axis == 0:
