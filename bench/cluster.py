@@ -15,6 +15,11 @@ Cases (``a`` lives on the ps, the fetched op on the worker, the client talks to 
 2. transfer: ``reduce_sum(a)`` with ``a`` a float32 variable of 4 KiB .. 256 MiB, so ``a``
    crosses ps->worker and only a scalar returns; GB/s = bytes / median step time.
 
+"CPU per step" is the CPU time (all threads, from /proc/<pid>/task/*/schedstat; Linux only)
+each process of a system spent during that system's timed runs, divided by the runs: where
+it exceeds the wall time per step, several cores were busy; where it is far above raw's, the
+cost is work, not waiting.
+
 The systems are measured in interleaved rounds (rotating order) so the drift of a noisy
 2-vCPU machine hits all of them alike; ratios compare within this one run.
 Run: python bench/cluster.py [--quick] [--no-tf] [--cpus 0]
@@ -260,23 +265,24 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float] | None:
 
 
 class CpuMeter:
-    """Accumulates CPU seconds per process of one system over the timed intervals."""
+    """Accumulates the CPU seconds of one system's processes over its timed intervals."""
 
     def __init__(self) -> None:
         self.total: dict[str, float] = {}
         self.steps = 0
         self.ok = True
 
-    def measure(self, system: Any, fn: Callable[[], Any]) -> Any:
+    def measure(self, system: Any, fn: Callable[[], list[float]]) -> list[float]:
         before = cpu_seconds(system.pids)
-        result = fn()
+        samples = fn()
         after = cpu_seconds(system.pids)
+        self.steps += len(samples)
         if before is None or after is None:
             self.ok = False
         else:
             for role in after:
                 self.total[role] = self.total.get(role, 0.0) + after[role] - before[role]
-        return result
+        return samples
 
     def per_step(self) -> dict[str, float] | None:
         return {role: t / self.steps for role, t in self.total.items()} if self.ok and self.steps else None
@@ -297,11 +303,13 @@ def rotated(systems: list, round_index: int) -> list:
     return systems[k:] + systems[:k]
 
 
-def p90(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=10)[8] if len(samples) >= 10 else max(samples)
+def summary(samples: list[float], meter: CpuMeter) -> dict[str, Any]:
+    deciles = statistics.quantiles(samples, n=10) if len(samples) >= 2 else samples * 9
+    return {"median": statistics.median(samples), "p10": deciles[0], "p90": deciles[8],
+            "n": len(samples), "cpu": meter.per_step()}
 
 
-def measure_latency(systems: list, args) -> dict[str, dict[str, float]]:
+def measure_latency(systems: list, args) -> dict[str, dict[str, Any]]:
     for system in systems:
         timed(system.latency_step, args.warmup)
     samples: dict[str, list[float]] = {s.name: [] for s in systems}
@@ -311,17 +319,17 @@ def measure_latency(systems: list, args) -> dict[str, dict[str, float]]:
     for r in range(args.rounds):
         for system in rotated(systems, r):
             got = meters[system.name].measure(system, lambda: timed(system.latency_step, per_round))
-            meters[system.name].steps += per_round
             samples[system.name] += got
             round_medians[system.name].append(statistics.median(got))
-    return {name: {"median": statistics.median(s), "p90": p90(s), "n": len(s),
-                   "round_lo": min(round_medians[name]), "round_hi": max(round_medians[name]),
-                   "cpu": meters[name].per_step()}
-            for name, s in samples.items()}
+    results = {}
+    for name, got in samples.items():
+        results[name] = summary(got, meters[name])
+        results[name].update(round_lo=min(round_medians[name]), round_hi=max(round_medians[name]))
+    return results
 
 
-def measure_transfer(systems: list, sizes: list[int], args) -> dict[int, dict[str, float]]:
-    results: dict[int, dict[str, float]] = {}
+def measure_transfer(systems: list, sizes: list[int], args) -> dict[int, dict[str, dict[str, Any]]]:
+    results = {}
     for nbytes in sizes:
         expected = nbytes // 4
         for system in systems:  # the first run of a fetch sets up partitions; not timed
@@ -336,14 +344,11 @@ def measure_transfer(systems: list, sizes: list[int], args) -> dict[int, dict[st
             for system in rotated(systems, r):
                 spent, count = 0.0, 0
                 while count < args.max_steps and (count == 0 or spent < args.round_budget):
-                    got = meters[system.name].measure(system, lambda: timed(lambda: system.transfer_step(nbytes), 1))[0]
-                    samples[system.name].append(got)
-                    spent += got
+                    got = meters[system.name].measure(system, lambda: timed(lambda: system.transfer_step(nbytes), 1))
+                    samples[system.name] += got
+                    spent += got[0]
                     count += 1
-                meters[system.name].steps += count
-        results[nbytes] = {name: statistics.median(s) for name, s in samples.items()}
-        results[nbytes].update({f"{name}_n": len(s) for name, s in samples.items()})
-        results[nbytes].update({f"{name}_cpu": meters[name].per_step() for name in samples})
+        results[nbytes] = {name: summary(got, meters[name]) for name, got in samples.items()}
         print(f"  measured transfer {human(nbytes)}", flush=True)
     return results
 
@@ -373,47 +378,48 @@ def cpu_text(cpu: dict[str, float] | None, scale: float, fmt: str = ".0f") -> st
 
 
 def report(latency: dict, transfer: dict, names: list[str]) -> None:
-    others = [n for n in names if n != "zmtf"]
     print("\n1. step latency of b = a + 2 (a: scalar float32 on ps; client -> worker master; us)")
-    print(f"{'system':<12}{'median':>10}{'p90':>10}{'round medians':>22}   CPU us/step: ps + worker + client = total")
+    print(f"{'system':<10}{'median':>8}{'p90':>8}{'round medians':>17}   CPU us/step: ps + worker + client = total")
     for name in names:
         r = latency[name]
-        print(f"{name:<12}{r['median'] * 1e6:>10.0f}{r['p90'] * 1e6:>10.0f}"
-              f"{r['round_lo'] * 1e6:>12.0f} - {r['round_hi'] * 1e6:<7.0f}   {cpu_text(r['cpu'], 1e6)}")
+        print(f"{name:<10}{r['median'] * 1e6:>8.0f}{r['p90'] * 1e6:>8.0f}"
+              f"{r['round_lo'] * 1e6:>9.0f} - {r['round_hi'] * 1e6:<5.0f}   {cpu_text(r['cpu'], 1e6)}")
     z = latency["zmtf"]["median"]
     line = f"zmtf/raw {z / latency['raw']['median']:.2f}x"
     if "tf" in latency:
-        line = f"TF/zmtf {latency['tf']['median'] / z:.2f}x (target >= 2), " + line
-    print("ratios (medians): " + line)
+        line = f"TF/zmtf {latency['tf']['median'] / z:.2f}x, " + line
+    print(f"ratios of medians (n = {latency['zmtf']['n']} runs each): " + line)
 
     print("\n2. ps -> worker transfer: reduce_sum(a) on the worker, a float32 on ps (GB/s = bytes / median step)")
-    header = f"{'size':<9}" + "".join(f"{n + ' GB/s':>12}" for n in names) + f"{'zmtf ms':>10}"
-    header += f"{'zmtf/raw':>10}" + (f"{'zmtf/TF':>9}" if "tf" in others else "")
+    header = f"{'size':<9}" + "".join(f"{n + ' GB/s':>12}" for n in names)
+    header += f"{'zmtf ms (p10-p90)':>24}{'zmtf/raw':>10}" + (f"{'zmtf/TF':>9}" if "tf" in names else "")
     print(header)
     for nbytes, row in transfer.items():
-        cells = "".join(f"{nbytes / row[n] / 1e9:>12.3f}" for n in names)
-        line = f"{human(nbytes):<9}{cells}{row['zmtf'] * 1e3:>10.2f}{row['raw'] / row['zmtf']:>9.2f}x"
+        cells = "".join(f"{nbytes / row[n]['median'] / 1e9:>12.3f}" for n in names)
+        zr = row["zmtf"]
+        spread = f"{zr['median'] * 1e3:.2f} ({zr['p10'] * 1e3:.2f}-{zr['p90'] * 1e3:.2f})"
+        line = f"{human(nbytes):<9}{cells}{spread:>24}{row['raw']['median'] / zr['median']:>9.2f}x"
         if "tf" in row:
-            line += f"{row['tf'] / row['zmtf']:>8.2f}x"
+            line += f"{row['tf']['median'] / zr['median']:>8.2f}x"
         print(line)
     print("(ratios are throughput ratios: >1 means zmtf moves more bytes per second)")
-    big = max(transfer)
-    print(f"CPU ms per {human(big)} step, ps + worker + client = total: "
-          + "; ".join(f"{n} {cpu_text(transfer[big][n + '_cpu'], 1e3, '.1f')}" for n in names))
+    for nbytes in sorted(n for n in transfer if n >= 64 * MiB):
+        print(f"CPU ms per {human(nbytes)} step, ps + worker + client = total: "
+              + "; ".join(f"{n} {cpu_text(transfer[nbytes][n]['cpu'], 1e3, '.1f')}" for n in names))
 
     print("\ntargets:")
     if 64 * MiB in transfer:
         row = transfer[64 * MiB]
-        ratio = row["raw"] / row["zmtf"]
+        ratio = row["raw"]["median"] / row["zmtf"]["median"]
         print(f"  transfer 64 MiB: zmtf/raw {ratio:.2f} (target >= 0.80): {'met' if ratio >= 0.8 else 'NOT met'}")
         if "tf" in row:
-            ratio = row["tf"] / row["zmtf"]
+            ratio = row["tf"]["median"] / row["zmtf"]["median"]
             print(f"  transfer 64 MiB: zmtf/TF {ratio:.2f} (target >= 2): {'met' if ratio >= 2 else 'NOT met'}")
     if "tf" in latency:
         ratio = z / latency["tf"]["median"]
         print(f"  step latency: zmtf/TF {ratio:.2f} (target <= 0.50): {'met' if ratio <= 0.5 else 'NOT met'}")
     else:
-        print("  (TensorFlow targets not checked: TensorFlow is not installed)")
+        print("  (TensorFlow targets not checked: TensorFlow is not measured in this run)")
 
 
 def main() -> None:
@@ -421,15 +427,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer runs, no 256 MiB case (< 60 s)")
     parser.add_argument("--no-tf", action="store_true", help="skip TensorFlow even if installed")
     parser.add_argument("--cpus", help="pin this bench and every task to these CPUs, e.g. '0' or '0,1'")
-    parser.add_argument("--runs", type=int, help="latency runs per system (default 2000, quick 500)")
+    parser.add_argument("--runs", type=int, help="latency runs per system (default 2100, quick 500)")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.warmup, args.max_steps, args.round_budget = 5, 100, 20, 0.04
+        args.rounds, args.warmup, args.max_steps, args.round_budget = 5, 100, 20, 0.06
         sizes = SIZES[:-1]
     else:
-        args.rounds, args.warmup, args.max_steps, args.round_budget = 5, 300, 50, 0.15
+        args.rounds, args.warmup, args.max_steps, args.round_budget = 7, 300, 50, 0.2
         sizes = SIZES
-    args.runs = args.runs or (500 if args.quick else 2000)
+    args.runs = args.runs or (500 if args.quick else 2100)
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # children inherit it
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import numpy as np
+
 import zmq
 
 from zmtf.client.fetches import flatten
@@ -40,6 +42,18 @@ def endpoint_of(target: str) -> str:
     raise InvalidArgumentError(
         None, None, f"Session target '{target}' is not understood: use '' (local), "
         f"'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', 'inproc://name' or 'ipc://path'.")
+
+
+def _writable(value: Any) -> Any:
+    """Decoded arrays arrive read-only; one assembled in our own buffer can simply be unlocked
+    (O(1), no 256 MB copy on the event loop); one that views a sender's memory cannot, and
+    ``fetched`` then copies it."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        try:
+            value.setflags(write=True)
+        except ValueError:
+            pass
+    return value
 
 
 class RemoteSessionCore:
@@ -107,8 +121,8 @@ class RemoteSessionCore:
             request, limit + 1.0,
             on_cancel=lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
         position = {id(t): i for i, t in enumerate(fetch_tensors)}
-        return rebuild([fetched(reply.tensors[position[id(e)]]) if id(e) in position else None
-                        for e in elements])
+        return rebuild([fetched(_writable(reply.tensors[position[id(e)]])) if id(e) in position
+                        else None for e in elements])
 
     async def list_devices(self) -> list[dict[str, Any]]:
         reply = await self._chan().call(m.ListDevices(id=0), CONNECT_TIMEOUT)

@@ -24,7 +24,7 @@ from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.placement.plan import plan_step
 from zmtf.runtime.context import KernelContext
-from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_cpu_device
+from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_devices
 from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, bind, fetched
 from zmtf.runtime.resources import ResourceContainer
 
@@ -54,10 +54,12 @@ class LocalSessionCore:
     def __init__(self, graph: Graph, config: ConfigProto | None) -> None:
         self.graph = graph
         self.config = config or ConfigProto()
-        self.devices: list[LocalDevice] = [local_cpu_device()]
         self._own_pools = self.config.use_per_session_threads
         self._pools = (DevicePools(self.config.inter_op_parallelism_threads) if self._own_pools
                        else SHARED_POOLS.get(self.config.inter_op_parallelism_threads))
+        self.devices: list[LocalDevice] = local_devices(
+            "/job:localhost/replica:0/task:0", self.config.gpu_options, self.config.device_count,
+            self._pools)
         self.executor = Executor(self._pools)
         self.resources = ResourceContainer()
         intra = self.config.intra_op_parallelism_threads or self._pools.threads

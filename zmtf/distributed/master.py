@@ -58,7 +58,9 @@ class MasterService:
     """The master of one task: sessions in, RunGraph calls out."""
 
     def __init__(self, task: str, worker: WorkerService, cluster_devices: Callable[[], list[str]],
-                 remote: RemoteCall, default_timeout: float) -> None:
+                 remote: RemoteCall, default_timeout: float,
+                 learn_devices: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._learn_devices = learn_devices
         self.task = task
         self.task_spec = DeviceSpec.from_string(task)
         self.worker = worker
@@ -162,6 +164,8 @@ class MasterService:
         async with session.lock:
             setup = session.setups.get(key)
             if setup is None:
+                if self._learn_devices is not None:
+                    await self._learn_devices()
                 setup = self._plan(session, feeds, fetches, targets)
                 await self._register(session, setup)
                 session.setups[key] = setup

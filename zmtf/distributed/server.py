@@ -24,7 +24,7 @@ from zmtf.distributed.master import MasterService
 from zmtf.distributed.transport import Channel, Listener
 from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import InvalidArgumentError, UnavailableError, UnimplementedError
-from zmtf.runtime.devices import DevicePools, LocalDevice, default_thread_count
+from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
 from zmtf.wire import messages as m
 
 log = logging.getLogger("zmtf.server")
@@ -54,11 +54,13 @@ class ServerCore:
         self.worker: WorkerService | None = None
         self.master: MasterService | None = None
         self._pools: DevicePools | None = None
+        self._devices: list[LocalDevice] = []
+        self._peer_devices: dict[str, list[str]] = {}   # task -> its device names (ListDevices)
         self.started = False
 
     @property
     def devices(self) -> list[LocalDevice]:
-        return [LocalDevice(f"{self.task}/device:CPU:0", "CPU", 0, f"CPU with {default_thread_count()} cores")]
+        return self._devices
 
     async def start(self) -> None:
         """Bind and start serving on the running loop."""
@@ -66,12 +68,16 @@ class ServerCore:
             return
         loop = asyncio.get_running_loop()
         self._pools = DevicePools(self.config.inter_op_parallelism_threads)
+        self._devices = local_devices(self.task, self.config.gpu_options, self.config.device_count,
+                                      self._pools)
         intra = self.config.intra_op_parallelism_threads or self._pools.threads
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self._remote,
-                                    DEFAULT_STEP_TIMEOUT)
+                                    DEFAULT_STEP_TIMEOUT, self.learn_cluster_devices)
         bind = bind_endpoint(self.address)
         self._listener = Listener(self.context, bind, self.handle, loop)
+        # in-process peers and clients would share a variable's memory: copy only then
+        self.worker.copy_aliases = bind.startswith("inproc://")
         if bind.startswith("inproc://"):
             inproc.register(bind, self.context)
         self.started = True
@@ -110,7 +116,8 @@ class ServerCore:
                                        f"server accepts")
         return handler(self, message)
 
-    def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
+    async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
+        await self.learn_cluster_devices()
         return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
@@ -147,9 +154,14 @@ class ServerCore:
         return m.Ok(id=msg.id)
 
     def _list_devices(self, msg: m.ListDevices) -> m.DeviceList:
-        devices = [{"name": d.name, "device_type": d.device_type, "memory_limit": d.memory_limit}
-                   for d in self.devices]
-        return m.DeviceList(id=msg.id, devices=devices)
+        """This task's devices first, then the cluster's it knows of (a peer keeps the ones of
+        its own task). Answering never calls another task, so peers cannot ask in circles."""
+        own = [{"name": d.name, "device_type": d.device_type, "memory_limit": d.memory_limit}
+               for d in self.devices]
+        known = {d["name"] for d in own}
+        others = [{"name": n, "device_type": "GPU" if "device:GPU:" in n else "CPU", "memory_limit": 0}
+                  for n in self._cluster_devices() if n not in known]
+        return m.DeviceList(id=msg.id, devices=own + others)
 
     def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
         self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors)
@@ -188,12 +200,26 @@ class ServerCore:
 
     # ---- calling peers -----------------------------------------------------------------------
     def _cluster_devices(self) -> list[str]:
+        """Every device of the cluster, this task's first; a peer not asked yet counts as CPU:0."""
         names = [d.name for d in self.devices]
         for job, index, _ in self.cluster.all_tasks():
             task = self.cluster.device_name(job, index)
             if task != self.task:
-                names.append(f"{task}/device:CPU:0")
+                names.extend(self._peer_devices.get(task, [f"{task}/device:CPU:0"]))
         return names
+
+    async def learn_cluster_devices(self) -> None:
+        """Ask every peer for its devices (once per peer; an unreachable one is asked again later)."""
+        async def ask(task: str) -> None:
+            try:
+                reply = await self._call(task, m.ListDevices(id=0), 2.0)
+            except Exception:  # noqa: BLE001 - a task that is down now gets CPU:0 for placement
+                return
+            mine = [d for d in reply.devices if d["name"].startswith(task + "/")]
+            self._peer_devices[task] = [d["name"] for d in mine]
+
+        peers = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]
+        await asyncio.gather(*[ask(t) for t in peers if t != self.task and t not in self._peer_devices])
 
     def channel(self, task: str) -> Channel:
         spec = task.split("/")

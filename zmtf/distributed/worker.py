@@ -38,18 +38,25 @@ TRANSFER_OPS = ("_Send", "_Recv")
 class StepContext:
     """A KernelContext plus what _Send/_Recv need for one step."""
 
-    __slots__ = ("base", "resources", "intra_op_threads", "empty", "step_id", "worker")
+    __slots__ = ("base", "resources", "intra_op_threads", "empty", "gpu_empty", "gpu_const_cache",
+                 "step_id", "worker")
 
     def __init__(self, base: KernelContext, step_id: int, worker: WorkerService) -> None:
         self.base = base
         self.resources = base.resources
         self.empty = base.empty
+        self.gpu_empty = base.gpu_empty
+        self.gpu_const_cache = base.gpu_const_cache
         self.intra_op_threads = base.intra_op_threads
         self.step_id = step_id
         self.worker = worker
 
     def random_generator(self, key: str, seed: int, seed2: int) -> np.random.Generator:
         return self.base.random_generator(key, seed, seed2)
+
+    @property
+    def gpu_stream(self) -> Any:
+        return self.base.gpu_stream
 
 
 def _recv_kernel(ctx: StepContext, inputs: list, attrs: dict, done: Callable) -> None:
@@ -99,6 +106,7 @@ class WorkerService:
         self._pusher = pusher
         self._graphs: dict[tuple[str, str], _Registered] = {}
         self._tasks: set[asyncio.Task] = set()
+        self.copy_aliases = True   # the server turns it off unless it serves inproc://
         self._lock = threading.Lock()
 
     # ---- graphs --------------------------------------------------------------------
@@ -134,7 +142,9 @@ class WorkerService:
             raise
         finally:
             self.loop.call_later(5.0, self.rendezvous.cleanup_step, step_id)
-        return [self._owned(v) for v in outputs]
+        if self.copy_aliases and any(self.resources.holds(v) for v in outputs):
+            return await self.loop.run_in_executor(None, lambda: [self._owned(v) for v in outputs])
+        return [np.asarray(v) for v in outputs]
 
     def _bound(self, registered: _Registered, feeds: list[str], fetches: list[str],
                targets: list[str]) -> BoundStep:
@@ -150,7 +160,11 @@ class WorkerService:
         return step
 
     def _owned(self, value: Any) -> np.ndarray:
-        """A value safe to hand to another process or thread: never a view of a variable."""
+        """A value safe to hand over in-process: never a view of a variable's storage.
+
+        Over tcp and ipc the bytes are copied into the socket anyway, so values that alias a
+        variable leave without a copy of their own (``copy_aliases`` False), like TF1's
+        unlocked ref reads: an update racing the send can be seen by it."""
         if isinstance(value, np.ndarray) and self.resources.holds(value):
             return value.copy()
         return np.asarray(value)
@@ -158,7 +172,8 @@ class WorkerService:
     # ---- transfers -------------------------------------------------------------------
     def send(self, dst_task: str, step_id: int, key: str, value: Any, done: Callable) -> None:
         """Push ``value`` to ``dst_task`` from the loop thread; ``done`` reports the outcome."""
-        value = self._owned(value)
+        if self.copy_aliases:
+            value = self._owned(value)
 
         async def push() -> None:
             try:

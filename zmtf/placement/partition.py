@@ -96,7 +96,7 @@ def _build(task: str, members: list[Operation], edges: dict, master_task: str) -
                           for name in node["inputs"]]
         node["control_inputs"] = [incoming[(name, True)].recv_name if (name, True) in incoming else name
                                   for name in node["control_inputs"]]
-    recvs = [_recv_node(e) for e in incoming.values()] + _feed_stubs(graph, nodes)
+    recvs = [_recv_node(e) for e in incoming.values()] + _feed_stubs(graph, nodes, task)
     part = TaskPartition(task)
     sends = []
     for e in edges.values():
@@ -113,7 +113,7 @@ def _build(task: str, members: list[Operation], edges: dict, master_task: str) -
     return part
 
 
-def _feed_stubs(graph: Any, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _feed_stubs(graph: Any, nodes: list[dict[str, Any]], task: str) -> list[dict[str, Any]]:
     """Fed tensors whose producer is not in this partition arrive as Placeholder stand-ins."""
     present = {n["name"] for n in nodes}
     stubs: dict[str, dict[str, Any]] = {}
@@ -125,7 +125,7 @@ def _feed_stubs(graph: Any, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]
             op = graph.get_operation_by_name(producer)
             outputs = [[t.dtype.name, t.shape.dims] for t in op.outputs]
             stubs[producer] = {"name": producer, "op": "Placeholder", "inputs": [], "control_inputs": [],
-                               "device": "", "colocation": [],
+                               "device": f"{task}/device:CPU:0", "colocation": [],
                                "attrs": {"dtype": outputs[0][0], "shape": outputs[0][1]},
                                "outputs": outputs}
     return list(stubs.values())
@@ -133,7 +133,8 @@ def _feed_stubs(graph: Any, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 def _recv_node(e: _Edge) -> dict[str, Any]:
     dtype, shape = ("bool", []) if e.control else (e.tensor.dtype.name, e.tensor.shape.dims)
-    return {"name": e.recv_name, "op": "_Recv", "inputs": [], "control_inputs": [], "device": "",
+    return {"name": e.recv_name, "op": "_Recv", "inputs": [], "control_inputs": [],
+            "device": f"{e.dst_task}/device:CPU:0",  # transfers land in host memory
             "colocation": [], "attrs": {"key": e.key, "src_task": e.src_task, "dtype": dtype,
                                         "shape": shape}, "outputs": [[dtype, shape]]}
 
@@ -141,7 +142,8 @@ def _recv_node(e: _Edge) -> dict[str, Any]:
 def _send_node(e: _Edge) -> dict[str, Any]:
     inputs, control = ([], [e.source]) if e.control else ([e.source], [])
     return {"name": f"_send/{e.source.replace(':', '_')}/to{e.dst_task.replace('/', '_')}",
-            "op": "_Send", "inputs": inputs, "control_inputs": control, "device": "",
+            "op": "_Send", "inputs": inputs, "control_inputs": control,
+            "device": f"{e.src_task}/device:CPU:0",
             "colocation": [], "attrs": {"key": e.key, "dst_task": e.dst_task}, "outputs": []}
 
 

@@ -14,7 +14,7 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.framework.graph import Operation, Tensor
 from zmtf.placement.placer import Placement, Supports, kernel_dtype, place
-from zmtf.placement.pruning import predecessors, prune
+from zmtf.placement.pruning import prune
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,39 +47,102 @@ class StepPlan:
 def plan_step(fetches: Sequence[Tensor], feeds: Sequence[Tensor], targets: Sequence[Operation],
               devices: Sequence[str], supports: Supports, *, task: DeviceSpec,
               previous: dict[str, str] | None = None, allow_soft_placement: bool = False) -> StepPlan:
-    """Prune, place and number the nodes of one step."""
+    """Prune, place and number the nodes of one step; copy tensors between host and GPUs."""
     fed = set(feeds)
     ops = prune(fetches, targets, fed)
     _check_placeholders_fed(ops, fed)
     placement = place(ops, devices, supports, task=task, previous=previous,
                       allow_soft_placement=allow_soft_placement)
-    index = {id(op): i for i, op in enumerate(ops)}
-    slot_of: dict[Tensor, int] = {t: i for i, t in enumerate(feeds)}
-    num_slots = len(slot_of)
-    output_slots = []
+    builder = _Builder(placement.devices, feeds)
     for op in ops:
-        slots = []
-        for t in op.outputs:
-            if t not in slot_of:
-                slot_of[t] = num_slots
-            slots.append(num_slots)
-            num_slots += 1
-        output_slots.append(tuple(slots))
-    consumers: list[list[int]] = [[] for _ in ops]
-    pending = [0] * len(ops)
-    for i, op in enumerate(ops):
-        for p in predecessors(op, fed):
-            consumers[index[id(p)]].append(i)
-            pending[i] += 1
-    nodes = tuple(
-        PlannedNode(op.name, op.type, placement.devices[op.name], kernel_dtype(op),
-                    {**op.attrs, "_node_name": op.name},
-                    tuple(slot_of[t] for t in op.inputs), output_slots[i],
-                    tuple(consumers[i]), pending[i])
-        for i, op in enumerate(ops))
-    return StepPlan(nodes, num_slots, tuple(slot_of[t] for t in feeds),
-                    tuple(slot_of[t] for t in fetches),
-                    tuple(i for i in range(len(ops)) if pending[i] == 0), placement)
+        builder.add_op(op, fed)
+    fetch_slots = tuple(builder.host_slot(t) for t in fetches)
+    plan = builder.finish(fetch_slots, placement)
+    return plan
+
+
+def _is_gpu(device: str) -> bool:
+    return "device:GPU:" in device
+
+
+class _Builder:
+    """Numbers nodes and slots; inserts a copy node on every host<->GPU edge (one per tensor
+    and destination device), so kernels only ever see arrays that live on their device."""
+
+    def __init__(self, devices: dict[str, str], feeds: Sequence[Tensor]) -> None:
+        self.devices = devices
+        self.slot_of: dict[Tensor, int] = {t: i for i, t in enumerate(feeds)}
+        self.device_of_slot: dict[int, str] = {i: "" for i in range(len(feeds))}  # "" = host
+        self.producer_of_slot: dict[int, int] = {}
+        self.num_slots = len(feeds)
+        self.nodes: list[dict[str, Any]] = []
+        self.index: dict[str, int] = {}
+        self.copies: dict[tuple[int, str], int] = {}   # (slot, device) -> slot of the copy
+        self.log: list[str] = []
+        self.num_feeds = len(feeds)
+
+    def _new_slot(self, device: str, producer: int) -> int:
+        slot = self.num_slots
+        self.num_slots += 1
+        self.device_of_slot[slot] = device
+        self.producer_of_slot[slot] = producer
+        return slot
+
+    def _add(self, name: str, op_type: str, device: str, dtype: str | None, attrs: dict[str, Any],
+             inputs: tuple[int, ...], num_outputs: int, control: list[int]) -> int:
+        i = len(self.nodes)
+        outputs = tuple(self._new_slot(device if _is_gpu(device) else "", i) for _ in range(num_outputs))
+        preds = {self.producer_of_slot[s] for s in inputs if s in self.producer_of_slot}
+        preds.update(control)
+        self.nodes.append({"name": name, "op_type": op_type, "device": device, "dtype": dtype,
+                           "attrs": {**attrs, "_node_name": name}, "inputs": inputs,
+                           "outputs": outputs, "preds": sorted(preds)})
+        self.index[name] = i
+        return i
+
+    def _on(self, slot: int, device: str) -> int:
+        """``slot``'s value where ``device`` reads it: itself, or a copy made once."""
+        here = self.device_of_slot[slot]
+        want = device if _is_gpu(device) else ""
+        if here == want:
+            return slot
+        key = (slot, want)
+        if key not in self.copies:
+            gpu = want or here
+            op_type = "_HostToDevice" if want else "_DeviceToHost"
+            producer = self.producer_of_slot.get(slot)
+            source = self.nodes[producer]["name"] if producer is not None else f"feed{slot}"
+            name = f"{source}/_copy{slot}_to_{(want or 'host').rsplit('/', 1)[-1]}"
+            i = self._add(name, op_type, gpu, None, {}, (slot,), 1, [])
+            self.device_of_slot[self.nodes[i]["outputs"][0]] = want
+            self.copies[key] = self.nodes[i]["outputs"][0]
+            self.log.append(f"{name}: {gpu}")
+        return self.copies[key]
+
+    def add_op(self, op: Operation, fed: set[Tensor]) -> None:
+        device = self.devices[op.name]
+        inputs = tuple(self._on(self.slot_of[t], device) for t in op.inputs)
+        control = [self.index[c.name] for c in op.control_inputs]
+        i = self._add(op.name, op.type, device, kernel_dtype(op), op.attrs, inputs,
+                      len(op.outputs), control)
+        for t, slot in zip(op.outputs, self.nodes[i]["outputs"]):
+            self.slot_of.setdefault(t, slot)  # a fed output keeps the fed slot: the feed wins
+
+    def host_slot(self, t: Tensor) -> int:
+        return self._on(self.slot_of[t], "")
+
+    def finish(self, fetch_slots: tuple[int, ...], placement: Placement) -> StepPlan:
+        consumers: list[list[int]] = [[] for _ in self.nodes]
+        for i, node in enumerate(self.nodes):
+            for p in node["preds"]:
+                consumers[p].append(i)
+        nodes = tuple(PlannedNode(n["name"], n["op_type"], n["device"], n["dtype"], n["attrs"],
+                                  n["inputs"], n["outputs"], tuple(consumers[i]), len(n["preds"]))
+                      for i, n in enumerate(self.nodes))
+        if self.log:
+            placement = Placement(placement.devices, placement.log_lines + self.log)
+        return StepPlan(nodes, self.num_slots, tuple(range(self.num_feeds)), fetch_slots,
+                        tuple(i for i, n in enumerate(nodes) if n.pending_count == 0), placement)
 
 
 def _check_placeholders_fed(ops: list[Operation], fed: set[Tensor]) -> None:

@@ -7,21 +7,36 @@ import threading
 import numpy as np
 
 from zmtf.runtime.buffer_pool import BufferPool
+from zmtf.runtime.gpu_memory import current_memory, current_stream
 from zmtf.runtime.resources import ResourceContainer
 
 
 class KernelContext:
     """Per-session state shared by kernels: the variable store and per-node random generators."""
 
-    __slots__ = ("resources", "intra_op_threads", "empty", "_generators", "_lock")
+    __slots__ = ("resources", "intra_op_threads", "empty", "gpu_const_cache", "_generators", "_lock")
 
     def __init__(self, resources: ResourceContainer, intra_op_threads: int,
                  pool: BufferPool | None = None) -> None:
         self.resources = resources
         self.intra_op_threads = intra_op_threads
         self.empty = (pool or BufferPool()).empty  # output buffers: big ones reuse memory
+        self.gpu_const_cache: dict[tuple[str, int], object] = {}
         self._generators: dict[str, np.random.Generator] = {}
         self._lock = threading.Lock()
+
+    def gpu_empty(self, shape: object, dtype: object) -> object:
+        """A device array on the calling GPU thread's device, within that GPU's budget."""
+        memory = current_memory()
+        if memory is None:
+            from numba import cuda
+
+            return cuda.device_array(shape, dtype)
+        return memory.empty(shape, dtype, current_stream())
+
+    @property
+    def gpu_stream(self) -> object:
+        return current_stream()
 
     def random_generator(self, key: str, seed: int, seed2: int) -> np.random.Generator:
         """One generator per node, so repeated runs draw fresh numbers; seeded ones repeat per session."""

@@ -11,6 +11,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,13 @@ class DevicePools:
     def __init__(self, inter_op_threads: int = 0) -> None:
         self._threads = inter_op_threads or default_thread_count()
         self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._special: dict[str, tuple[int, Any]] = {}  # device -> (threads, initializer)
         self._lock = threading.Lock()
+
+    def configure(self, device: str, threads: int, initializer: Any) -> None:
+        """Give ``device`` its own thread count and per-thread setup (a GPU: one queue thread)."""
+        with self._lock:
+            self._special.setdefault(device, (threads, initializer))
 
     @property
     def threads(self) -> int:
@@ -51,7 +58,9 @@ class DevicePools:
                 pool = self._pools.get(device)
                 if pool is None:
                     short = device.rsplit("device:", 1)[-1]
-                    pool = ThreadPoolExecutor(self._threads, thread_name_prefix=f"zmtf-inter-op-{short}")
+                    threads, initializer = self._special.get(device, (self._threads, None))
+                    pool = ThreadPoolExecutor(threads, thread_name_prefix=f"zmtf-inter-op-{short}",
+                                              initializer=initializer)
                     self._pools[device] = pool
         return pool
 
@@ -77,3 +86,31 @@ class _SharedPools:
 
 
 SHARED_POOLS = _SharedPools()
+
+
+def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, int],
+                  pools: DevicePools) -> list[LocalDevice]:
+    """This task's devices, GPUs first (the default device is GPU:0 when there is one).
+
+    Each GPU gets a one-thread inter-op queue bound to its CUDA context and memory budget.
+    """
+    from zmtf.runtime import transfers  # noqa: F401  (registers the host<->GPU copy kernels)
+    from zmtf.runtime.gpu_memory import GpuMemory, bind_thread
+    from zmtf.runtime.gpus import discover
+
+    devices = []
+    for gpu in discover(gpu_options.visible_device_list, device_count.get("GPU")):
+        name = f"{task_prefix}/device:GPU:{gpu.index}"
+        memory = GpuMemory(name, gpu.total_memory, gpu_options.per_process_gpu_memory_fraction,
+                           gpu_options.allow_growth)
+        pools.configure(name, 1, lambda i=gpu.driver_index, m=memory: bind_thread(i, m))
+        kind = " (simulated)" if gpu.simulated else ""
+        devices.append(LocalDevice(name, "GPU", memory.limit,
+                                   f"device: {gpu.driver_index}, name: {gpu.name}{kind}, compute "
+                                   f"capability: {gpu.compute_capability[0]}.{gpu.compute_capability[1]}"))
+    cpus = device_count.get("CPU", 1)
+    if cpus < 1:
+        raise ValueError("device_count['CPU'] must be at least 1: zmtf always needs the host")
+    devices.append(LocalDevice(f"{task_prefix}/device:CPU:0", "CPU", 0,
+                               f"CPU with {default_thread_count()} cores"))
+    return devices

@@ -17,7 +17,7 @@ from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.ops import array_grad, math_grad, nn_grad  # noqa: F401  (fill GRADIENTS)
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.control_flow_ops import tuple_
+from zmtf.framework.ops.control_flow_ops import group
 
 #: per op: for each output, the gradients received so far (a list), or once aggregated a Tensor
 _GradTable = dict[Operation, list[Any]]
@@ -43,8 +43,9 @@ def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
     if len(grad_ys) != len(ys):
         raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
     graph = ys[0].graph
-    stop_ops = {_as_y(t).op for t in _as_list(stop_gradients)} if stop_gradients is not None else set()
-    with graph.name_scope(name):
+    stopped = _as_list(stop_gradients) if stop_gradients is not None else []
+    stop_ops = {_as_y(t).op for t in stopped}
+    with graph.as_default(), graph.name_scope(name):
         walk = _Backprop(graph, ys, xs, stop_ops, colocate_gradients_with_ops, gate_gradients)
         walk.seed(grad_ys)
         walk.run()
@@ -97,16 +98,14 @@ class _Backprop:
         for i, (y, g) in enumerate(zip(self.ys, grad_ys)):
             with self._near(y.op):
                 if g is None:
-                    if not y.dtype.is_floating:
-                        raise TypeError(f"Gradients of {y.dtype.name} tensors are not supported "
-                                        f"({y.name}); cast it to a float dtype first")
                     g = array_ops.ones_like(y, name=f"grad_ys_{i}")
                 else:
                     g = convert_to_tensor(g, dtype=y.dtype, name=f"grad_ys_{i}")
             self._add(y, g)
 
     def run(self) -> None:
-        queue = deque(_unique(y.op for y in self.ys if y.op in self.between and self.pending[y.op] == 0))
+        ready = (y.op for y in self.ys if y.op in self.between and self.pending[y.op] == 0)
+        queue = deque(_unique(ready))
         while queue:
             op = queue.popleft()
             in_grads = self._backprop(op)
@@ -143,10 +142,8 @@ class _Backprop:
         return in_grads
 
     def _gated(self, in_grads: list[Tensor | None]) -> list[Tensor | None]:
-        """gate_gradients: none of op's input gradients is usable before all are computed."""
         with self.graph.device(None), self.graph.colocate_with(None):
-            gated = iter(tuple_([g for g in in_grads if g is not None]))
-        return [next(gated) if g is not None else None for g in in_grads]
+            return gate(in_grads)
 
     def _near(self, op: Operation) -> Any:
         """colocate_gradients_with_ops: build op's gradient where op runs."""
@@ -188,6 +185,27 @@ class _Backprop:
             ) from None
 
 
+def gate(tensors: list[Tensor | None]) -> list[Tensor | None]:
+    """The tensors (Nones kept), each usable only once all of them are computed.
+
+    TF's ``tuple``: a NoOp waits for all; each output is an Identity of its input,
+    colocated with it, that depends on the NoOp. The gate adds no transfer between tasks.
+    """
+    present = [t for t in tensors if t is not None]
+    if len(present) < 2:
+        return list(tensors)
+    graph = present[0].graph
+    barrier = group(*present)
+    out: list[Tensor | None] = []
+    for t in tensors:
+        if t is None:
+            out.append(None)
+            continue
+        with graph.colocate_with(t.op), graph.control_dependencies([barrier]):
+            out.append(array_ops.identity(t))
+    return out
+
+
 # ---- graph walks ------------------------------------------------------------------------
 def _consumers(graph: Graph) -> dict[Tensor, list[Operation]]:
     table: dict[Tensor, list[Operation]] = {}
@@ -197,7 +215,8 @@ def _consumers(graph: Graph) -> dict[Tensor, list[Operation]]:
     return table
 
 
-def _reached_from(from_ops: set[Operation], consumers: dict[Tensor, list[Operation]]) -> set[Operation]:
+def _reached_from(from_ops: set[Operation],
+                  consumers: dict[Tensor, list[Operation]]) -> set[Operation]:
     """Ops reachable from ``from_ops`` along float tensors."""
     reached: set[Operation] = set()
     queue = deque(from_ops)

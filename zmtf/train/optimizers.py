@@ -17,9 +17,9 @@ from zmtf.framework.graph import Graph, GraphKeys, Operation, Tensor, get_defaul
 from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import array_ops, math_ops, state_ops
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
-from zmtf.framework.ops.control_flow_ops import group, tuple_
+from zmtf.framework.ops.control_flow_ops import group
 from zmtf.framework.variables import Variable, trainable_variables
-from zmtf.train.gradients import gradients
+from zmtf.train.gradients import gate, gradients
 
 _FLOAT_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64)
 
@@ -78,7 +78,7 @@ class Optimizer:
                           aggregation_method=aggregation_method,
                           colocate_gradients_with_ops=colocate_gradients_with_ops)
         if gate_gradients == self.GATE_GRAPH:
-            grads = _gate_all(grads)
+            grads = gate(grads)
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
@@ -90,11 +90,12 @@ class Optimizer:
             raise ValueError("No variables provided.")
         var_list = [v for g, v in pairs if g is not None]
         if not var_list:
-            raise ValueError(f"No gradients provided for any variable: {[v.name for _, v in pairs]}.")
+            names = [v.name for _, v in pairs]
+            raise ValueError(f"No gradients provided for any variable: {names}.")
         graph = var_list[0].graph
-        with graph.control_dependencies(None):  # slots are state, not part of this step
+        with graph.as_default(), graph.control_dependencies(None):  # slots: state, not this step
             self._create_slots(var_list)
-        with graph.name_scope(name or self._name) as scope:
+        with graph.as_default(), graph.name_scope(name or self._name) as scope:
             self._prepare()
             update_ops = []
             for grad, var in pairs:
@@ -141,7 +142,9 @@ class Optimizer:
 
     # ---- helpers for subclasses ---------------------------------------------------------
     def _hyper(self, value: Any, name: str, var: Variable) -> Tensor:
-        """A hyperparameter as a scalar of var's dtype, built next to var's update."""
+        """A hyperparameter (number, tensor, or callable giving one) as a scalar of var's dtype."""
+        if callable(value) and not hasattr(value, "_as_graph_element"):
+            value = value()
         if isinstance(value, Tensor) or hasattr(value, "_as_graph_element"):
             tensor = convert_to_tensor(value)
             return tensor if tensor.dtype == var.dtype else math_ops.cast(tensor, var.dtype)
@@ -153,10 +156,8 @@ class Optimizer:
             named[var.op] = _create_zeros_slot(var, op_name)
         return named[var.op]
 
-    def _non_slot(self, name: str, graph: Graph) -> Variable | None:
-        return self._non_slots.get((name, graph))
-
-    def _create_non_slot_variable(self, initial_value: Any, name: str, colocate_with: Variable) -> Variable:
+    def _create_non_slot_variable(self, initial_value: Any, name: str,
+                                  colocate_with: Variable) -> Variable:
         """A non-trainable variable of this optimizer, once per graph, next to ``colocate_with``."""
         graph = colocate_with.graph
         key = (name, graph)
@@ -170,7 +171,8 @@ class Optimizer:
 class GradientDescentOptimizer(Optimizer):
     """var -= learning_rate * grad."""
 
-    def __init__(self, learning_rate: Any, use_locking: bool = False, name: str = "GradientDescent") -> None:
+    def __init__(self, learning_rate: Any, use_locking: bool = False,
+                 name: str = "GradientDescent") -> None:
         super().__init__(use_locking, name)
         self._learning_rate = learning_rate
 
@@ -181,7 +183,10 @@ class GradientDescentOptimizer(Optimizer):
 
 
 class MomentumOptimizer(Optimizer):
-    """accum = momentum * accum + grad; var -= lr * accum (Nesterov: lr * (grad + momentum * accum))."""
+    """accum = momentum * accum + grad; var -= lr * accum.
+
+    With ``use_nesterov``: var -= lr * (grad + momentum * accum).
+    """
 
     def __init__(self, learning_rate: Any, momentum: Any, use_locking: bool = False,
                  name: str = "Momentum", use_nesterov: bool = False) -> None:
@@ -213,7 +218,8 @@ class AdamOptimizer(Optimizer):
         self._lr, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
 
     def _get_beta_accumulators(self, graph: Graph) -> tuple[Variable, Variable]:
-        beta1_power, beta2_power = self._non_slot("beta1_power", graph), self._non_slot("beta2_power", graph)
+        beta1_power = self._non_slots.get(("beta1_power", graph))
+        beta2_power = self._non_slots.get(("beta2_power", graph))
         assert beta1_power is not None and beta2_power is not None
         return beta1_power, beta2_power
 
@@ -230,20 +236,23 @@ class AdamOptimizer(Optimizer):
         assert m is not None and v is not None
         powers = [p.value() if p.dtype == var.dtype else math_ops.cast(p.value(), var.dtype)
                   for p in self._get_beta_accumulators(var.graph)]
-        inputs = [var._ref_tensor(), m._ref_tensor(), v._ref_tensor(), *powers,
-                  self._hyper(self._lr, "learning_rate", var), self._hyper(self._beta1, "beta1", var),
-                  self._hyper(self._beta2, "beta2", var), self._hyper(self._epsilon, "epsilon", var),
-                  grad]
-        return _apply("ApplyAdam", inputs, {"use_locking": self._use_locking, "use_nesterov": False})
+        hypers = [self._hyper(value, name, var) for value, name in (
+            (self._lr, "learning_rate"), (self._beta1, "beta1"), (self._beta2, "beta2"),
+            (self._epsilon, "epsilon"))]
+        inputs = [var._ref_tensor(), m._ref_tensor(), v._ref_tensor(), *powers, *hypers, grad]
+        attrs = {"use_locking": self._use_locking, "use_nesterov": False}
+        return _apply("ApplyAdam", inputs, attrs)
 
     def _finish(self, update_ops: list[Operation], name_scope: str) -> Operation:
         """After every update has read them, beta1_power *= beta1 and beta2_power *= beta2."""
         graph = update_ops[0].graph
         beta1_power, beta2_power = self._get_beta_accumulators(graph)
+        updates = []
         with graph.control_dependencies(update_ops), graph.colocate_with(beta1_power.op):
-            update_beta1 = beta1_power.assign(beta1_power * self._hyper(self._beta1, "beta1", beta1_power))
-            update_beta2 = beta2_power.assign(beta2_power * self._hyper(self._beta2, "beta2", beta2_power))
-        return group(*update_ops, update_beta1, update_beta2, name=name_scope)
+            for power, beta, beta_name in ((beta1_power, self._beta1, "beta1"),
+                                           (beta2_power, self._beta2, "beta2")):
+                updates.append(power.assign(power * self._hyper(beta, beta_name, power)))
+        return group(*update_ops, *updates, name=name_scope)
 
 
 # ---- global step ------------------------------------------------------------------------
@@ -282,6 +291,11 @@ def get_or_create_global_step(graph: Graph | None = None) -> Any:
     return step if step is not None else create_global_step(graph)
 
 
+def global_step(sess: Any, global_step_tensor: Any) -> int:
+    """The global step's current value as a Python int: ``tf.train.global_step(sess, step)``."""
+    return int(sess.run(global_step_tensor))
+
+
 def _assert_global_step(step: Any) -> None:
     if not (isinstance(step, (Variable, Tensor))):
         raise TypeError(f"Existing 'global_step' must be a Variable or Tensor: {step}.")
@@ -307,8 +321,8 @@ def _create_zeros_slot(primary: Variable, name: str) -> Variable:
         return array_ops.zeros_like(primary.initial_value)
 
     with graph.name_scope(None), graph.control_dependencies(None), graph.colocate_with(primary.op):
-        return Variable(zeros, trainable=False, name=f"{primary.op.name}/{name}", dtype=primary.dtype,
-                        validate_shape=shape.is_fully_defined())
+        return Variable(zeros, trainable=False, name=f"{primary.op.name}/{name}",
+                        dtype=primary.dtype, validate_shape=shape.is_fully_defined())
 
 
 def _check_float(t: Tensor) -> None:
@@ -329,12 +343,3 @@ def _flatten(values: Any) -> Any:
             yield from _flatten(v)
         else:
             yield v
-
-
-def _gate_all(grads: list[Tensor | None]) -> list[Tensor | None]:
-    """GATE_GRAPH: no gradient is usable before all of them are computed."""
-    present = [g for g in grads if g is not None]
-    if len(present) < 2:
-        return grads
-    gated = iter(tuple_(present))
-    return [next(gated) if g is not None else None for g in grads]

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from zmtf.framework.gradient_registry import gradient
+from zmtf.framework.gradient_registry import gradient, not_differentiable
 from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import constant
 from zmtf.framework.ops.math_grad import shape_of, sum_to
 
 Grads = list[Tensor | None]
+
+not_differentiable(
+    "Const", "Placeholder", "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "OneHot",
+    "StopGradient", "NoOp", "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
+    # state: a variable is a leaf, and assignments are not functions of their inputs
+    "Variable", "VariableV2", "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub",
+    "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam",
+)
 
 
 @gradient("Reshape")
@@ -72,7 +80,8 @@ def _selection(total: int, offset: int, size: int, dtype: np.dtype) -> Tensor:
     return constant(matrix, name="select")
 
 
-def _cut(op: Operation, grad: Tensor, axis: int, sizes: list[int]) -> tuple[list[Tensor], list[int] | None]:
+def _cut(op: Operation, grad: Tensor, axis: int,
+         sizes: list[int]) -> tuple[list[Tensor], list[int] | None]:
     """``grad`` cut along ``axis`` into pieces of ``sizes``.
 
     Returns the pieces, each a matrix: [size, rest] when axis is 0, else [rest, size] with

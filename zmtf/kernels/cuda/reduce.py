@@ -1,0 +1,198 @@
+"""Reductions on the GPU: Sum, Mean, Max over any set of axes, ArgMax, SumToShape.
+
+One general kernel: a thread per (output, chunk) pair walks the chunk's reduced elements
+(``_plan.reduce_plan`` gives the index arithmetic) and accumulates in float64. When there
+are few outputs (a reduce over all axes, a loss), each output's elements are split into
+chunks so the GPU has enough threads, and a second launch of the same kernel reduces the
+float64 partial results, which are laid out [outputs, chunks]. Empty reductions never
+reach a kernel: the output is filled with 0 (Sum), nan (Mean) or -inf (Max), as on CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.kernels.cpu._common import normalize_axis, shape_str
+from zmtf.kernels.cpu.reduce import reduction_axes
+from zmtf.kernels.cuda import _device
+from zmtf.kernels.cuda._plan import ReducePlan, chunking, reduce_plan
+from zmtf.kernels.cuda.array import fill_with
+from zmtf.kernels.cuda.elementwise import MATH
+from zmtf.kernels.registry import register
+
+
+@cuda.jit(device=True)
+def _offset(index, dims, strides):  # type: ignore[no-untyped-def]
+    """The element offset of row-major ``index`` over ``dims`` with ``strides``."""
+    offset = 0
+    for d in range(dims.size - 1, -1, -1):
+        q = index // dims[d]
+        offset += (index - q * dims[d]) * strides[d]
+        index = q
+    return offset
+
+
+@cuda.jit
+def reduce_kernel(  # type: ignore[no-untyped-def]
+    x, out, out_dims, out_strides, red_dims, red_strides, red_count, chunks, chunk_len,
+    is_max, divisor,
+):
+    """out[o * chunks + c] = sum (or max) of chunk c of output o's elements, / divisor."""
+    for p in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        o = p // chunks
+        lo = (p - o * chunks) * chunk_len
+        hi = lo + chunk_len
+        if hi > red_count:  # NOTE: not min(): keeps to what every CUDA target lowers natively
+            hi = red_count
+        base = _offset(o, out_dims, out_strides)
+        acc = -math.inf if is_max else 0.0
+        for j in range(lo, hi):
+            v = x[base + _offset(j, red_dims, red_strides)]
+            if is_max:
+                if v > acc or v != v:  # NaN wins, as in np.maximum
+                    acc = v
+            else:
+                acc += float(v)  # float64 (float() keeps the simulator in float64 too)
+        out[p] = acc / divisor
+
+
+@cuda.jit
+def arg_max_kernel(  # type: ignore[no-untyped-def]
+    x, out, out_dims, out_strides, axis_len, axis_stride
+):
+    """out[o] = the first index of the maximum along the axis (the first NaN, as numpy)."""
+    for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        base = _offset(o, out_dims, out_strides)
+        best = x[base]
+        best_index = 0
+        for j in range(1, axis_len):
+            v = x[base + j * axis_stride]
+            if (v > best or v != v) and best == best:
+                best = v
+                best_index = j
+        out[o] = best_index
+
+
+def _run_reduce(ctx: Any, x: Any, out: Any, plan: ReducePlan, is_max: bool, divisor: float) -> None:
+    """One or two launches of ``reduce_kernel``; ``out`` is any array of out_count elements."""
+    chunks, chunk_len = chunking(plan.out_count, plan.red_count, _device.parallel_width())
+    index = [_device.index_array(ctx, a) for a in (plan.out_dims, plan.out_strides)]
+    index += [_device.index_array(ctx, a) for a in (plan.red_dims, plan.red_strides)]
+    xf = _device.flat(x)
+    if chunks == 1:
+        target = _device.flat(out)
+        _device.launch(
+            ctx, reduce_kernel, target.size, xf, target, *index, plan.red_count, 1,
+            chunk_len, is_max, float(divisor),
+        )
+        return
+    partials = _device.empty(ctx, (plan.out_count * chunks,), np.float64)
+    _device.launch(
+        ctx, reduce_kernel, partials.size, xf, partials, *index, plan.red_count, chunks,
+        chunk_len, is_max, 1.0,
+    )
+    second = reduce_plan((plan.out_count, chunks), (1,))
+    _run_reduce(ctx, partials, out, second, is_max, divisor)
+
+
+def _reduce(ctx: Any, inputs: list, attrs: dict, kind: str) -> list:
+    x = inputs[0]
+    if len(inputs) > 1:  # the axes as an input: a few ints, read on the host
+        inputs = [x, _device.to_host(ctx, inputs[1])]
+    axes = reduction_axes(x, inputs, attrs)
+    shape = tuple(
+        1 if i in axes else d
+        for i, d in enumerate(x.shape)
+        if attrs.get("keep_dims", False) or i not in axes
+    )
+    return [reduce_to(ctx, x, axes, shape, kind)]
+
+
+#: kind -> (is_max, divide by the count, the value of an empty reduction)
+_KINDS: dict[str, tuple[bool, bool, float]] = {
+    "sum": (False, False, 0.0),
+    "mean": (False, True, math.nan),
+    "max": (True, False, -math.inf),
+}
+
+
+def reduce_to(ctx: Any, x: Any, axes: tuple[int, ...], shape: tuple[int, ...], kind: str) -> Any:
+    """x reduced over ``axes`` into a new array of ``shape`` (as many elements as the kept
+    dims) and x's dtype; ``kind`` is "sum", "mean" or "max"."""
+    is_max, mean, empty_value = _KINDS[kind]
+    plan = reduce_plan(x.shape, axes)
+    out = _device.empty(ctx, shape, x.dtype)
+    if out.size == 0:
+        return out
+    if plan.red_count == 0:
+        return fill_with(ctx, out, empty_value)
+    _run_reduce(ctx, x, out, plan, is_max, plan.red_count if mean else 1)
+    return out
+
+
+@register("Sum", "GPU", MATH)
+def sum_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Sum(x) over ``axis`` (None = all), ``keep_dims``."""
+    return _reduce(ctx, inputs, attrs, "sum")
+
+
+@register("Mean", "GPU", MATH)
+def mean_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Mean(x) over ``axis`` (None = all), ``keep_dims``."""
+    return _reduce(ctx, inputs, attrs, "mean")
+
+
+@register("Max", "GPU", MATH)
+def max_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Max(x) over ``axis``; NaN propagates; an empty reduction gives -inf, as in TF."""
+    return _reduce(ctx, inputs, attrs, "max")
+
+
+@register("ArgMax", "GPU", MATH)
+def arg_max(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ArgMax(x) along ``axis`` (attr or input 1); ``output_type`` int64 (default) or int32."""
+    x = inputs[0]
+    node_name = attrs["_node_name"]
+    raw_axis = _device.to_host(ctx, inputs[1]) if len(inputs) > 1 else attrs.get("axis", 0)
+    axis = normalize_axis(int(np.asarray(raw_axis)), x.ndim, node_name)
+    if x.shape[axis] == 0:
+        raise InvalidArgumentError(
+            f"ArgMax (node '{node_name}'): reduction axis {axis} is empty in shape "
+            f"{shape_str(x.shape)}"
+        )
+    shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+    out = _device.empty(ctx, shape, attrs.get("output_type") or "int64")
+    if out.size:
+        plan = reduce_plan(x.shape, (axis,))
+        index = [_device.index_array(ctx, a) for a in (plan.out_dims, plan.out_strides)]
+        axis_stride = math.prod(x.shape[axis + 1 :])
+        _device.launch(
+            ctx, arg_max_kernel, out.size, _device.flat(x), _device.flat(out), *index,
+            x.shape[axis], axis_stride,
+        )
+    return [out]
+
+
+@register("SumToShape", "GPU", MATH)
+def sum_to_shape(ctx: Any, inputs: list, attrs: dict) -> list:
+    """SumToShape(x, shape): sum the dims numpy broadcasting added, to get exactly ``shape``."""
+    x = inputs[0]
+    target = tuple(int(d) for d in _device.to_host(ctx, inputs[1]).reshape(-1))
+    lead = x.ndim - len(target)
+    trailing = tuple(x.shape[lead:]) if lead >= 0 else ()
+    if lead < 0 or any(t not in (1, d) for t, d in zip(target, trailing)):
+        raise InvalidArgumentError(
+            f"SumToShape (node '{attrs['_node_name']}'): cannot reduce shape "
+            f"{shape_str(x.shape)} to {shape_str(target)}; the target must broadcast to it"
+        )
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, (t, d) in enumerate(zip(target, trailing)) if t == 1 and d != 1
+    )
+    if not axes:
+        return [x.reshape(target)]
+    return [reduce_to(ctx, x, axes, target, "sum")]

@@ -1,0 +1,112 @@
+"""GPU discovery through numba.cuda: which cards this process may use, and what they are.
+
+No GPU, no driver or a broken CUDA install means "CPU only" with one log line, never an
+import error. ``CUDA_VISIBLE_DEVICES`` is applied by the CUDA driver itself; TF's
+``gpu_options.visible_device_list`` then picks and orders among the visible cards ("3,2":
+visible card 3 becomes GPU:0). Numba's CUDA *simulator* (NUMBA_ENABLE_CUDASIM=1) offers a
+fake card; zmtf uses it only when asked (``ZMTF_CUDASIM_GPUS=1`` or a session config with
+``device_count={"GPU": n}``), so a test process that has the simulator on for GPU kernel
+tests does not move every CPU test onto the (slow) simulator.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+log = logging.getLogger("zmtf.devices")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    """One usable card: its zmtf index, the driver's index, name, capability, memory."""
+
+    index: int                 # GPU:<index> in zmtf device names
+    driver_index: int          # numba.cuda.gpus[driver_index]
+    name: str
+    compute_capability: tuple[int, int]
+    total_memory: int          # bytes; 0 when unknown (simulator: unbounded)
+    simulated: bool
+
+
+_lock = threading.Lock()
+_cache: dict[str, tuple[list[GpuInfo], str]] = {}
+
+
+def simulator_enabled() -> bool:
+    """Whether numba's CUDA simulator is on (read without importing numba.cuda)."""
+    try:
+        from numba.core import config
+    except ImportError:
+        return False
+    return bool(getattr(config, "ENABLE_CUDASIM", 0))
+
+
+def _probe() -> tuple[list[tuple[int, str, tuple[int, int], int]], str]:
+    """(driver index, name, capability, total bytes) per card, or ([], why not)."""
+    try:
+        from numba import cuda
+        from numba.cuda.cudadrv.error import CudaSupportError
+    except Exception as error:  # noqa: BLE001 - any import failure means CPU only
+        return [], f"numba.cuda cannot be imported ({type(error).__name__}: {error})"
+    try:
+        if not cuda.is_available():
+            return [], "no CUDA driver or GPU found"
+        cards = []
+        for device in cuda.list_devices():
+            name = getattr(device, "name", b"CUDA simulator")
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            cards.append((int(device.id), name, tuple(device.compute_capability), _total_memory(cuda, device)))
+        return cards, "" if cards else "the CUDA driver lists no device"
+    except CudaSupportError as error:
+        return [], f"CUDA is not usable: {error}"
+    except Exception as error:  # noqa: BLE001 - a broken install must not break CPU users
+        return [], f"CUDA probe failed ({type(error).__name__}: {error})"
+
+
+def _total_memory(cuda: object, device: object) -> int:
+    try:
+        with device:  # type: ignore[attr-defined]
+            total = cuda.current_context().get_memory_info().total  # type: ignore[attr-defined]
+        return int(total) if total != float("inf") else 0
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def parse_visible_device_list(text: str, count: int) -> list[int]:
+    """TF's visible_device_list: "1,0" -> [1, 0]; "" -> all; bad entries -> ValueError."""
+    if not text.strip():
+        return list(range(count))
+    indices = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) >= count:
+            raise ValueError(f"gpu_options.visible_device_list '{text}': '{part}' is not a visible "
+                             f"GPU index (this process sees {count} GPU(s): 0..{count - 1})")
+        if int(part) in indices:
+            raise ValueError(f"gpu_options.visible_device_list '{text}' lists GPU {part} twice")
+        indices.append(int(part))
+    return indices
+
+
+def discover(visible_device_list: str = "", requested: int | None = None) -> list[GpuInfo]:
+    """The GPUs a session or server may use (``requested``: device_count["GPU"], if set)."""
+    simulated = simulator_enabled()
+    if requested == 0:
+        return []
+    if simulated and requested is None and os.environ.get("ZMTF_CUDASIM_GPUS") != "1":
+        return []
+    with _lock:
+        if "cards" not in _cache:
+            _cache["cards"] = _probe()  # type: ignore[assignment]
+            cards, why = _cache["cards"]  # type: ignore[misc]
+            if not cards:
+                log.info("no GPU available (%s): running on CPU only", why)
+        cards, _ = _cache["cards"]  # type: ignore[misc]
+    order = parse_visible_device_list(visible_device_list, len(cards))
+    if requested is not None:
+        order = order[:requested]
+    return [GpuInfo(i, cards[k][0], cards[k][1], cards[k][2], cards[k][3], simulated)
+            for i, k in enumerate(order)]
