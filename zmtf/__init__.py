@@ -57,3 +57,11 @@ from zmtf.distributed.server import Server as _Server  # noqa: E402
 
 train.ClusterSpec = _ClusterSpec
 train.Server = _Server
+
+from zmtf.train.gradients import gradients  # noqa: E402
+from zmtf.runtime.gpus import list_local_devices as _list_local_devices  # noqa: E402
+
+
+def list_devices() -> list:
+    """The devices this process sees (CPU, and GPUs numba.cuda finds), as TF names them."""
+    return _list_local_devices()

@@ -99,7 +99,13 @@ def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, in
     from zmtf.runtime.gpus import discover
 
     devices = []
-    for gpu in discover(gpu_options.visible_device_list, device_count.get("GPU")):
+    gpus = discover(gpu_options.visible_device_list, device_count.get("GPU"))
+    if gpus:
+        from zmtf.kernels import cuda as cuda_kernels  # registers the GPU kernels, once
+
+        if not cuda_kernels.AVAILABLE:
+            raise RuntimeError(f"GPU kernels are unavailable: {cuda_kernels.REASON}")
+    for gpu in gpus:
         name = f"{task_prefix}/device:GPU:{gpu.index}"
         memory = GpuMemory(name, gpu.total_memory, gpu_options.per_process_gpu_memory_fraction,
                            gpu_options.allow_growth)

@@ -110,3 +110,17 @@ def discover(visible_device_list: str = "", requested: int | None = None) -> lis
         order = order[:requested]
     return [GpuInfo(i, cards[k][0], cards[k][1], cards[k][2], cards[k][3], simulated)
             for i, k in enumerate(order)]
+
+
+def list_local_devices(visible_device_list: str = "", requested: int | None = None) -> list[str]:
+    """Device names with a short description, GPU first: what ``python -m zmtf.devices`` prints."""
+    lines = []
+    for gpu in discover(visible_device_list, requested):
+        cc = ".".join(map(str, gpu.compute_capability))
+        memory = f"{gpu.total_memory / 2**30:.1f} GiB" if gpu.total_memory else "memory unknown"
+        kind = ", simulated" if gpu.simulated else ""
+        lines.append(f"/job:localhost/replica:0/task:0/device:GPU:{gpu.index}  ({gpu.name}, "
+                     f"compute capability {cc}, {memory}, driver index {gpu.driver_index}{kind})")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    lines.append(f"/job:localhost/replica:0/task:0/device:CPU:0  ({cores} cores)")
+    return lines

@@ -19,7 +19,9 @@ def host_to_device(ctx: Any, inputs: list, attrs: dict) -> list:
     """Copy a host array to the current GPU (into the GPU's memory budget)."""
     from numba import cuda
 
-    host = np.ascontiguousarray(inputs[0])
+    host = np.asarray(inputs[0])
+    if not host.flags.c_contiguous:
+        host = host.copy()  # (np.ascontiguousarray would turn a 0-d array into 1-d)
     allocate = getattr(ctx, "gpu_empty", None)
     if allocate is None:
         return [cuda.to_device(host, stream=_stream(ctx))]
@@ -38,4 +40,4 @@ def device_to_host(ctx: Any, inputs: list, attrs: dict) -> list:
     host = value.copy_to_host(stream=stream)
     if stream:
         stream.synchronize()
-    return [np.asarray(host)]
+    return [np.asarray(host).reshape(value.shape)]  # a 0-d array can come back as (1,)
