@@ -9,9 +9,11 @@ import pytest
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
-def run_example(name, *args):
+def run_example(name, *args, env=None):
+    import os
+
     out = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True,
-                         text=True, timeout=180)
+                         text=True, timeout=180, env=dict(os.environ, **(env or {})))
     assert out.returncode == 0, out.stderr
     return out.stdout, out.stderr
 
@@ -84,3 +86,22 @@ def test_seed_cluster_program_prints_the_books_values():
 def test_async_service_answers_concurrent_requests():
     stdout, _ = run_example("async_service.py", "--requests", "60", "--concurrency", "12", "--transport", "inproc")
     assert "60 requests from 12 concurrent clients" in stdout and "all answers correct" in stdout
+
+
+SIMULATED_GPU = {"NUMBA_ENABLE_CUDASIM": "1", "ZMTF_CUDASIM_GPUS": "1"}
+
+
+def test_seed_device_function_on_a_simulated_gpu():
+    stdout, stderr = run_example("seed_device_function.py", env=SIMULATED_GPU)
+    assert stdout.strip() == "12.0"
+    assert "Variable: /job:localhost/replica:0/task:0/device:CPU:0" in stderr
+    assert "mul: /job:localhost/replica:0/task:0/device:GPU:0" in stderr
+    assert "Const: /job:localhost/replica:0/task:0/device:GPU:0" in stderr
+
+
+def test_seed_soft_placement_on_a_simulated_gpu_names_the_variable():
+    stdout, _ = run_example("seed_soft_placement.py", env=SIMULATED_GPU)
+    lines = stdout.strip().splitlines()
+    assert lines[0].startswith("InvalidArgumentError: Cannot assign a device to node 'Variable': "
+                               "Could not satisfy explicit device specification '/device:GPU:0'")
+    assert lines[1] == "3"

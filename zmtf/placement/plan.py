@@ -80,6 +80,7 @@ class _Builder:
         self.copies: dict[tuple[int, str], int] = {}   # (slot, device) -> slot of the copy
         self.log: list[str] = []
         self.num_feeds = len(feeds)
+        self.feed_names = [t.op.name for t in feeds]
 
     def _new_slot(self, device: str, producer: int) -> int:
         slot = self.num_slots
@@ -111,7 +112,7 @@ class _Builder:
             gpu = want or here
             op_type = "_HostToDevice" if want else "_DeviceToHost"
             producer = self.producer_of_slot.get(slot)
-            source = self.nodes[producer]["name"] if producer is not None else f"feed{slot}"
+            source = self.nodes[producer]["name"] if producer is not None else self.feed_names[slot]
             name = f"{source}/_copy{slot}_to_{(want or 'host').rsplit('/', 1)[-1]}"
             i = self._add(name, op_type, gpu, None, {}, (slot,), 1, [])
             self.device_of_slot[self.nodes[i]["outputs"][0]] = want

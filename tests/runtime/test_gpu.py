@@ -1,0 +1,129 @@
+"""GPU devices under numba's CUDA simulator (tests/conftest.py turns it on): placement,
+host<->device copies, the seed's int32 variable, memory budgets, device lists."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import zmtf as tf
+from zmtf.runtime.gpu_memory import GpuMemory
+from zmtf.runtime.gpus import parse_visible_device_list, simulator_enabled
+
+pytestmark = pytest.mark.skipif(not simulator_enabled(), reason="needs NUMBA_ENABLE_CUDASIM=1 before numba loads")
+GPU = tf.ConfigProto(device_count={"GPU": 1})   # opt in to the simulated card
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+def placements(caplog):
+    return {r.getMessage().split(": ")[0]: r.getMessage().split(": ")[1]
+            for r in caplog.records if r.name == "zmtf.placement" and ": /job" in r.getMessage()}
+
+
+def test_unpinned_ops_default_to_gpu0_and_results_come_home(caplog):
+    x = tf.placeholder(tf.float32, [3], name="x")
+    w = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], name="w")
+    y = tf.nn.relu(tf.matmul(tf.reshape(x, [1, 3]), w) - 10.0, name="y")
+    config = tf.ConfigProto(device_count={"GPU": 1}, log_device_placement=True)
+    with caplog.at_level(logging.INFO, logger="zmtf.placement"):
+        with tf.Session(config=config) as sess:
+            assert [d.device_type for d in sess.list_devices()] == ["GPU", "CPU"]
+            value = sess.run(y, {x: [1.0, 2.0, 3.0]})
+    np.testing.assert_allclose(value, [[12.0, 18.0]])
+    assert isinstance(value, np.ndarray)
+    placed = placements(caplog)
+    assert placed["y"] == GPU0 and placed["w"] == GPU0
+    assert any(name.startswith("x/_copy") for name in placed)      # the feed is copied to the GPU
+    assert any(name.startswith("y/_copy") for name in placed)      # the fetch is copied back
+
+
+def test_seed_variables_on_cpu_rest_on_gpu():
+    def variables_on_cpu(op):
+        return "/cpu:0" if op.type == "Variable" else "/gpu:0"
+
+    with tf.device(variables_on_cpu):
+        a = tf.Variable(3.0)
+        b = tf.constant(4.0)
+        c = a * b
+    with tf.Session(config=GPU) as sess:
+        sess.run(a.initializer)
+        assert sess.run(c) == 12.0
+        assert np.shape(sess.run(c)) == ()
+
+
+def test_int32_variable_on_gpu_fails_then_soft_placement_puts_it_on_cpu():
+    with tf.device("/gpu:0"):
+        i = tf.Variable(3)
+    with tf.Session(config=GPU) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Cannot assign a device to node 'Variable': Could not satisfy explicit "
+                                 "device specification '/device:GPU:0' because no supported kernel for GPU"):
+            sess.run(i.initializer)
+    soft = tf.ConfigProto(device_count={"GPU": 1}, allow_soft_placement=True)
+    with tf.Session(config=soft) as sess:
+        sess.run(i.initializer)
+        assert sess.run(i) == 3
+
+
+def test_float_variable_lives_on_the_gpu_and_updates_in_place():
+    with tf.device("/gpu:0"):
+        v = tf.Variable([1.0, 2.0], name="v")
+        bump = v.assign_add([0.5, 0.5])
+    with tf.Session(config=GPU) as sess:
+        sess.run(v.initializer)
+        sess.run(bump)
+        sess.run(bump)
+        np.testing.assert_allclose(sess.run(v), [2.0, 3.0])
+
+
+def test_gpu_and_cpu_agree_on_an_mlp_forward_pass():
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(4, 20)).astype(np.float32)
+    labels = rng.integers(0, 5, size=4)
+
+    def loss_on(device):
+        tf.reset_default_graph()
+        with tf.device(device):
+            x = tf.constant(xs)
+            w = tf.constant(rng.normal(size=(20, 5)).astype(np.float32) * 0 + 0.1)
+            logits = tf.matmul(x, w) + tf.constant(np.arange(5, dtype=np.float32))
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=tf.constant(labels), logits=logits))
+        with tf.Session(config=GPU) as sess:
+            return sess.run(loss)
+
+    np.testing.assert_allclose(loss_on("/gpu:0"), loss_on("/cpu:0"), rtol=1e-5)
+
+
+def test_memory_budget_refuses_past_the_fraction():
+    memory = GpuMemory("/device:GPU:0", total=1 << 20, fraction=0.5, allow_growth=False)
+    first = memory.empty((64 * 1024,), np.float32)          # 256 KiB of a 512 KiB budget
+    with pytest.raises(tf.errors.ResourceExhaustedError, match="budget of 524288 bytes"):
+        memory.empty((96 * 1024,), np.float32)             # 384 KiB more would pass it
+    assert memory.in_use == 256 * 1024
+    del first
+    import gc
+
+    gc.collect()
+    assert memory.in_use == 0
+    memory.empty((96 * 1024,), np.float32)
+
+
+def test_visible_device_list_orders_and_validates():
+    assert parse_visible_device_list("", 2) == [0, 1]
+    assert parse_visible_device_list("1,0", 2) == [1, 0]
+    with pytest.raises(ValueError, match="'3' is not a visible GPU index"):
+        parse_visible_device_list("3", 2)
+    with pytest.raises(ValueError, match="twice"):
+        parse_visible_device_list("0,0", 2)
+
+
+def test_cpu_only_when_gpus_are_not_requested():
+    with tf.Session() as sess:   # simulator on, but not requested: CPU only
+        assert [d.device_type for d in sess.list_devices()] == ["CPU"]
