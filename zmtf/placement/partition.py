@@ -63,8 +63,12 @@ def partition(ops: Sequence[Operation], devices: dict[str, str], *, master_task:
         for c in op.control_inputs:
             if task[c.name] != dst:
                 edges.setdefault(("^" + c.name, dst), _Edge(c.name, task[c.name], dst, None, True))
+    # A value for the master rides back in the producer's RunGraph reply only if the producer
+    # waits for no other task in this step; else the reply could wait on the master (training:
+    # parameters ps->worker, gradients worker->ps) and the step would deadlock.
+    waits = {e.dst_task for e in edges.values()}
     for name, members in by_task.items():
-        parts[name] = _build(name, members, edges, master_task)
+        parts[name] = _build(name, members, edges, master_task if name not in waits else "")
     _assign_feeds_fetches_targets(parts, ops, task, feeds, fetches, targets)
     return parts
 

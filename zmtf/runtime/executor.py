@@ -135,12 +135,12 @@ class _StepRun:
                 return
             i = ready.pop()
             inputs = [slots[s] for s in in_slots[i]]
+            kernel = kernels[i]
+            if getattr(kernel, "is_async", False):  # Send/Recv: started here, finished by callback
+                self._start_async(i, inputs, kernel, attrs[i])
+                continue
             if ready and self._expensive(i, inputs):
                 self.pools.pool(step.devices[i]).submit(self._run_dispatched, i, inputs)
-                continue
-            kernel = kernels[i]
-            if getattr(kernel, "is_async", False):
-                self._start_async(i, inputs, kernel, attrs[i])
                 continue
             if not self._run_node(i, inputs, kernel, attrs[i]):
                 return

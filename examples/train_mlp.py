@@ -1,0 +1,226 @@
+"""Train an MLP (784-256-10) with its parameters on ps tasks and its compute on workers.
+
+By default it starts a local cluster in this process (1 ps + 2 workers on 127.0.0.1) and
+runs between-graph replication: each worker has its own client thread, graph and session,
+and applies its gradients asynchronously to the parameters on the ps. Worker 0 is the
+chief: it initializes the variables (or restores the latest checkpoint) while the others
+wait for it, and it saves a checkpoint at the end. ``--sync`` instead builds one graph that
+computes a gradient on every worker and applies their average once per step (in-graph,
+synchronous replication). ``--cluster`` joins an existing cluster instead of starting one.
+
+The data is generated: 10 Gaussian clusters in 784 dimensions (a learnable task).
+Run: python examples/train_mlp.py [--steps 200] [--workers 2] [--ps 1] [--sync]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import zmtf as tf
+
+FEATURES, HIDDEN, CLASSES = 784, 256, 10
+
+
+def make_data(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n samples of 10 Gaussian classes; the class centres are fixed, the samples are not."""
+    centres = np.random.default_rng(1234).normal(0, 0.12, size=(CLASSES, FEATURES)).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, CLASSES, size=n)
+    images = centres[labels] + rng.normal(0, 1.0, size=(n, FEATURES)).astype(np.float32)
+    return images.astype(np.float32), labels.astype(np.int64)
+
+
+def parameters(num_ps: int) -> dict[str, tf.Variable]:
+    """The model's variables, spread over the ps tasks by replica_device_setter."""
+    with tf.device(tf.train.replica_device_setter(ps_tasks=num_ps, worker_device="/job:worker")):
+        return {
+            "w1": tf.Variable(tf.truncated_normal([FEATURES, HIDDEN], stddev=0.03, seed=1), name="w1"),
+            "b1": tf.Variable(tf.zeros([HIDDEN]), name="b1"),
+            "w2": tf.Variable(tf.truncated_normal([HIDDEN, CLASSES], stddev=0.06, seed=2), name="w2"),
+            "b2": tf.Variable(tf.zeros([CLASSES]), name="b2"),
+            "global_step": tf.train.get_or_create_global_step(),
+        }
+
+
+def tower(params: dict, images: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Loss and accuracy of one batch."""
+    hidden = tf.nn.relu(tf.matmul(images, params["w1"]) + params["b1"])
+    logits = tf.matmul(hidden, params["w2"]) + params["b2"]
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32))
+    return loss, accuracy
+
+
+def build_worker_graph(task: int, num_ps: int, learning_rate: float):
+    """One worker's graph (between-graph replication)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        params = parameters(num_ps)
+        with tf.device(f"/job:worker/task:{task}"):
+            images = tf.placeholder(tf.float32, [None, FEATURES], name="images")
+            labels = tf.placeholder(tf.int64, [None], name="labels")
+            loss, accuracy = tower(params, images, labels)
+            train_op = tf.train.MomentumOptimizer(learning_rate, 0.9).minimize(
+                loss, global_step=params["global_step"])
+        init = tf.global_variables_initializer()
+        ready = [v.is_initialized() for v in tf.global_variables()]
+        saver = tf.train.Saver()
+    return graph, images, labels, loss, accuracy, train_op, init, ready, saver
+
+
+def wait_for_chief(sess, ready, timeout: float = 60.0) -> None:
+    """Non-chief workers wait until the chief has initialized every variable."""
+    deadline = time.monotonic() + timeout
+    while not all(sess.run(ready)):
+        if time.monotonic() > deadline:
+            raise tf.errors.DeadlineExceededError(None, None, "the chief did not initialize the model")
+        time.sleep(0.05)
+
+
+def run_worker(task: int, target: str, args, report: dict) -> None:
+    graph, images, labels, loss, accuracy, train_op, init, ready, saver = \
+        build_worker_graph(task, args.ps, args.learning_rate)
+    test_x, test_y = make_data(seed=999, n=512)
+    with tf.Session(target, graph=graph) as sess:
+        if task == 0:
+            latest = tf.train.latest_checkpoint(args.checkpoint_dir)
+            if latest and not args.fresh:
+                saver.restore(sess, latest)
+                print(f"chief: restored {latest}")
+            else:
+                sess.run(init)
+        else:
+            wait_for_chief(sess, ready)
+        rng_seed = 100 + task
+        start = time.perf_counter()
+        for step in range(args.steps):
+            xs, ys = make_data(seed=rng_seed * 100000 + step, n=args.batch_size)
+            _, step_loss = sess.run([train_op, loss], {images: xs, labels: ys})
+            if task == 0 and (step % args.log_every == 0 or step == args.steps - 1):
+                test_loss, test_acc = sess.run([loss, accuracy], {images: test_x, labels: test_y})
+                bar = "#" * int(20 * (step + 1) / args.steps)
+                print(f"[{bar:<20}] step {step + 1:4d}/{args.steps}  batch loss {step_loss:.3f}  "
+                      f"test loss {test_loss:.3f}  test accuracy {test_acc:.3f}", flush=True)
+        report[task] = (args.steps / (time.perf_counter() - start), float(step_loss))
+        if task == 0:
+            report["accuracy"] = float(sess.run(accuracy, {images: test_x, labels: test_y}))
+            report["global_step"] = int(sess.run(tf.train.get_global_step(graph)))
+            path = saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"), global_step=report["global_step"])
+            report["checkpoint"] = path
+
+
+def run_sync(target: str, args, report: dict) -> None:
+    """In-graph replication: one client, a tower per worker, averaged gradients, one update."""
+    graph = tf.Graph()
+    with graph.as_default():
+        params = parameters(args.ps)
+        feeds, losses, grads = [], [], []
+        trainable = [params[k] for k in ("w1", "b1", "w2", "b2")]
+        for task in range(args.workers):
+            with tf.device(f"/job:worker/task:{task}"):
+                images = tf.placeholder(tf.float32, [None, FEATURES], name=f"images_{task}")
+                labels = tf.placeholder(tf.int64, [None], name=f"labels_{task}")
+                loss, accuracy = tower(params, images, labels)
+                feeds.append((images, labels))
+                losses.append(loss)
+                grads.append(tf.gradients(loss, trainable))
+        with tf.device("/job:worker/task:0"):
+            averaged = [tf.add_n([g[i] for g in grads]) / float(args.workers) for i in range(len(trainable))]
+            mean_loss = tf.add_n(losses) / float(args.workers)
+        train_op = tf.train.MomentumOptimizer(args.learning_rate, 0.9).apply_gradients(
+            list(zip(averaged, trainable)), global_step=params["global_step"])
+        saver = tf.train.Saver()
+        init = tf.global_variables_initializer()
+    test_x, test_y = make_data(seed=999, n=512)
+    with tf.Session(target, graph=graph) as sess:
+        sess.run(init)
+        start = time.perf_counter()
+        for step in range(args.steps):
+            feed = {}
+            for task, (images, labels) in enumerate(feeds):
+                xs, ys = make_data(seed=(100 + task) * 100000 + step, n=args.batch_size)
+                feed[images], feed[labels] = xs, ys
+            _, step_loss = sess.run([train_op, mean_loss], feed)
+            if step % args.log_every == 0 or step == args.steps - 1:
+                test_acc = sess.run(accuracy, {feeds[-1][0]: test_x, feeds[-1][1]: test_y})
+                bar = "#" * int(20 * (step + 1) / args.steps)
+                print(f"[{bar:<20}] step {step + 1:4d}/{args.steps}  mean batch loss {step_loss:.3f}  "
+                      f"test accuracy {test_acc:.3f}", flush=True)
+        report[0] = (args.steps / (time.perf_counter() - start), float(step_loss))
+        report["accuracy"] = float(sess.run(accuracy, {feeds[-1][0]: test_x, feeds[-1][1]: test_y}))
+        report["global_step"] = int(sess.run(params["global_step"]))
+        report["checkpoint"] = saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"),
+                                          global_step=report["global_step"])
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200, help="training steps per worker")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--ps", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--sync", action="store_true", help="in-graph synchronous replication")
+    parser.add_argument("--cluster", help="join this cluster (JSON) instead of starting one")
+    parser.add_argument("--checkpoint-dir", default=os.path.join(tempfile.gettempdir(), "zmtf-mlp"))
+    parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
+    parser.add_argument("--log-every", type=int, default=25)
+    args = parser.parse_args()
+    os.makedirs(args.checkpoint_dir, exist_ok=True)
+    servers = []
+    if args.cluster:
+        spec = tf.train.ClusterSpec.from_json(args.cluster)
+    else:
+        ports = iter(free_ports(args.ps + args.workers))
+        spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{next(ports)}" for _ in range(args.ps)],
+                                     "worker": [f"127.0.0.1:{next(ports)}" for _ in range(args.workers)]})
+        servers = [tf.train.Server(spec, job_name=job, task_index=i)
+                   for job in ("ps", "worker") for i in range(spec.num_tasks(job))]
+    print(f"cluster: {json.dumps(spec.as_dict())}; {'in-graph sync' if args.sync else 'between-graph async'} "
+          f"training, {args.workers} workers, batch {args.batch_size}")
+    targets = [f"zmtf://{spec.task_address('worker', i)}" for i in range(args.workers)]
+    report: dict = {}
+    try:
+        if args.sync:
+            run_sync(targets[0], args, report)
+        else:
+            threads = [threading.Thread(target=run_worker, args=(i, targets[i], args, report))
+                       for i in range(args.workers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        for server in servers:
+            server.stop()
+    if "checkpoint" not in report:
+        print("training failed", file=sys.stderr)
+        return 1
+    rates = [report[i][0] for i in range(args.workers) if i in report]
+    print(f"done: {sum(rates):.1f} steps/s in total ({', '.join(f'{r:.1f}' for r in rates)} per client), "
+          f"global step {report['global_step']}, test accuracy {report['accuracy']:.3f}")
+    print(f"checkpoint: {report['checkpoint']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
