@@ -216,6 +216,9 @@ def _forget(pending: set[asyncio.Future]) -> Callable[[asyncio.Future], None]:
 
 async def _first_error(calls: list[Awaitable[Any]]) -> None:
     """Await all calls; raise the first error as soon as it happens (cancelling the rest)."""
+    if len(calls) == 1:
+        await calls[0]
+        return
     tasks = [asyncio.ensure_future(c) for c in calls]
     if not tasks:
         return

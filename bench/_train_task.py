@@ -1,0 +1,178 @@
+"""One process of a bench/train.py run (started by train.py, not by hand).
+
+    python bench/_train_task.py tf-server --cluster JSON --job ps --task 0   # a TensorFlow gRPC server
+    python bench/_train_task.py client --framework zmtf|tf --mode local       # one local training session
+    python bench/_train_task.py client --framework zmtf|tf --mode cluster --cluster JSON --task I --ps 1
+
+(zmtf's servers are ``python -m zmtf.server``, started by train.py directly.)
+
+A client builds the MLP of examples/train_mlp.py -- for zmtf the example's own functions,
+for TensorFlow the same functions run against ``tensorflow.compat.v1`` (a second copy of the
+example module whose ``tf`` is TensorFlow's), so both graphs are the same code: same shapes,
+batch, initializers, MomentumOptimizer, replica_device_setter. In cluster mode the chief
+(task 0) initializes the variables and the others wait for it (the example's wait_for_chief),
+then each runs warm-up steps and prints ``@@ ready``. It then obeys lines on stdin:
+
+    run N        run N training steps (sess.run([train_op, loss], feed)) and print
+                 ``@@ {"start": .., "end": .., "cpu": .., "loss": ..}`` (perf_counter is
+                 CLOCK_MONOTONIC, comparable across processes; cpu: process CPU s, all threads)
+    profile N F  the same under cProfile (this thread), the stats dumped to file F
+    quit         close the session and exit
+
+The batches are generated once (a pool of the example's make_data batches, cycled), so the
+steps measure the framework, not numpy's normal generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_mlp.py"
+
+
+def _stop_on_signals() -> None:
+    def stop(_signum: int, _frame: object) -> None:
+        os._exit(0)  # the task holds no state worth flushing
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+
+def run_tf_server(cluster: str, job: str, task: int) -> None:
+    import tensorflow as tf
+
+    spec = tf.train.ClusterSpec(json.loads(cluster))
+    server = tf.distribute.Server(spec, job_name=job, task_index=task, protocol="grpc", start=True)
+    _stop_on_signals()
+    server.join()
+
+
+def load_example(framework: str):
+    """examples/train_mlp.py as a module; for "tf" its global ``tf`` is tensorflow.compat.v1."""
+    spec = importlib.util.spec_from_file_location(f"train_mlp_{framework}", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if framework == "tf":
+        import tensorflow.compat.v1 as tf1
+
+        tf1.disable_eager_execution()
+        module.tf = tf1  # the example's functions look ``tf`` up at call time
+    return module
+
+
+def local_graph(mlp, learning_rate: float):
+    """The example's model with no device placement (one process, no cluster): the same
+    variables as ``mlp.parameters`` (minus replica_device_setter), ``mlp.tower`` and the same
+    optimizer as ``mlp.build_worker_graph``."""
+    tf = mlp.tf
+    graph = tf.Graph()
+    with graph.as_default():
+        params = {
+            "w1": tf.Variable(tf.truncated_normal([mlp.FEATURES, mlp.HIDDEN], stddev=0.03, seed=1), name="w1"),
+            "b1": tf.Variable(tf.zeros([mlp.HIDDEN]), name="b1"),
+            "w2": tf.Variable(tf.truncated_normal([mlp.HIDDEN, mlp.CLASSES], stddev=0.06, seed=2), name="w2"),
+            "b2": tf.Variable(tf.zeros([mlp.CLASSES]), name="b2"),
+            "global_step": tf.train.get_or_create_global_step(),
+        }
+        images = tf.placeholder(tf.float32, [None, mlp.FEATURES], name="images")
+        labels = tf.placeholder(tf.int64, [None], name="labels")
+        loss, _accuracy = mlp.tower(params, images, labels)
+        train_op = tf.train.MomentumOptimizer(learning_rate, 0.9).minimize(loss, global_step=params["global_step"])
+        init = tf.global_variables_initializer()
+    return graph, images, labels, loss, train_op, init
+
+
+def say(obj: object) -> None:
+    sys.stdout.write("@@ " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n")
+    sys.stdout.flush()
+
+
+def run_client(args) -> None:
+    mlp = load_example(args.framework)
+    tf = mlp.tf
+    if args.mode == "local":
+        graph, images, labels, loss, train_op, init = local_graph(mlp, args.learning_rate)
+        sess = tf.Session(graph=graph)
+        sess.run(init)
+    else:
+        graph, images, labels, loss, _acc, train_op, init, ready, _saver = \
+            mlp.build_worker_graph(args.task, args.ps, args.learning_rate)
+        address = json.loads(args.cluster)["worker"][args.task]
+        scheme = "zmtf" if args.framework == "zmtf" else "grpc"
+        sess = tf.Session(f"{scheme}://{address}", graph=graph)
+        if args.task == 0:
+            sess.run(init)
+        else:
+            mlp.wait_for_chief(sess, ready)
+    pool = [mlp.make_data(seed=(100 + args.task) * 100000 + i, n=args.batch_size) for i in range(args.pool)]
+    feeds = [{images: xs, labels: ys} for xs, ys in pool]
+    fetches = [train_op, loss]
+    counter = [0]
+
+    def steps(n: int) -> float:
+        value = float("nan")
+        i = counter[0]
+        for _ in range(n):
+            _, value = sess.run(fetches, feeds[i % len(feeds)])
+            i += 1
+        counter[0] = i
+        return float(value)
+
+    steps(args.warmup)
+    say("ready")
+    for line in sys.stdin:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "quit":
+            break
+        n = int(words[1])
+        profiler = None
+        if words[0] == "profile":
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        cpu0, start = time.process_time(), time.perf_counter()
+        last_loss = steps(n)
+        end, cpu1 = time.perf_counter(), time.process_time()
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(words[2])
+        say({"start": start, "end": end, "cpu": cpu1 - cpu0, "loss": last_loss, "steps": n})
+    sess.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("role", choices=["tf-server", "client"])
+    parser.add_argument("--cluster", help="cluster spec as JSON")
+    parser.add_argument("--job", help="the job (tf-server)")
+    parser.add_argument("--task", type=int, default=0)
+    parser.add_argument("--framework", choices=["zmtf", "tf"], default="zmtf")
+    parser.add_argument("--mode", choices=["local", "cluster"], default="cluster")
+    parser.add_argument("--ps", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--pool", type=int, default=16, help="distinct batches, cycled")
+    parser.add_argument("--warmup", type=int, default=20)
+    args = parser.parse_args()
+    if args.role == "tf-server":
+        run_tf_server(args.cluster, args.job, args.task)
+    else:
+        run_client(args)
+
+
+if __name__ == "__main__":
+    main()
