@@ -93,6 +93,7 @@ class Executor:
 
         run.future.abort = abort  # type: ignore[attr-defined]
         if inline:
+            run.inline = True
             run.start()
         else:
             device = step.devices[step.plan.roots[0]] if step.plan.roots else ""
@@ -104,7 +105,7 @@ class _StepRun:
     """The mutable state of one step: value slots, pending counts, the first error."""
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
-                 "future", "failed", "__weakref__")
+                 "future", "failed", "inline", "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -120,6 +121,7 @@ class _StepRun:
         self.lock = threading.Lock()
         self.future: Future = Future()
         self.failed = False
+        self.inline = False
 
     def start(self) -> None:
         if self.remaining == 0:
@@ -156,8 +158,11 @@ class _StepRun:
             for slot, value in zip(self.step.output_slots[i], outputs or ()):
                 self.slots[slot] = value
             ready = self._complete(i, self.pending)
-            if ready and not self.failed:  # continue on the device pool, never the caller's thread
-                self.pools.pool(self.step.devices[i]).submit(self._process, ready)
+            if ready and not self.failed:
+                if self.inline:  # the caller asked for inline steps: continue on this thread
+                    self._process(ready)
+                else:            # continue on the device pool, never the caller's thread
+                    self.pools.pool(self.step.devices[i]).submit(self._process, ready)
 
         try:
             kernel(self.ctx, inputs, attrs, done)

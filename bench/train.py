@@ -1,0 +1,368 @@
+"""Training benchmark: the MLP of examples/train_mlp.py, local and between-graph async on a cluster.
+
+The model is examples/train_mlp.py's (784-256-10 MLP, batch 64, MomentumOptimizer(0.01, 0.9),
+variables on the ps by replica_device_setter, one client per worker, the chief initializes and
+the others wait). TensorFlow runs the example's very functions against tensorflow.compat.v1
+(see bench/_train_task.py), so both build the same graph. Every process below is its own
+subprocess, so no two share a GIL:
+
+1. local: one client process, ``Session()`` with no cluster (the same model, no devices);
+2. cluster, 1 ps + 1 worker and 1 ps + 2 workers: ps and worker tasks are
+   ``python -m zmtf.server`` (zmtf) or ``tf.distribute.Server`` (bench/_train_task.py tf-server),
+   and one client process per worker whose session targets its worker's master
+   ("zmtf://host:port" or "grpc://host:port").
+
+Each client runs warm-up steps, then rounds: in a round every client of one system runs
+``--steps / --rounds`` steps at once (``sess.run([train_op, loss], feed)``, batches generated
+beforehand); the round's rate is (clients x steps) / (last end - first start), so a round of
+2 workers counts the steps of both ("total steps/s"). zmtf and TF run the same configuration
+side by side, in interleaved rounds (rotating order), so drift on a noisy machine hits both;
+the table shows medians of rounds and their range, ratios compare within this one run.
+
+"CPU ms/step" is the CPU time each process spent during the timed rounds (all threads;
+servers from /proc/<pid>/task/*/schedstat, clients their own process_time) divided by the
+steps of all workers: on 2 vCPUs, CPU/step x steps/s cannot exceed 2 s/s.
+Run: python bench/train.py [--quick] [--no-tf] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import pstats
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+
+import zmtf  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+TASK_SCRIPT = str(HERE / "_train_task.py")
+BATCH = 64
+
+
+def _load_cluster_bench():
+    """bench/cluster.py's process helpers (free_ports, Processes, cpu_seconds), by file path."""
+    spec = importlib.util.spec_from_file_location("zmtf_bench_cluster", HERE / "cluster.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_cb = _load_cluster_bench()
+free_ports, Processes, cpu_seconds = _cb.free_ports, _cb.Processes, _cb.cpu_seconds
+
+
+def tf_version() -> str | None:
+    """TensorFlow's version if it is installed, without importing it here (the clients do)."""
+    if importlib.util.find_spec("tensorflow") is None:
+        return None
+    from importlib import metadata
+
+    for dist in ("tensorflow-cpu", "tensorflow", "tf-nightly"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return "?"
+
+
+# ---- processes ------------------------------------------------------------------------------
+class Client:
+    """A client subprocess (bench/_train_task.py client) driven by lines on its stdin."""
+
+    def __init__(self, procs: Processes, label: str, argv: list[str]) -> None:
+        self.label = label
+        log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                     cwd=str(HERE.parent))
+        procs.procs.append((label, self.proc, log))  # stop_all terminates it with the servers
+        self._procs = procs
+        self._buffer = b""
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float) -> Any:
+        """The next ``@@ `` line (other output is skipped), decoded; raises on exit or timeout."""
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while True:
+            while b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                if line.startswith(b"@@ "):
+                    body = line[3:].decode()
+                    return body if body == "ready" else json.loads(body)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"{self.label}: no answer after {timeout:.0f} s:\n{self.stderr_tail()}")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self.proc.wait(5)
+                    raise RuntimeError(f"{self.label} exited with {self.proc.returncode}:\n{self.stderr_tail()}")
+                self._buffer += chunk
+
+    def stderr_tail(self) -> str:
+        return self._procs.tail(self.proc)
+
+
+class System:
+    """One framework in one configuration: its server processes (none when local) and clients."""
+
+    def __init__(self, framework: str, workers: int, procs: Processes, args) -> None:
+        self.framework, self.workers, self.procs, self.args = framework, workers, procs, args
+        self.name = "zmtf" if framework == "zmtf" else "tf"
+        self.pids: dict[str, int] = {}
+        self.clients: list[Client] = []
+        self._pending: list[tuple[subprocess.Popen, str, int]] = []
+        self.cluster = None
+        if workers:
+            ports = free_ports(1 + workers)
+            self.cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
+                            "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
+            spec = json.dumps(self.cluster)
+            for job, task, port in [("ps", 0, ports[0])] + [("worker", i, p) for i, p in enumerate(ports[1:])]:
+                if framework == "zmtf":
+                    argv = [sys.executable, "-m", "zmtf.server", "--cluster", spec, "--job", job,
+                            "--task", str(task), "--log-level", "WARNING"]
+                else:
+                    argv = [sys.executable, TASK_SCRIPT, "tf-server", "--cluster", spec, "--job", job,
+                            "--task", str(task)]
+                role = "ps" if job == "ps" else f"worker{task}"
+                proc = procs.spawn(f"{self.name} {role}", argv)
+                self.pids[role] = proc.pid
+                self._pending.append((proc, f"{self.name} {role}", port))
+
+    def start_clients(self) -> None:
+        """Waits for the servers, then starts one client per worker (or the local one)."""
+        for proc, label, port in self._pending:
+            self.procs.wait_listening(proc, label, port)
+        base = [sys.executable, TASK_SCRIPT, "client", "--framework", self.framework,
+                "--batch-size", str(BATCH), "--warmup", str(self.args.warmup)]
+        if not self.workers:
+            self.clients.append(Client(self.procs, f"{self.name} local client", base + ["--mode", "local"]))
+            return
+        spec = json.dumps(self.cluster)
+        for task in range(self.workers):
+            self.clients.append(Client(self.procs, f"{self.name} client{task}",
+                                       base + ["--mode", "cluster", "--cluster", spec, "--task", str(task)]))
+
+    def wait_ready(self) -> None:
+        for client in self.clients:
+            got = client.receive(timeout=180)
+            if got != "ready":
+                raise RuntimeError(f"{client.label}: expected ready, got {got!r}")
+
+    def round(self, steps: int, profile: str | None = None) -> dict[str, Any]:
+        """Every client runs ``steps`` steps at once; the rate and CPU of this round."""
+        before = cpu_seconds(self.pids) if self.pids else {}
+        for i, client in enumerate(self.clients):
+            client.send(f"profile {steps} {profile}" if profile and i == 0 else f"run {steps}")
+        results = [client.receive(timeout=max(120.0, steps)) for client in self.clients]
+        after = cpu_seconds(self.pids) if self.pids else {}
+        total_steps = steps * len(results)
+        span = max(r["end"] for r in results) - min(r["start"] for r in results)
+        cpu = None
+        if before is not None and after is not None:
+            cpu = {"ps": 0.0, "workers": 0.0, "clients": sum(r["cpu"] for r in results)}
+            for role in self.pids:
+                cpu["ps" if role == "ps" else "workers"] += after[role] - before[role]
+            cpu = {k: v / total_steps for k, v in cpu.items()}
+        return {"rate": total_steps / span, "per_client": [steps / (r["end"] - r["start"]) for r in results],
+                "cpu": cpu, "loss": [r["loss"] for r in results], "span": span}
+
+    def quit(self) -> None:
+        for client in self.clients:
+            if client.proc.poll() is None:
+                try:
+                    client.send("quit")
+                except OSError:
+                    pass
+        for client in self.clients:
+            try:
+                client.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass  # stop_all kills it
+
+
+# ---- measuring --------------------------------------------------------------------------------
+def rotated(items: list, k: int) -> list:
+    k %= len(items)
+    return items[k:] + items[:k]
+
+
+def measure_config(label: str, workers: int, frameworks: list[str], args) -> dict[str, dict[str, Any]]:
+    procs = Processes()
+    systems: list[System] = []
+    started = time.monotonic()
+    try:
+        systems = [System(fw, workers, procs, args) for fw in frameworks]
+        for system in systems:
+            system.start_clients()
+        for system in systems:
+            system.wait_ready()
+        print(f"  {label}: {len(procs.procs)} processes started and warmed up in "
+              f"{time.monotonic() - started:.1f} s", flush=True)
+        per_round = max(1, args.steps // args.rounds) * (args.local_factor if not workers else 1)
+        rounds: dict[str, list[dict[str, Any]]] = {s.name: [] for s in systems}
+        for r in range(args.rounds):
+            for system in rotated(systems, r):
+                rounds[system.name].append(system.round(per_round))
+        profile = None
+        if args.profile and workers == args.profile_workers and "zmtf" in frameworks:
+            zsys = next(s for s in systems if s.name == "zmtf")
+            path = os.path.join(tempfile.mkdtemp(prefix="zmtf-train-prof-"), "client0.prof")
+            profile = {"path": path, "round": zsys.round(per_round, profile=path)}
+        procs.check_alive()
+        print(f"  {label}: measured in {time.monotonic() - started:.1f} s", flush=True)
+    finally:
+        for system in systems:
+            system.quit()
+        procs.stop_all()
+    out = {name: summarize(got, per_round) for name, got in rounds.items()}
+    if profile:
+        out["zmtf"]["profile"] = profile
+    return out
+
+
+def summarize(rounds: list[dict[str, Any]], per_round: int) -> dict[str, Any]:
+    rates = [r["rate"] for r in rounds]
+    clients = len(rounds[0]["per_client"])
+    cpu = None
+    if all(r["cpu"] for r in rounds):
+        cpu = {k: statistics.median(r["cpu"][k] for r in rounds) for k in rounds[0]["cpu"]}
+    return {"median": statistics.median(rates), "lo": min(rates), "hi": max(rates),
+            "overall": len(rounds) * per_round * clients / sum(r["span"] for r in rounds),
+            "per_client": [statistics.median(r["per_client"][i] for r in rounds) for i in range(clients)],
+            "cpu": cpu, "loss": rounds[-1]["loss"], "n": len(rounds), "steps": per_round}
+
+
+# ---- reporting --------------------------------------------------------------------------------
+def facts(args, tf_ver: str | None) -> None:
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    print(f"machine: {os.cpu_count()} CPUs (this run may use {affinity}), {platform.machine()}, "
+          f"{platform.system()} {platform.release()}")
+    print(f"python {platform.python_version()} ({sys.executable}); numpy {np.__version__}; "
+          f"zmtf {getattr(zmtf, '__version__', '?')}; TensorFlow {tf_ver or 'not installed'}")
+    print(f"mode: {'quick' if args.quick else 'full'}; model 784-256-10, batch {BATCH}, Momentum(0.01, 0.9); "
+          f"{args.warmup} warm-up steps per client, then {args.rounds} rounds x {args.steps // args.rounds} "
+          f"steps per worker ({args.steps // args.rounds * args.local_factor} locally)")
+
+
+def cpu_text(cpu: dict[str, float] | None) -> str:
+    if cpu is None:
+        return "-"
+    parts = [cpu["ps"], cpu["workers"], cpu["clients"]]
+    return " + ".join(f"{p * 1e3:.2f}" for p in parts) + f" = {sum(parts) * 1e3:.2f}"
+
+
+def report(results: dict[str, dict[str, dict[str, Any]]], names: list[str]) -> None:
+    print(f"\n{'config':<20}{'system':<7}{'steps/s':>9}{'round range':>16}{'samples/s':>11}"
+          f"{'per client':>16}   CPU ms/step: ps + workers + clients = total   loss")
+    for config, row in results.items():
+        for name in names:
+            r = row[name]
+            per_client = "/".join(f"{x:.0f}" for x in r["per_client"])
+            loss = "/".join(f"{x:.3f}" for x in r["loss"])
+            print(f"{config:<20}{name:<7}{r['median']:>9.1f}{r['lo']:>9.1f} - {r['hi']:<5.0f}"
+                  f"{r['median'] * BATCH:>11.0f}{per_client:>16}   {cpu_text(r['cpu']):<42}{loss}")
+    print("(steps/s: median of rounds of (workers x steps) / span; samples/s = steps/s x batch; "
+          "per client: median of each client's own rate)")
+    if "tf" not in names:
+        print("\n(TensorFlow not measured: no ratios or targets)")
+        return
+    print("\nratios of medians (zmtf / TF; > 1 means zmtf trains faster):")
+    for config, row in results.items():
+        z, t = row["zmtf"], row["tf"]
+        print(f"  {config:<20}{z['median'] / t['median']:.2f}x  (whole-run totals: "
+              f"{z['overall']:.1f} vs {t['overall']:.1f} steps/s, {z['overall'] / t['overall']:.2f}x)")
+    print("\ntargets:")
+    two = results.get("cluster 1ps+2w")
+    if two:
+        ratio = two["zmtf"]["median"] / two["tf"]["median"]
+        print(f"  2-worker async: zmtf/TF {ratio:.2f} (target >= 1.50): {'met' if ratio >= 1.5 else 'NOT met'}")
+    local = results.get("local")
+    if local:
+        ratio = local["zmtf"]["median"] / local["tf"]["median"]
+        print(f"  local: zmtf/TF {ratio:.2f} (target >= 1.00): {'met' if ratio >= 1.0 else 'NOT met'}")
+
+
+def print_profile(profile: dict[str, Any], top: int) -> None:
+    r = profile["round"]
+    steps = round(r["rate"] * r["span"] / len(r["per_client"]))
+    print(f"\nprofile: zmtf client 0 of the 2-worker job under cProfile (its main thread only), {steps} steps "
+          f"at {r['per_client'][0]:.0f} steps/s (profiled) with client 1 running alongside; "
+          f"CPU ms/step {cpu_text(r['cpu'])}")
+    stats = pstats.Stats(profile["path"])
+    total = stats.total_tt
+    print(f"  {total / steps * 1e3:.2f} ms of profiled main-thread time per step; top {top} by own time:")
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
+    print(f"  {'own ms/step':>11}{'cum ms/step':>12}{'calls/step':>11}  function")
+    for (filename, line, func), (cc, nc, tt, ct, _callers) in rows:
+        where = filename.split("site-packages/")[-1].split("/main/")[-1]
+        print(f"  {tt / steps * 1e3:>11.3f}{ct / steps * 1e3:>12.3f}{nc / steps:>11.1f}  {func} ({where}:{line})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps and rounds (< 90 s)")
+    parser.add_argument("--no-tf", action="store_true", help="skip TensorFlow even if installed")
+    parser.add_argument("--steps", type=int, help="timed steps per worker (default 300, quick 100)")
+    parser.add_argument("--rounds", type=int, help="rounds the steps are split into (default 5, quick 4)")
+    parser.add_argument("--warmup", type=int, help="untimed steps per client first (default 30, quick 15)")
+    parser.add_argument("--profile", action="store_true",
+                        help="then cProfile one zmtf client of the 2-worker job for one more round")
+    parser.add_argument("--only", choices=["local", "1", "2"], action="append",
+                        help="measure only these configs (repeatable): local, 1 or 2 workers")
+    parser.add_argument("--cpus", help="pin this bench and every process to these CPUs, e.g. '0' or '0,1'")
+    args = parser.parse_args()
+    args.steps = args.steps or (100 if args.quick else 300)
+    args.rounds = args.rounds or (4 if args.quick else 5)
+    args.warmup = args.warmup if args.warmup is not None else (15 if args.quick else 30)
+    args.local_factor = 2  # a local step is cheaper: twice the steps per round
+    args.profile_workers = 2
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # children inherit it
+
+    def interrupted(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, interrupted)
+    tf_ver = None if args.no_tf else tf_version()
+    facts(args, tf_ver)
+    frameworks = ["zmtf"] + (["tf"] if tf_ver else [])
+    if not tf_ver:
+        print("  TensorFlow not measured (" + ("--no-tf" if args.no_tf else "import tensorflow failed; "
+              "use a venv with tensorflow-cpu") + "): zmtf numbers only")
+    configs = [("local", 0), ("cluster 1ps+1w", 1), ("cluster 1ps+2w", 2)]
+    if args.only:
+        configs = [c for c in configs if (str(c[1]) if c[1] else "local") in args.only]
+    started = time.monotonic()
+    results = {label: measure_config(label, workers, frameworks, args) for label, workers in configs}
+    report(results, frameworks)
+    for row in results.values():
+        if "profile" in row.get("zmtf", {}):
+            print_profile(row["zmtf"]["profile"], top=18)
+    print(f"\n(total {time.monotonic() - started:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
