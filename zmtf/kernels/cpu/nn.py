@@ -14,6 +14,7 @@ from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu._common import FLOATS, NUMERIC, normalize_axis, quiet_fp, shape_str
 from zmtf.kernels.registry import register
+from zmtf.kernels.shapes import bias_channel_axis
 
 _Array = np.ndarray
 
@@ -155,13 +156,7 @@ def bias_add(ctx: Any, inputs: list, attrs: dict) -> list:
     """BiasAdd(value, bias): bias added over the last dim (the channel dim for NCHW)."""
     value, bias = inputs
     node_name = attrs["_node_name"]
-    channels_first = attrs.get("data_format", "NHWC") == "NCHW"
-    channel_axis = 1 if channels_first and value.ndim >= 3 else value.ndim - 1
-    if bias.ndim != 1 or value.ndim < 2 or value.shape[channel_axis] != bias.shape[0]:
-        raise InvalidArgumentError(
-            f"Must provide as many biases as the channel dimension of the input tensor: "
-            f"{shape_str(bias.shape)} vs. {shape_str(value.shape)} (node '{node_name}')"
-        )
+    channel_axis = bias_channel_axis(tuple(value.shape), tuple(bias.shape), attrs)
     if bias.dtype != value.dtype:
         bias = bias.astype(value.dtype)
     if channel_axis != value.ndim - 1:

@@ -25,6 +25,7 @@ from zmtf.kernels.cpu._common import shape_input, shape_str
 from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit, scalar, takes_numba_path
 from zmtf.kernels.cpu._jit import use_threads
 from zmtf.kernels.registry import register
+from zmtf.kernels.shapes import sum_to_shape_axes
 
 _Array = np.ndarray
 _BLOCK = 2048
@@ -327,16 +328,7 @@ def sum_to_shape_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
     """
     x, shape_arr = inputs
     target = shape_input(shape_arr, attrs["_node_name"])
-    lead = x.ndim - len(target)
-    trailing = x.shape[lead:] if lead >= 0 else ()
-    if lead < 0 or any(t not in (1, d) for t, d in zip(target, trailing)):
-        raise InvalidArgumentError(
-            f"SumToShape (node '{attrs['_node_name']}'): cannot reduce shape "
-            f"{shape_str(x.shape)} to {shape_str(target)}; the target must broadcast to it"
-        )
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, (t, d) in enumerate(zip(target, trailing)) if t == 1 and d != 1
-    )
+    axes = sum_to_shape_axes(tuple(x.shape), tuple(target), attrs["_node_name"])
     if not axes:
         return [x.reshape(target)]
     return _finish(wide_sum(ctx, x, axes), x.dtype, target)

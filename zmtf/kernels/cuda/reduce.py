@@ -24,6 +24,7 @@ from zmtf.kernels.cuda._plan import ReducePlan, chunking, reduce_plan
 from zmtf.kernels.cuda.array import fill_with
 from zmtf.kernels.cuda.elementwise import MATH
 from zmtf.kernels.registry import register
+from zmtf.kernels.shapes import sum_to_shape_axes
 
 
 @cuda.jit(device=True)
@@ -183,16 +184,7 @@ def sum_to_shape(ctx: Any, inputs: list, attrs: dict) -> list:
     """SumToShape(x, shape): sum the dims numpy broadcasting added, to get exactly ``shape``."""
     x = inputs[0]
     target = tuple(int(d) for d in _device.to_host(ctx, inputs[1]).reshape(-1))
-    lead = x.ndim - len(target)
-    trailing = tuple(x.shape[lead:]) if lead >= 0 else ()
-    if lead < 0 or any(t not in (1, d) for t, d in zip(target, trailing)):
-        raise InvalidArgumentError(
-            f"SumToShape (node '{attrs['_node_name']}'): cannot reduce shape "
-            f"{shape_str(x.shape)} to {shape_str(target)}; the target must broadcast to it"
-        )
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, (t, d) in enumerate(zip(target, trailing)) if t == 1 and d != 1
-    )
+    axes = sum_to_shape_axes(tuple(x.shape), tuple(target), attrs["_node_name"])
     if not axes:
         return [x.reshape(target)]
     return [reduce_to(ctx, x, axes, target, "sum")]

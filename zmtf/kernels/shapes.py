@@ -1,0 +1,35 @@
+"""Shape rules shared by the CPU and GPU kernels (pure: shapes in, axes out, no arrays)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from zmtf.framework.errors import InvalidArgumentError
+
+
+def _shape_str(shape: Sequence[int]) -> str:
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def bias_channel_axis(value_shape: Sequence[int], bias_shape: Sequence[int], attrs: dict[str, Any]) -> int:
+    """BiasAdd's channel axis (last, or 1 for NCHW), checked against the bias length."""
+    ndim = len(value_shape)
+    channels_first = attrs.get("data_format", "NHWC") == "NCHW"
+    axis = 1 if channels_first and ndim >= 3 else ndim - 1
+    if len(bias_shape) != 1 or ndim < 2 or value_shape[axis] != bias_shape[0]:
+        raise InvalidArgumentError(
+            f"Must provide as many biases as the channel dimension of the input tensor: "
+            f"{_shape_str(bias_shape)} vs. {_shape_str(value_shape)} (node '{attrs['_node_name']}')")
+    return axis
+
+
+def sum_to_shape_axes(x_shape: Sequence[int], target: Sequence[int], node_name: str) -> tuple[int, ...]:
+    """The axes SumToShape sums over so that ``x_shape`` becomes ``target`` (inverse broadcasting)."""
+    lead = len(x_shape) - len(target)
+    trailing = tuple(x_shape[lead:]) if lead >= 0 else ()
+    if lead < 0 or any(t not in (1, d) for t, d in zip(target, trailing)):
+        raise InvalidArgumentError(
+            f"SumToShape (node '{node_name}'): cannot reduce shape {_shape_str(x_shape)} to "
+            f"{_shape_str(target)}; the target must broadcast to it")
+    return tuple(range(lead)) + tuple(lead + i for i, (t, d) in enumerate(zip(target, trailing))
+                                      if t == 1 and d != 1)
