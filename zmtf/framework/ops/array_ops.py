@@ -8,7 +8,7 @@ import numpy as np
 
 from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
-from zmtf.framework.graph import Tensor
+from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.tensor_shape import TensorShape, as_shape
@@ -104,11 +104,28 @@ def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
     return apply_op("Fill", [_shape_tensor(dims), convert_to_tensor(value)], name=name).outputs[0]
 
 
+_MAX_CONST_FILL = 1000  # as TF: bigger zeros/ones are a Fill, not a constant shipped with the graph
+
+
 def _filled(shape: Any, dtype: Any, value: float, name: str) -> Tensor:
     dt = as_dtype(dtype)
     if isinstance(shape, Tensor):
         return fill(shape, constant(value, dtype=dt), name=name)
-    return constant(np.full(as_shape(shape).as_list(), value, dtype=dt.np), dtype=dt, name=name)
+    dims = as_shape(shape).as_list()
+    if int(np.prod(dims, dtype=np.int64)) > _MAX_CONST_FILL:
+        with get_default_graph().name_scope(name) as scope:
+            return apply_op("Fill", [_shape_tensor(dims), constant(value, dtype=dt)], name=scope).outputs[0]
+    return constant(np.full(dims, value, dtype=dt.np), dtype=dt, name=name)
+
+
+@op_def("StopGradient")
+def _stop_gradient_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(inputs[0].dtype, inputs[0].shape)]
+
+
+def stop_gradient(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """The input's value, but tf.gradients does not flow through it."""
+    return apply_op("StopGradient", [convert_to_tensor(input)], name=name).outputs[0]
 
 
 def zeros(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:

@@ -39,6 +39,7 @@ def const(ctx: Any, inputs: list, attrs: dict) -> list:
 
 
 @register("Identity")
+@register("StopGradient")
 @register("Snapshot")
 def identity(ctx: Any, inputs: list, attrs: dict) -> list:
     """Identity(x): x itself; for a VariableRef, the variable's current stored array.

@@ -103,6 +103,7 @@ def const(ctx: Any, inputs: list, attrs: dict) -> list:
 
 
 @register("Identity", "GPU", DATA)
+@register("StopGradient", "GPU", DATA)
 @register("Snapshot", "GPU", DATA)
 def identity(ctx: Any, inputs: list, attrs: dict) -> list:
     """Identity(x): x itself; for a VariableRef, the stored device array (no copy, TF1 ref
