@@ -22,7 +22,9 @@ the table shows medians of rounds and their range, ratios compare within this on
 "CPU ms/step" is the CPU time each process spent during the timed rounds (all threads;
 servers from /proc/<pid>/task/*/schedstat, clients their own process_time) divided by the
 steps of all workers: on 2 vCPUs, CPU/step x steps/s cannot exceed 2 s/s.
-Run: python bench/train.py [--quick] [--no-tf] [--profile]
+``--profile`` adds one more round of the zmtf 2-worker job with client 0 under cProfile and,
+when py-spy is installed, the ps, worker 0 and client 1 sampled by py-spy.
+Run: python bench/train.py [--quick] [--no-tf] [--profile] [--openblas-threads 1]
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import os
 import platform
 import pstats
 import select
+import shutil
 import signal
 import statistics
 import subprocess
@@ -52,6 +55,7 @@ import numpy as np  # noqa: E402
 import zmtf  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+SPY_HZ = 200
 TASK_SCRIPT = str(HERE / "_train_task.py")
 BATCH = 64
 
@@ -167,7 +171,7 @@ class System:
 
     def wait_ready(self) -> None:
         for client in self.clients:
-            got = client.receive(timeout=180)
+            got = client.receive(timeout=90)
             if got != "ready":
                 raise RuntimeError(f"{client.label}: expected ready, got {got!r}")
 
@@ -176,7 +180,7 @@ class System:
         before = cpu_seconds(self.pids) if self.pids else {}
         for i, client in enumerate(self.clients):
             client.send(f"profile {steps} {profile}" if profile and i == 0 else f"run {steps}")
-        results = [client.receive(timeout=max(120.0, steps)) for client in self.clients]
+        results = [client.receive(timeout=max(60.0, steps * 0.5)) for client in self.clients]
         after = cpu_seconds(self.pids) if self.pids else {}
         total_steps = steps * len(results)
         span = max(r["end"] for r in results) - min(r["start"] for r in results)
@@ -190,15 +194,17 @@ class System:
                 "cpu": cpu, "loss": [r["loss"] for r in results], "span": span}
 
     def quit(self) -> None:
+        """Lets the clients close their sessions (5 s at most); stop_all then ends everything."""
         for client in self.clients:
             if client.proc.poll() is None:
                 try:
                     client.send("quit")
                 except OSError:
                     pass
+        deadline = time.monotonic() + 5
         for client in self.clients:
             try:
-                client.proc.wait(10)
+                client.proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass  # stop_all kills it
 
@@ -213,6 +219,7 @@ def measure_config(label: str, workers: int, frameworks: list[str], args) -> dic
     procs = Processes()
     systems: list[System] = []
     started = time.monotonic()
+    ok = False
     try:
         systems = [System(fw, workers, procs, args) for fw in frameworks]
         for system in systems:
@@ -228,14 +235,14 @@ def measure_config(label: str, workers: int, frameworks: list[str], args) -> dic
                 rounds[system.name].append(system.round(per_round))
         profile = None
         if args.profile and workers == args.profile_workers and "zmtf" in frameworks:
-            zsys = next(s for s in systems if s.name == "zmtf")
-            path = os.path.join(tempfile.mkdtemp(prefix="zmtf-train-prof-"), "client0.prof")
-            profile = {"path": path, "round": zsys.round(per_round, profile=path)}
+            profile = profile_round(next(s for s in systems if s.name == "zmtf"), per_round * 2, args)
         procs.check_alive()
         print(f"  {label}: measured in {time.monotonic() - started:.1f} s", flush=True)
+        ok = True
     finally:
-        for system in systems:
-            system.quit()
+        if ok:  # after a failure a client may hang in a run: terminate at once
+            for system in systems:
+                system.quit()
         procs.stop_all()
     out = {name: summarize(got, per_round) for name, got in rounds.items()}
     if profile:
@@ -255,6 +262,67 @@ def summarize(rounds: list[dict[str, Any]], per_round: int) -> dict[str, Any]:
             "cpu": cpu, "loss": rounds[-1]["loss"], "n": len(rounds), "steps": per_round}
 
 
+def profile_round(system: System, steps: int, args) -> dict[str, Any]:
+    """One more round of the zmtf job: client 0 under cProfile, and, when py-spy is found,
+    the ps, worker 0 and client 1 sampled by ``py-spy record --nonblocking`` (200 Hz)."""
+    folder = tempfile.mkdtemp(prefix="zmtf-train-prof-")
+    spies: list[tuple[str, subprocess.Popen, str]] = []
+    if args.py_spy:
+        targets = {"ps": system.pids["ps"], "worker0": system.pids["worker0"]}
+        if len(system.clients) > 1:
+            targets["client1"] = system.clients[1].proc.pid
+        for role, pid in targets.items():
+            out = os.path.join(folder, f"{role}.txt")
+            spy = subprocess.Popen([args.py_spy, "record", "--nonblocking", "--threads", "-r", str(SPY_HZ),
+                                    "-f", "raw", "-o", out, "-p", str(pid)],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            spies.append((role, spy, out))
+        time.sleep(1.0)  # py-spy attaches
+    path = os.path.join(folder, "client0.prof")
+    pids = dict(system.pids, **{f"client{i}": c.proc.pid for i, c in enumerate(system.clients)})
+    before = {role: thread_cpu(pid) for role, pid in pids.items()}
+    try:
+        got = system.round(steps, profile=path)
+        after = {role: thread_cpu(pid) for role, pid in pids.items()}
+    finally:
+        for _, spy, _ in spies:
+            if spy.poll() is None:
+                spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+        for role, spy, _ in spies:
+            try:
+                _, err = spy.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+                _, err = spy.communicate()
+            if spy.returncode not in (0, -signal.SIGINT, 130):
+                print(f"  py-spy on {role} exited with {spy.returncode}: {err.decode(errors='replace')[-300:]}")
+    threads = {}
+    for role in pids:
+        threads[role] = {tid: (name, cpu - before[role].get(tid, ("", 0.0))[1])
+                         for tid, (name, cpu) in after[role].items()}
+    return {"path": path, "round": got, "steps": steps, "threads": threads,
+            "spy": {role: out for role, _, out in spies}}
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """{tid: (name, CPU seconds so far)} of one process's threads (Linux /proc; {} elsewhere)."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                cpu = int(f.read().split()[0]) / 1e9
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        out[int(tid)] = (name, cpu)
+    return out
+
+
 # ---- reporting --------------------------------------------------------------------------------
 def facts(args, tf_ver: str | None) -> None:
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
@@ -264,7 +332,8 @@ def facts(args, tf_ver: str | None) -> None:
           f"zmtf {getattr(zmtf, '__version__', '?')}; TensorFlow {tf_ver or 'not installed'}")
     print(f"mode: {'quick' if args.quick else 'full'}; model 784-256-10, batch {BATCH}, Momentum(0.01, 0.9); "
           f"{args.warmup} warm-up steps per client, then {args.rounds} rounds x {args.steps // args.rounds} "
-          f"steps per worker ({args.steps // args.rounds * args.local_factor} locally)")
+          f"steps per worker ({args.steps // args.rounds * args.local_factor} locally); "
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
 
 
 def cpu_text(cpu: dict[str, float] | None) -> str:
@@ -305,20 +374,83 @@ def report(results: dict[str, dict[str, dict[str, Any]]], names: list[str]) -> N
         print(f"  local: zmtf/TF {ratio:.2f} (target >= 1.00): {'met' if ratio >= 1.0 else 'NOT met'}")
 
 
+def short_path(text: str) -> str:
+    for marker in ("site-packages/", "/lib/python3", "/bench/", "/zmtf/"):
+        if marker in text:
+            head, tail = text.split(marker, 1)
+            return ("zmtf/" if marker == "/zmtf/" else "bench/" if marker == "/bench/" else "") + tail
+    return text
+
+
 def print_profile(profile: dict[str, Any], top: int) -> None:
-    r = profile["round"]
-    steps = round(r["rate"] * r["span"] / len(r["per_client"]))
-    print(f"\nprofile: zmtf client 0 of the 2-worker job under cProfile (its main thread only), {steps} steps "
-          f"at {r['per_client'][0]:.0f} steps/s (profiled) with client 1 running alongside; "
-          f"CPU ms/step {cpu_text(r['cpu'])}")
+    r, steps = profile["round"], profile["steps"]
+    print(f"\nprofile (files in {os.path.dirname(profile['path'])}) of one more round of the zmtf 2-worker job ({steps} steps per client; client 0 under "
+          f"cProfile ran {r['per_client'][0]:.0f} steps/s, client 1 {r['per_client'][1]:.0f}); "
+          f"CPU ms/step in this round: {cpu_text(r['cpu'])}")
     stats = pstats.Stats(profile["path"])
-    total = stats.total_tt
-    print(f"  {total / steps * 1e3:.2f} ms of profiled main-thread time per step; top {top} by own time:")
+    print(f"  client 0, cProfile of its main thread: {stats.total_tt / steps * 1e3:.2f} ms per step; "
+          f"top {top} by own time:")
     rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
     print(f"  {'own ms/step':>11}{'cum ms/step':>12}{'calls/step':>11}  function")
-    for (filename, line, func), (cc, nc, tt, ct, _callers) in rows:
-        where = filename.split("site-packages/")[-1].split("/main/")[-1]
-        print(f"  {tt / steps * 1e3:>11.3f}{ct / steps * 1e3:>12.3f}{nc / steps:>11.1f}  {func} ({where}:{line})")
+    for (filename, line, func), (_cc, nc, tt, ct, _callers) in rows:
+        print(f"  {tt / steps * 1e3:>11.3f}{ct / steps * 1e3:>12.3f}{nc / steps:>11.1f}  {func} "
+              f"({short_path(filename)}:{line})")
+    clients = len(r["per_client"])
+    print("  CPU ms per step by thread (/proc schedstat; the ps per step of all clients, the others per step "
+          "of their own client; Python thread names from py-spy where sampled):")
+    for role, threads in profile["threads"].items():
+        spy = read_spy(profile["spy"].get(role))
+        per = steps * (clients if role == "ps" else 1)
+        rows = sorted(threads.items(), key=lambda kv: -kv[1][1])
+        total = sum(cpu for _, cpu in threads.values())
+        def label(tid: int, name: str) -> str:
+            if tid in spy["names"]:
+                return spy["names"][tid]
+            return "non-Python thread" if spy["names"] and name == "python" else name
+
+        named = [f"{label(tid, name)} {cpu / per * 1e3:.2f}" for tid, (name, cpu) in rows if cpu / per > 2e-5]
+        print(f"    {role:<8}{total / per * 1e3:6.2f} = " + ", ".join(named))
+    if not profile["spy"]:
+        print("  (ps and worker not sampled: py-spy not found; pip install py-spy, or give --py-spy PATH)")
+        return
+    print(f"  py-spy ({SPY_HZ} Hz, --nonblocking): innermost Python function of the samples outside the idle "
+          "waits (selector, queue get, Condition/Event wait), ms per step as above:")
+    for role, path in profile["spy"].items():
+        spy = read_spy(path)
+        per = steps * (clients if role == "ps" else 1)
+        ms = 1e3 / SPY_HZ / per  # one sample is 1/SPY_HZ s of one thread
+        busy = sorted(spy["leaves"].items(), key=lambda kv: -kv[1])
+        print(f"    {role}: {sum(spy['leaves'].values()) * ms:.2f} ms/step sampled busy; "
+              + "; ".join(f"{leaf} {n * ms:.2f}" for leaf, n in busy[:top]))
+
+
+IDLE_LEAVES = ("select (selectors.py", "_worker (concurrent/futures/thread.py:81)", "Condition.wait (",
+               "Event.wait (", "GarbageCollectorThread.run (", "Thread.join (")
+
+
+def read_spy(path: str | None) -> dict[str, Any]:
+    """A py-spy raw file: thread names by tid, and sample counts by innermost non-idle frame."""
+    names: dict[int, str] = {}
+    leaves: dict[str, int] = {}
+    if not path:
+        return {"names": names, "leaves": leaves}
+    try:
+        with open(path) as f:
+            for line in f:
+                stack, _, count = line.rstrip("\n").rpartition(" ")
+                frames = stack.split(";")
+                head = frames[0]  # "thread (TID): NAME"
+                if head.startswith("thread (") and "): " in head:
+                    tid, name = head[len("thread ("):].split("): ", 1)
+                    if tid.isdigit():
+                        names[int(tid)] = name
+                leaf = frames[-1]
+                if not any(mark in leaf for mark in IDLE_LEAVES):
+                    key = short_path(leaf)
+                    leaves[key] = leaves.get(key, 0) + int(count)
+    except (OSError, ValueError):
+        pass
+    return {"names": names, "leaves": leaves}
 
 
 def main() -> None:
@@ -330,6 +462,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, help="untimed steps per client first (default 30, quick 15)")
     parser.add_argument("--profile", action="store_true",
                         help="then cProfile one zmtf client of the 2-worker job for one more round")
+    parser.add_argument("--py-spy", default=shutil.which("py-spy"),
+                        help="py-spy executable for --profile's ps/worker samples (default: on PATH)")
+    parser.add_argument("--openblas-threads", type=int,
+                        help="set OPENBLAS_NUM_THREADS for every process (zmtf's MatMul is numpy's OpenBLAS; "
+                             "default: leave the environment as it is)")
     parser.add_argument("--only", choices=["local", "1", "2"], action="append",
                         help="measure only these configs (repeatable): local, 1 or 2 workers")
     parser.add_argument("--cpus", help="pin this bench and every process to these CPUs, e.g. '0' or '0,1'")
@@ -339,6 +476,8 @@ def main() -> None:
     args.warmup = args.warmup if args.warmup is not None else (15 if args.quick else 30)
     args.local_factor = 2  # a local step is cheaper: twice the steps per round
     args.profile_workers = 2
+    if args.openblas_threads:
+        os.environ["OPENBLAS_NUM_THREADS"] = str(args.openblas_threads)  # children inherit it
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # children inherit it
 
@@ -360,7 +499,7 @@ def main() -> None:
     report(results, frameworks)
     for row in results.values():
         if "profile" in row.get("zmtf", {}):
-            print_profile(row["zmtf"]["profile"], top=18)
+            print_profile(row["zmtf"]["profile"], top=10)
     print(f"\n(total {time.monotonic() - started:.1f} s)")
 
 

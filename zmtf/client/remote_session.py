@@ -7,7 +7,9 @@ Targets: "zmtf://host:port", "grpc://host:port" (accepted for drop-in TF scripts
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Generator
 
 import numpy as np
 
@@ -16,6 +18,7 @@ import zmq
 from zmtf.client.fetches import flatten
 from zmtf.client.session_core import feed_arrays, make_placement_log_visible
 from zmtf.distributed import inproc
+from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.transport import Channel
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework.errors import InvalidArgumentError, UnavailableError
@@ -56,6 +59,22 @@ def _writable(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request the protocol wants sent, and how long to wait for its reply."""
+
+    message: Any
+    timeout: float
+    on_cancel: Callable[[int], Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionNeeded:
+    """The protocol needs the master session (created once, under the driver's lock)."""
+
+    timeout: float
+
+
 class RemoteSessionCore:
     """The client side of a master session; lives on one event loop."""
 
@@ -71,40 +90,47 @@ class RemoteSessionCore:
         self._handle: str | None = None
         self._sent_version = -1
         self._lock: asyncio.Lock | None = None
+        self._threads = threading.local()          # the sync Session's socket per thread
+        self._blocking: list[BlockingChannel] = []
+        self._thread_lock = threading.Lock()      # guards the list of per-thread sockets
+        self._session_lock = threading.Lock()     # one thread creates the master session
         if config.log_device_placement:
             make_placement_log_visible()  # shows the lines of masters running in this process
 
-    def _chan(self) -> Channel:
+    def _check_inproc(self) -> None:
         if self.endpoint.startswith("inproc://") and inproc.context_for(self.endpoint) is None:
             raise UnavailableError(None, None, f"no zmtf server is running in this process at "
                                    f"{self.endpoint}; inproc:// targets reach in-process servers only")
+
+    def _chan(self) -> Channel:
+        self._check_inproc()
         if self._channel is None:
             self._channel = Channel(self._context, self.endpoint, asyncio.get_running_loop(), peer=self.target)
             self._lock = asyncio.Lock()
         return self._channel
 
-    async def _ensure_session(self, connect_timeout: float = CONNECT_TIMEOUT) -> str:
-        channel = self._chan()
-        assert self._lock is not None
-        async with self._lock:
-            version = self.graph.version
-            if self._handle is not None and version == self._sent_version:
-                return self._handle
-            graph, arrays = graph_to_dict(self.graph)
-            if self._handle is None:
-                config = {"log_device_placement": self.config.log_device_placement,
-                          "allow_soft_placement": self.config.allow_soft_placement}
-                reply = await channel.call(m.CreateSession(id=0, graph=graph, config=config,
-                                                           tensors=arrays), connect_timeout)
-                self._handle = reply.session
-            else:
-                await channel.call(m.ExtendSession(id=0, session=self._handle, graph=graph,
-                                                   tensors=arrays), connect_timeout)
-            self._sent_version = version
+    # ---- the protocol, written once: generators that yield Calls and get replies back ----
+    def _session_calls(self, connect_timeout: float) -> Generator[Call, Any, str]:
+        """Create the master session, or extend it when the graph grew since it was sent."""
+        version = self.graph.version
+        if self._handle is not None and version == self._sent_version:
             return self._handle
+        graph, arrays = graph_to_dict(self.graph)
+        if self._handle is None:
+            config = {"log_device_placement": self.config.log_device_placement,
+                      "allow_soft_placement": self.config.allow_soft_placement}
+            reply = yield Call(m.CreateSession(id=0, graph=graph, config=config, tensors=arrays),
+                               connect_timeout)
+            self._handle = reply.session
+        else:
+            yield Call(m.ExtendSession(id=0, session=self._handle, graph=graph, tensors=arrays),
+                       connect_timeout)
+        self._sent_version = version
+        return self._handle
 
-    async def run(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
-                  run_metadata: RunMetadata | None, timeout: float | None) -> Any:
+    def _run_calls(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
+                   timeout: float | None) -> Generator[Call, Any, Any]:
+        """One run(): the session first if needed, then a RunStep; returns the fetch structure."""
         elements, rebuild = flatten(self.graph, fetches)
         fetch_tensors = [e for e in elements if isinstance(e, Tensor)]
         targets = [e.name for e in elements if isinstance(e, Operation)]
@@ -113,16 +139,63 @@ class RemoteSessionCore:
         if timeout is not None:
             timeout_ms = int(timeout * 1000)
         limit = timeout_ms / 1000.0 if timeout_ms > 0 else DEFAULT_RUN_TIMEOUT
-        handle = await self._ensure_session(min(CONNECT_TIMEOUT, limit))
+        handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit))
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
                             fetches=[t.name for t in fetch_tensors], targets=targets,
                             timeout_ms=timeout_ms, tensors=feed_values)
-        reply = await self._chan().call(
-            request, limit + 1.0,
-            on_cancel=lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
+        reply = yield Call(request, limit + 1.0,
+                           lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
         position = {id(t): i for i, t in enumerate(fetch_tensors)}
         return rebuild([fetched(_writable(reply.tensors[position[id(e)]])) if id(e) in position
                         else None for e in elements])
+
+    # ---- driving it from asyncio ------------------------------------------------------------
+    async def _drive(self, calls: Generator[Any, Any, Any]) -> Any:
+        reply: Any = None
+        try:
+            while True:
+                step = calls.send(reply)
+                if isinstance(step, SessionNeeded):
+                    assert self._lock is not None
+                    async with self._lock:
+                        reply = await self._drive(self._session_calls(step.timeout))
+                else:
+                    reply = await self._chan().call(step.message, step.timeout, step.on_cancel)
+        except StopIteration as done:
+            return done.value
+
+    async def run(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
+                  run_metadata: RunMetadata | None, timeout: float | None) -> Any:
+        self._chan()
+        return await self._drive(self._run_calls(fetches, feed_dict, options, timeout))
+
+    # ---- driving it from a plain thread (the sync Session) ------------------------------------
+    def _blocking_chan(self) -> BlockingChannel:
+        self._check_inproc()
+        channel = getattr(self._threads, "channel", None)
+        if channel is None:
+            channel = BlockingChannel(self._context, self.endpoint, peer=self.target)
+            self._threads.channel = channel
+            with self._thread_lock:
+                self._blocking.append(channel)
+        return channel
+
+    def _drive_blocking(self, calls: Generator[Any, Any, Any]) -> Any:
+        reply: Any = None
+        try:
+            while True:
+                step = calls.send(reply)
+                if isinstance(step, SessionNeeded):
+                    with self._session_lock:
+                        reply = self._drive_blocking(self._session_calls(step.timeout))
+                else:
+                    reply = self._blocking_chan().call(step.message, step.timeout, step.on_cancel)
+        except StopIteration as done:
+            return done.value
+
+    def run_blocking(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None) -> Any:
+        """run() on the calling thread with its own socket: no event loop involved."""
+        return self._drive_blocking(self._run_calls(fetches, feed_dict, options, None))
 
     async def list_devices(self) -> list[dict[str, Any]]:
         reply = await self._chan().call(m.ListDevices(id=0), CONNECT_TIMEOUT)
@@ -130,6 +203,24 @@ class RemoteSessionCore:
 
     async def reset(self) -> None:
         await self._chan().call(m.Reset(id=0, containers=[]), CONNECT_TIMEOUT)
+
+    def list_devices_blocking(self) -> list[dict[str, Any]]:
+        return list(self._blocking_chan().call(m.ListDevices(id=0), CONNECT_TIMEOUT).devices)
+
+    def close_blocking(self) -> None:
+        """Close the sync Session's sockets (after telling the master, from this thread)."""
+        if self._handle is not None and self._blocking:
+            try:
+                self._blocking_chan().call(m.CloseSession(id=0, session=self._handle), 5.0)
+            except Exception:  # noqa: BLE001 - the server may be gone; closing still succeeds
+                pass
+            self._handle = None
+        with self._thread_lock:
+            channels, self._blocking = self._blocking, []
+        for channel in channels:
+            channel.close()
+        if self._own_context and self._channel is None:
+            self._context.destroy(linger=0)
 
     async def close(self) -> None:
         if self._channel is not None:

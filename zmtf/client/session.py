@@ -1,8 +1,10 @@
 """Session: TF1's synchronous session, a thin wrapper over AsyncSession's step logic.
 
-It shares AsyncSession's core (plan, executor, fetch rebuild) and differs only in how it
-waits: it drives the step on the calling thread, which is about to block anyway, instead
-of hopping through an event loop (that hop measured 130-170 us per run here).
+It shares AsyncSession's code (local: plan, executor, fetch rebuild; remote: the request
+protocol of RemoteSessionCore) and differs only in how it waits: it drives the step on the
+calling thread, which is about to block anyway — a local step inline, a remote one over a
+blocking socket of that thread — instead of hopping through an event loop thread (that
+hop measured 130-170 us per run here).
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from zmtf.client.async_session import AsyncSession, is_local
-from zmtf.client.remote_session import endpoint_of
-from zmtf.distributed.loop_thread import LoopThread
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework import graph as graph_module
 from zmtf.framework.errors import DeadlineExceededError
@@ -55,11 +55,8 @@ class Session:
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
-        self._loop: LoopThread | None = None
-        if not is_local(target):
-            endpoint_of(target)  # fail on a malformed target before starting a thread
-            self._loop = LoopThread(name="zmtf-session")
         self._async = AsyncSession(target, graph, config)
+        self._remote = self._async._remote   # None for a local session
         self._core = self._async._core
         self._default_cm: Any = None
 
@@ -75,9 +72,9 @@ class Session:
             run_metadata: RunMetadata | None = None) -> Any:
         """Run the fetches (tensor, op, name, or a nest of them) and return their values."""
         self._async._check_open()
-        if self._loop is not None:
+        if self._remote is not None:
             _refuse_inside_running_loop()
-            return self._loop.call(self._async.run(fetches, feed_dict, options, run_metadata))
+            return self._remote.run_blocking(fetches, feed_dict, options)
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         # With a deadline the step runs on a pool thread so this thread can stop waiting.
         future = self._core.start(call, inline=call.timeout is None)
@@ -92,8 +89,11 @@ class Session:
         return self._core.finish(call, values)
 
     def list_devices(self) -> list[Any]:
-        if self._loop is not None:
-            return self._loop.call(self._async.list_devices())
+        if self._remote is not None:
+            from zmtf.client.async_session import _DeviceAttributes
+
+            return [_DeviceAttributes(d["name"], d["device_type"], d["memory_limit"])
+                    for d in self._remote.list_devices_blocking()]
         return self._async.local_devices()
 
     @staticmethod
@@ -117,12 +117,9 @@ class Session:
 
     def close(self) -> None:
         if not self._async._closed:
-            if self._loop is not None:
-                try:
-                    self._loop.call(self._async.close(), timeout=10)
-                finally:
-                    self._loop.stop()
-                    self._loop = None
+            if self._remote is not None:
+                self._async._closed = True
+                self._remote.close_blocking()
             else:
                 self._async._closed = True
                 self._core.close()
