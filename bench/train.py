@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import pstats
+import re
 import select
 import shutil
 import signal
@@ -375,17 +376,16 @@ def report(results: dict[str, dict[str, dict[str, Any]]], names: list[str]) -> N
 
 
 def short_path(text: str) -> str:
-    for marker in ("site-packages/", "/lib/python3", "/bench/", "/zmtf/"):
-        if marker in text:
-            head, tail = text.split(marker, 1)
-            return ("zmtf/" if marker == "/zmtf/" else "bench/" if marker == "/bench/" else "") + tail
-    return text
+    """A frame's file path from its package (zmtf/..., bench/..., the stdlib's or site-packages')."""
+    text = re.sub(r"/\S*/(site-packages|lib/python3\.\d+)/", "", text)
+    return re.sub(r"/\S*/(zmtf|bench)/", r"\1/", text)
 
 
 def print_profile(profile: dict[str, Any], top: int) -> None:
     r, steps = profile["round"], profile["steps"]
-    print(f"\nprofile (files in {os.path.dirname(profile['path'])}) of one more round of the zmtf 2-worker job ({steps} steps per client; client 0 under "
-          f"cProfile ran {r['per_client'][0]:.0f} steps/s, client 1 {r['per_client'][1]:.0f}); "
+    print(f"\nprofile (files in {os.path.dirname(profile['path'])}) of one more round of the zmtf 2-worker job "
+          f"({steps} steps per client; client 0 under cProfile ran {r['per_client'][0]:.0f} steps/s, "
+          f"client 1 {r['per_client'][1]:.0f}); "
           f"CPU ms/step in this round: {cpu_text(r['cpu'])}")
     stats = pstats.Stats(profile["path"])
     print(f"  client 0, cProfile of its main thread: {stats.total_tt / steps * 1e3:.2f} ms per step; "
