@@ -249,3 +249,29 @@ def test_clusters_on_inproc_and_ipc(transport, tmp_path):
     finally:
         for server in servers:
             server.stop()
+
+
+def test_a_script_that_never_stops_its_server_still_exits():
+    import subprocess
+    import sys
+
+    script = ("import zmtf as tf\n"
+              "s = tf.train.Server.create_local_server()\n"
+              "with tf.Session(s.target) as sess:\n"
+              "    print(sess.run(tf.constant(1.0) + 1.0))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "2.0", out.stderr
+
+
+def test_intra_op_threads_limit_blas():
+    from zmtf.runtime.blas import _openblas
+
+    lib = _openblas()
+    if lib is None or not hasattr(lib, "scipy_openblas_get_num_threads64_"):
+        pytest.skip("numpy here is not linked to scipy-openblas")
+    before = lib.scipy_openblas_get_num_threads64_()
+    try:
+        with tf.Session(config=tf.ConfigProto(intra_op_parallelism_threads=1)):
+            assert lib.scipy_openblas_get_num_threads64_() == 1
+    finally:
+        lib.scipy_openblas_set_num_threads64_(before)

@@ -23,6 +23,7 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.placement.plan import plan_step
+from zmtf.runtime.blas import set_blas_threads
 from zmtf.runtime.context import KernelContext
 from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_devices
 from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, bind, fetched
@@ -63,6 +64,7 @@ class LocalSessionCore:
         self.executor = Executor(self._pools)
         self.resources = ResourceContainer()
         intra = self.config.intra_op_parallelism_threads or self._pools.threads
+        set_blas_threads(self.config.intra_op_parallelism_threads)
         self.context = KernelContext(self.resources, intra)
         self._placements: dict[str, str] = {}
         self._plans: dict[tuple, BoundStep] = {}

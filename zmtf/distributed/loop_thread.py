@@ -28,6 +28,9 @@ class LoopThread:
 
     def call(self, coro: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
         """Run ``coro`` on the loop and return its result (from any other thread)."""
+        if not self._thread.is_alive():
+            coro.close()
+            raise RuntimeError("zmtf's event loop thread has stopped (interpreter shutting down?)")
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError(

@@ -9,8 +9,11 @@ its devices and thread pools (logged at start, since TF users trip over which co
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
+import sys
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -24,6 +27,7 @@ from zmtf.distributed.master import MasterService
 from zmtf.distributed.transport import Channel, Listener
 from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import InvalidArgumentError, UnavailableError, UnimplementedError
+from zmtf.runtime.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
 from zmtf.wire import messages as m
 
@@ -71,6 +75,7 @@ class ServerCore:
         self._devices = local_devices(self.task, self.config.gpu_options, self.config.device_count,
                                       self._pools)
         intra = self.config.intra_op_parallelism_threads or self._pools.threads
+        set_blas_threads(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self._remote,
                                     DEFAULT_STEP_TIMEOUT, self.learn_cluster_devices)
@@ -286,6 +291,7 @@ class Server:
             task_index = indices[0]
         self._core = ServerCore(cluster, job_name, task_index, config)
         self._loop: LoopThread | None = None
+        _live_servers.add(self)
         self._stopped = threading.Event()
         if start:
             self.start()
@@ -333,7 +339,22 @@ class Server:
         return Server({"localhost": [f"127.0.0.1:{port}"]}, "localhost", 0, config=config, start=start)
 
     def __del__(self) -> None:
+        if sys.is_finalizing():
+            return  # too late to talk to the loop thread; _stop_live_servers ran at exit
         try:
             self.stop()
         except Exception:  # noqa: BLE001
+            pass
+
+
+_live_servers: "weakref.WeakSet[Server]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_live_servers() -> None:
+    """A script that never calls server.stop() still exits promptly and cleanly."""
+    for server in list(_live_servers):
+        try:
+            server.stop()
+        except Exception:  # noqa: BLE001 - exiting anyway
             pass

@@ -100,8 +100,8 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
                 if current != value.shape:
                     raise _shape_error(current, value.shape, node_name)
         store.assign(ref.name, stored)
-        # A copy, not `value`: returning the input would alias a caller's feed buffer.
-        return [stored.copy()]
+        # The stored (private) array, as TF1 returns the ref: fetches copy what aliases storage.
+        return [stored]
 
 
 def _read_writable(ref: VariableRef) -> _Array:
@@ -128,7 +128,7 @@ def _update(inputs: list, attrs: dict, ufunc: np.ufunc, op_type: str) -> list:
                 f"match variable '{ref.name}' of shape {shape_str(current.shape)}"
             )
         ufunc(current, delta, out=current, casting="unsafe")
-        return [current.copy()]
+        return [current]
 
 
 @register("AssignAdd")
@@ -184,7 +184,7 @@ def apply_gradient_descent(ctx: Any, inputs: list, attrs: dict) -> list:
         _check_same_shape(var, delta, "delta", attrs)
         step = np.multiply(delta, alpha.astype(var.dtype), dtype=var.dtype)
         np.subtract(var, step, out=var)
-        return [var.copy()]
+        return [var]
 
 
 @register("ApplyMomentum")
@@ -210,7 +210,7 @@ def apply_momentum(ctx: Any, inputs: list, attrs: dict) -> list:
         else:
             step = np.multiply(accum, lr)
         np.subtract(var, step, out=var)
-        return [var.copy()]
+        return [var]
 
 
 @register("ApplyAdam")
@@ -235,4 +235,4 @@ def apply_adam(ctx: Any, inputs: list, attrs: dict) -> list:
         direction = m * beta1 + grad * (1.0 - beta1) if attrs.get("use_nesterov") else m
         step = direction * lr_t / (np.sqrt(v) + epsilon)
         np.subtract(var, step, out=var, casting="unsafe")
-        return [var.copy()]
+        return [var]
