@@ -275,3 +275,26 @@ def test_intra_op_threads_limit_blas():
             assert lib.scipy_openblas_get_num_threads64_() == 1
     finally:
         lib.scipy_openblas_set_num_threads64_(before)
+
+
+def test_one_remote_session_shared_by_threads(cluster):
+    spec, _ = cluster
+    with tf.device("/job:ps/task:1"):
+        x = tf.placeholder(tf.float32, [], name="x")
+        y = x + 100.0
+    results, errors = {}, []
+    with tf.Session(target(spec, "worker", 0)) as sess:   # each thread gets its own socket
+
+        def client(k):
+            try:
+                results[k] = [sess.run(y, {x: float(k * 10 + i)}) for i in range(10)]
+            except Exception as error:  # noqa: BLE001
+                errors.append(error)
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert not errors
+    assert all(results[k] == [k * 10 + i + 100.0 for i in range(10)] for k in range(4))
