@@ -12,7 +12,7 @@ from typing import Any
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.remote_session import RemoteSessionCore
 from zmtf.client.session_core import LocalSessionCore
-from zmtf.framework.errors import DeadlineExceededError, UnimplementedError
+from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import Graph, get_default_graph
 
 

@@ -15,7 +15,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from zmtf.client.async_session import AsyncSession, is_local
+from zmtf.client.async_session import AsyncSession
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework import graph as graph_module
 from zmtf.framework.errors import DeadlineExceededError

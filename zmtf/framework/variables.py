@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from zmtf.framework.dtypes import DType, as_dtype
 from zmtf.framework.graph import GraphKeys, Operation, Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import state_ops

@@ -155,7 +155,6 @@ def one_hot(ctx: Any, inputs: list, attrs: dict) -> list:
 def bias_add(ctx: Any, inputs: list, attrs: dict) -> list:
     """BiasAdd(value, bias): bias added over the last dim (the channel dim for NCHW)."""
     value, bias = inputs
-    node_name = attrs["_node_name"]
     channel_axis = bias_channel_axis(tuple(value.shape), tuple(bias.shape), attrs)
     if bias.dtype != value.dtype:
         bias = bias.astype(value.dtype)

@@ -155,7 +155,6 @@ def softmax_cross_entropy_with_logits(ctx: Any, inputs: list, attrs: dict) -> li
 def bias_add(ctx: Any, inputs: list, attrs: dict) -> list:
     """BiasAdd(value, bias): bias added over the last dim (the channel dim for NCHW)."""
     value, bias = inputs
-    node_name = attrs["_node_name"]
     channel_axis = bias_channel_axis(tuple(value.shape), tuple(bias.shape), attrs)
     if channel_axis != value.ndim - 1:
         bias = bias.reshape((bias.shape[0],) + (1,) * (value.ndim - 2))  # a view
