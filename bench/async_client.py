@@ -13,22 +13,14 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 
 import zmtf as tf
+from zmtf.testing import free_tcp_ports as free_ports
 
 
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def start_cluster() -> tuple[tf.train.ClusterSpec, list[subprocess.Popen]]:

@@ -49,6 +49,7 @@ import numpy as np  # noqa: E402
 import zmq  # noqa: E402
 
 import zmtf  # noqa: E402
+from zmtf.testing import free_tcp_ports as free_ports
 
 HERE = Path(__file__).resolve().parent
 TASK_SCRIPT = str(HERE / "_cluster_task.py")
@@ -78,22 +79,6 @@ def tf_version() -> str | None:
 _handed_out: set[int] = set()
 
 
-def free_ports(n: int) -> list[int]:
-    """Ports free now and never handed out before in this run (a closed probe port may come back)."""
-    socks, ports = [], []
-    try:
-        while len(ports) < n:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            port = s.getsockname()[1]
-            if port not in _handed_out:
-                ports.append(port)
-                _handed_out.add(port)
-        return ports
-    finally:
-        for s in socks:
-            s.close()
 
 
 class Processes:

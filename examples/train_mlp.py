@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 import tempfile
 import threading
@@ -26,6 +25,7 @@ import time
 import numpy as np
 
 import zmtf as tf
+from zmtf.testing import free_tcp_ports as free_ports
 
 FEATURES, HIDDEN, CLASSES = 784, 256, 10
 
@@ -162,14 +162,6 @@ def run_sync(target: str, args, report: dict) -> None:
                                           global_step=report["global_step"])
 
 
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def main() -> int:

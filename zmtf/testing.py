@@ -25,7 +25,8 @@ from zmtf.framework.config import ConfigProto
 TRANSPORTS = ("inproc", "tcp", "ipc")
 
 
-def _free_tcp_ports(count: int) -> list[int]:
+def free_tcp_ports(count: int) -> list[int]:
+    """``count`` distinct free tcp ports on 127.0.0.1 (for clusters in tests, examples, benches)."""
     sockets = []
     try:
         for _ in range(count):
@@ -45,7 +46,7 @@ def cluster_spec_for(jobs: dict[str, int], transport: str = "inproc") -> Cluster
     total = sum(jobs.values())
     tag = uuid.uuid4().hex[:8]
     if transport == "tcp":
-        ports = iter(_free_tcp_ports(total))
+        ports = iter(free_tcp_ports(total))
         address = lambda job, i: f"127.0.0.1:{next(ports)}"  # noqa: E731
     elif transport == "ipc":
         folder = tempfile.mkdtemp(prefix="zmtf-")

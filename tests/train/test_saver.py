@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.testing import free_tcp_ports as free_ports
 from zmtf.train.saver import (
     CheckpointState, Saver, _format_state, _parse_state, checkpoint_exists, get_checkpoint_state,
     latest_checkpoint,
@@ -21,16 +21,6 @@ def fresh_graph():
     yield
 
 
-def free_ports(n):
-    sockets = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        sockets.append(s)
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def make_model():
