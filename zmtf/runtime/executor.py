@@ -105,7 +105,7 @@ class _StepRun:
     """The mutable state of one step: value slots, pending counts, the first error."""
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
-                 "future", "failed", "inline", "__weakref__")
+                 "future", "failed", "inline", "busy", "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -122,6 +122,7 @@ class _StepRun:
         self.future: Future = Future()
         self.failed = False
         self.inline = False
+        self.busy = 0.0   # seconds spent inside kernels (not waiting for Recv): see compute_seconds
 
     def start(self) -> None:
         if self.remaining == 0:
@@ -177,14 +178,14 @@ class _StepRun:
 
     def _run_node(self, i: int, inputs: list[Any], kernel: Callable[..., list],
                   attrs: dict[str, Any]) -> bool:
+        start = time.perf_counter()
         try:
-            if self.trace is None:
-                outputs = kernel(self.ctx, inputs, attrs)
-            else:
-                start = time.perf_counter()
-                outputs = kernel(self.ctx, inputs, attrs)
-                self.trace.append(NodeTrace(attrs["_node_name"], self.step.devices[i], start,
-                                            time.perf_counter(), threading.current_thread().name))
+            outputs = kernel(self.ctx, inputs, attrs)
+            end = time.perf_counter()
+            self.busy += end - start   # racy across pool threads: an estimate is all it needs
+            if self.trace is not None:
+                self.trace.append(NodeTrace(attrs["_node_name"], self.step.devices[i], start, end,
+                                            threading.current_thread().name))
         except BaseException as exc:  # noqa: BLE001 - every failure becomes the step's error
             self._fail(i, exc)
             return False
@@ -218,6 +219,7 @@ class _StepRun:
     def _finish(self) -> None:
         result = [self.slots[s] for s in self.step.plan.fetch_slots]
         self.slots = []  # drop intermediates now: their buffers go back to the pool
+        self.future.compute_seconds = self.busy  # type: ignore[attr-defined]
         _settle(self.future, result=result)
 
     def abort(self, error: BaseException | None = None) -> None:
