@@ -9,7 +9,6 @@ ErrorReply. One socket per calling thread (zmq sockets are not thread-safe).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import time
 from typing import Any, Callable
@@ -49,12 +48,12 @@ class BlockingChannel:
         call_id = next(_ids)
         deadline = time.monotonic() + timeout
         self._wait_connected(deadline, timeout, message)
-        self._sock.send_multipart(codec.encode(dataclasses.replace(message, id=call_id)), copy=False)
+        self._sock.send_multipart(codec.encode(message, id=call_id), copy=False)
         try:
             reply = self._wait_reply(call_id, deadline, timeout, message)
         except KeyboardInterrupt:
             if on_cancel is not None:
-                self._sock.send_multipart(codec.encode(dataclasses.replace(on_cancel(call_id), id=next(_ids))))
+                self._sock.send_multipart(codec.encode(on_cancel(call_id), id=next(_ids)))
             raise
         if isinstance(reply, messages.ErrorReply):
             messages.raise_error(reply)

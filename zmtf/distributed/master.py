@@ -25,12 +25,15 @@ from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition
 from zmtf.placement.plan import plan_step
+from zmtf.distributed.futures import chain
 from zmtf.distributed.worker import WorkerService, supports
 
 placement_log = logging.getLogger("zmtf.placement")
 
-# remote(task, coroutine factory name, **fields) is provided by the server: it owns channels.
+# remote(task, coroutine factory name, **fields) is provided by the server: it owns channels;
+# remote_run_graph(task, fields) returns a future of the partition's output tensors.
 RemoteCall = Callable[..., Awaitable[Any]]
+RemoteRunGraph = Callable[[str, dict], "asyncio.Future[list[np.ndarray]]"]
 
 
 @dataclass
@@ -58,7 +61,7 @@ class MasterService:
     """The master of one task: sessions in, RunGraph calls out."""
 
     def __init__(self, task: str, worker: WorkerService, cluster_devices: Callable[[], list[str]],
-                 remote: RemoteCall, default_timeout: float,
+                 remote: RemoteCall, remote_run_graph: RemoteRunGraph, default_timeout: float,
                  learn_devices: Callable[[], Awaitable[None]] | None = None) -> None:
         self._learn_devices = learn_devices
         self.task = task
@@ -66,6 +69,7 @@ class MasterService:
         self.worker = worker
         self._cluster_devices = cluster_devices
         self._remote = remote
+        self._remote_run_graph = remote_run_graph
         self._timeout = default_timeout
         self._sessions: dict[str, MasterSession] = {}
         self._step_ids = itertools.count(random.getrandbits(40) << 16)
@@ -99,53 +103,133 @@ class MasterService:
         return session
 
     # ---- steps ---------------------------------------------------------------------------
-    async def run_step(self, handle: str, feeds: list[str], fetches: list[str], targets: list[str],
-                       values: list[np.ndarray], timeout_ms: int) -> list[np.ndarray]:
+    def run_step(self, handle: str, feeds: list[str], fetches: list[str], targets: list[str],
+                 values: list[np.ndarray], timeout_ms: int) -> "Awaitable[list[np.ndarray]]":
+        """Run one step; an awaitable of the fetched values (cancel it to abort the step).
+
+        A step whose partitions are registered already is a plain future driven by callbacks
+        (no task, no coroutine): each of those would cost a loop iteration on the hot path."""
         session = self._session(handle)
         timeout = timeout_ms / 1000.0 if timeout_ms > 0 else self._timeout
-        setup = await self._setup(session, feeds, fetches, targets)
-        step_id = next(self._step_ids)
-        feed_values = dict(zip(feeds, values))
-        results: dict[str, np.ndarray] = {}
-        calls = {task: self._run_partition(session, setup, part, step_id, feed_values, results, timeout)
-                 for task, part in setup.parts.items()}
-        try:
-            await _first_error(list(calls.values()))
-        except BaseException as error:
-            await self._abort(setup, step_id, error)
-            raise
-        out = []
-        for name in fetches:
-            out.append(feed_values[name] if name in feed_values else results[name])
-        return out
+        setup = session.setups.get((tuple(feeds), tuple(fetches), tuple(targets)))
+        if setup is None:
+            return self._setup_then_run(session, feeds, fetches, targets, values, timeout)
+        return self._start(session, setup, fetches, dict(zip(feeds, values)), timeout)
 
-    async def _run_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
-                             step_id: int, feed_values: dict[str, np.ndarray],
-                             results: dict[str, np.ndarray], timeout: float) -> None:
+    async def _setup_then_run(self, session: MasterSession, feeds: list[str], fetches: list[str],
+                              targets: list[str], values: list[np.ndarray],
+                              timeout: float) -> list[np.ndarray]:
+        setup = await self._setup(session, feeds, fetches, targets)
+        step = self._start(session, setup, fetches, dict(zip(feeds, values)), timeout)
+        try:
+            return await step
+        except asyncio.CancelledError:
+            step.cancel()
+            raise
+
+    def _start(self, session: MasterSession, setup: _StepSetup, fetches: list[str],
+               feed_values: dict[str, np.ndarray], timeout: float) -> "asyncio.Future[list]":
+        """Start every partition of one step; the future settles with the fetches or the first
+        error, after which the step is aborted on every task."""
+        loop = self.worker.loop
+        step_id = next(self._step_ids)
+        results: dict[str, np.ndarray] = {}
+        step: asyncio.Future = loop.create_future()
+        parts = list(setup.parts.values())
+        remaining = len(parts)
+
+        def part_done(part: TaskPartition, done: asyncio.Future) -> None:
+            nonlocal remaining
+            if step.done():
+                return
+            if done.cancelled():
+                step.cancel()
+                return
+            error = done.exception()
+            if error is None:
+                try:
+                    self._take_outputs(part, done.result(), step_id, results)
+                except Exception as exc:  # noqa: BLE001 - a malformed reply fails the step
+                    error = exc
+            if error is not None:
+                step.set_exception(error)
+                return
+            remaining -= 1
+            if remaining == 0:
+                step.set_result([feed_values[n] if n in feed_values else results[n] for n in fetches])
+
+        running: list[asyncio.Future] = []
+
+        def ended(_: asyncio.Future) -> None:
+            if step.cancelled() or step.exception() is not None:
+                error = asyncio.CancelledError() if step.cancelled() else step.exception()
+                self._abort(setup, step_id, error)
+                for call in running:
+                    call.cancel()
+
+        step.add_done_callback(ended)
+        for part in parts:
+            try:
+                call = self._start_partition(session, setup, part, step_id, feed_values, timeout)
+            except Exception as error:  # noqa: BLE001 - e.g. the peer's channel is closed
+                call = loop.create_future()
+                call.set_exception(error)
+            running.append(call)
+            call.add_done_callback(lambda done, part=part: part_done(part, done))
+        if not parts:
+            step.set_result([feed_values[n] for n in fetches])
+        return step
+
+    def _start_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
+                         step_id: int, feed_values: dict[str, np.ndarray],
+                         timeout: float) -> asyncio.Future:
         values = [feed_values[name] for name in part.feeds]
         if part.task == self.task:
-            outputs = await self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
-                                                  part.fetches, part.targets, values, timeout)
-        else:
-            run = dict(session=session.handle, graph_key=setup.graph_key, step_id=step_id,
-                       feeds=part.feeds, fetches=part.fetches, targets=part.targets, tensors=values,
-                       timeout=timeout)
-            try:
-                outputs = await self._remote(part.task, "run_graph", **run)
-            except NotFoundError as error:
-                if "is not registered" not in str(error):
-                    raise
+            return self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
+                                         part.fetches, part.targets, values, timeout)
+        run = dict(session=session.handle, graph_key=setup.graph_key, step_id=step_id,
+                   feeds=part.feeds, fetches=part.fetches, targets=part.targets, tensors=values,
+                   timeout=timeout)
+        first = self._remote_run_graph(part.task, run)
+        if first.done():
+            return first
+        retried = self.worker.loop.create_future()
+
+        def first_done(done: asyncio.Future) -> None:
+            if retried.done():
+                return
+            error = None if done.cancelled() else done.exception()
+            if isinstance(error, NotFoundError) and "is not registered" in str(error):
                 # the task restarted and lost its graphs: register this partition again, once
-                await self._remote(part.task, "register", session=session.handle,
-                                   graph_key=setup.graph_key, graph=part.graph, tensors=part.arrays)
-                outputs = await self._remote(part.task, "run_graph", **run)
+                again = asyncio.ensure_future(self._register_again(session, setup, part, run))
+                again.add_done_callback(lambda f: chain(f, retried))
+                retried.add_done_callback(lambda f: again.cancel() if f.cancelled() else None)
+            else:
+                chain(done, retried)
+
+        first.add_done_callback(first_done)
+        retried.add_done_callback(lambda f: first.cancel() if f.cancelled() else None)
+        return retried
+
+    async def _register_again(self, session: MasterSession, setup: _StepSetup,
+                              part: TaskPartition, run: dict[str, Any]) -> list[np.ndarray]:
+        await self._remote(part.task, "register", session=session.handle, graph_key=setup.graph_key,
+                           graph=part.graph, tensors=part.arrays)
+        return await self._remote_run_graph(part.task, run)
+
+    def _take_outputs(self, part: TaskPartition, outputs: list[np.ndarray], step_id: int,
+                      results: dict[str, np.ndarray]) -> None:
+        """Client fetches into ``results``; reply-carried values into this task's rendezvous."""
         n_client = len(part.client_fetches)
+        if len(outputs) != n_client + len(part.reply_keys):
+            raise InvalidArgumentError(None, None, f"{part.task} returned {len(outputs)} tensors for "
+                                       f"{n_client + len(part.reply_keys)} expected outputs")
         for name, value in zip(part.client_fetches, outputs[:n_client]):
             results[name] = value
         for key, value in zip(part.reply_keys, outputs[n_client:]):
             self.worker.push_tensor(step_id, key, value)
 
-    async def _abort(self, setup: _StepSetup, step_id: int, error: BaseException) -> None:
+    def _abort(self, setup: _StepSetup, step_id: int, error: BaseException) -> None:
         reason = f"step {step_id} aborted: {type(error).__name__}: {error}"
         self.worker.abort_step(step_id, reason)
         # Tell the other tasks without waiting: one of them may be the task that just died.

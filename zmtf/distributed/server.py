@@ -23,6 +23,7 @@ from zmtf.framework.config import ConfigProto
 from zmtf.distributed import inproc
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
+from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.transport import Channel, Listener
 from zmtf.distributed.worker import WorkerService
@@ -53,7 +54,7 @@ class ServerCore:
         self._own_context = context is None
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
-        self._running: dict[tuple[str, int], asyncio.Task] = {}   # (session, RunStep id) -> task
+        self._running: dict[tuple[str, int], asyncio.Future] = {}   # (session, RunStep id) -> step
         self._listener: Listener | None = None
         self.worker: WorkerService | None = None
         self.master: MasterService | None = None
@@ -78,7 +79,8 @@ class ServerCore:
         set_blas_threads(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self._remote,
-                                    DEFAULT_STEP_TIMEOUT, self.learn_cluster_devices)
+                                    self._remote_run_graph, DEFAULT_STEP_TIMEOUT,
+                                    self.learn_cluster_devices)
         bind = bind_endpoint(self.address)
         self._listener = Listener(self.context, bind, self.handle, loop)
         # in-process peers and clients would share a variable's memory: copy only then
@@ -129,21 +131,19 @@ class ServerCore:
         self.master.extend_session(msg.session, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
 
-    async def _run_step(self, msg: m.RunStep) -> m.RunStepResult:
+    def _run_step(self, msg: m.RunStep) -> "asyncio.Future[m.RunStepResult]":
         key = (msg.session, msg.id)
-        self._running[key] = asyncio.current_task()
-        try:
-            values = await self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets,
-                                                msg.tensors, msg.timeout_ms)
-        finally:
-            self._running.pop(key, None)
-        return m.RunStepResult(id=msg.id, tensors=values)
+        step = asyncio.ensure_future(self.master.run_step(msg.session, msg.feeds, msg.fetches,
+                                                          msg.targets, msg.tensors, msg.timeout_ms))
+        self._running[key] = step
+        step.add_done_callback(lambda _: self._running.pop(key, None))
+        return then(step, lambda values: m.RunStepResult(id=msg.id, tensors=values))
 
     def _cancel_step(self, msg: m.CancelStep) -> None:
         """Abort a running step whose client gave up (no reply: the client is not waiting)."""
-        task = self._running.get((msg.session, msg.request_id))
-        if task is not None:
-            task.cancel()
+        step = self._running.get((msg.session, msg.request_id))
+        if step is not None:
+            step.cancel()
         return None
 
     async def _close_session(self, msg: m.CloseSession) -> m.Ok:
@@ -176,11 +176,11 @@ class ServerCore:
         self.worker.deregister_session(msg.session)
         return m.Ok(id=msg.id)
 
-    async def _run_graph(self, msg: m.RunGraph) -> m.RunGraphResult:
+    def _run_graph(self, msg: m.RunGraph) -> "asyncio.Future[m.RunGraphResult]":
         timeout = msg.timeout_ms / 1000.0 if msg.timeout_ms > 0 else None
-        outputs = await self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
-                                              msg.fetches, msg.targets, msg.tensors, timeout)
-        return m.RunGraphResult(id=msg.id, tensors=outputs)
+        outputs = self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
+                                        msg.fetches, msg.targets, msg.tensors, timeout)
+        return then(outputs, lambda tensors: m.RunGraphResult(id=msg.id, tensors=tensors))
 
     def _cleanup_step(self, msg: m.CleanupStep) -> m.Ok:
         self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")
@@ -252,12 +252,13 @@ class ServerCore:
         await self._call(task, m.PushTensor(id=0, step_id=step_id, key=key, tensors=[value]),
                          DEFAULT_STEP_TIMEOUT)
 
+    def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> "asyncio.Future[list]":
+        timeout = fields["timeout"]
+        run = {k: v for k, v in fields.items() if k != "timeout"}
+        return self.channel(task).request(m.RunGraph(id=0, timeout_ms=int(timeout * 1000), **run),
+                                          timeout + 1.0, unwrap=_tensors_of)
+
     async def _remote(self, task: str, what: str, **fields: Any) -> Any:
-        if what == "run_graph":
-            timeout = fields.pop("timeout")
-            reply = await self._call(task, m.RunGraph(id=0, timeout_ms=int(timeout * 1000), **fields),
-                                     timeout + 1.0)
-            return reply.tensors
         if what == "register":
             return await self._call(task, m.RegisterGraph(id=0, **fields), CONTROL_TIMEOUT)
         if what == "cleanup":
@@ -265,6 +266,10 @@ class ServerCore:
         if what == "deregister":
             return await self._call(task, m.DeregisterGraph(id=0, graph_key="", **fields), CONTROL_TIMEOUT)
         raise UnimplementedError(None, None, f"unknown remote call {what}")
+
+
+def _tensors_of(reply: Any) -> list:
+    return reply.tensors
 
 
 class Server:

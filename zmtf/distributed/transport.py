@@ -9,7 +9,6 @@ otherwise). Frames go through ``zmtf.wire.codec`` both ways; nothing here parses
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
 from collections import deque
@@ -24,6 +23,7 @@ from zmtf.framework.errors import (
     OpError,
     UnavailableError,
 )
+from zmtf.distributed.futures import then
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
 
@@ -68,6 +68,10 @@ def decode_then(loop: asyncio.AbstractEventLoop, frames: list[Any],
     loop.run_in_executor(None, _decode, frames).add_done_callback(done)
 
 
+# plain ints: pyzmq's enum flags cost a conversion on every call of the hot path
+_EVENTS, _POLLIN, _NOBLOCK = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.NOBLOCK)
+
+
 def _configure(sock: zmq.Socket) -> None:
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.SNDHWM, 0)  # queue in libzmq rather than drop; callers bound the traffic
@@ -93,7 +97,9 @@ class _Reactor:
         sock = self.sock
         while not self._closed:
             try:
-                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                if not sock.getsockopt(_EVENTS) & _POLLIN:  # cheaper than a zmq.Again per drain
+                    break
+                frames = sock.recv_multipart(_NOBLOCK, copy=False)
             except zmq.Again:
                 break
             except zmq.ZMQError:
@@ -114,7 +120,7 @@ class _Reactor:
             self._outbox.append(frames)
         else:
             try:
-                self.sock.send_multipart(frames, zmq.NOBLOCK, copy=False)
+                self.sock.send_multipart(frames, _NOBLOCK, copy=False)
             except zmq.Again:
                 self._outbox.append(frames)
                 self.loop.call_later(0.001, self._flush)
@@ -139,7 +145,7 @@ class _Reactor:
             return
         if self.sock.closed:
             self._lost()
-        elif self.sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        elif self.sock.getsockopt(_EVENTS) & _POLLIN:
             self.loop.call_soon(self.drain)
 
     @property
@@ -169,7 +175,7 @@ class Listener:
                  loop: asyncio.AbstractEventLoop) -> None:
         self._handler = handler
         self._loop = loop
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Future] = set()   # requests being served
         sock = ctx.socket(zmq.ROUTER)
         _configure(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -200,20 +206,23 @@ class Listener:
             self._reply(identity, messages.error_reply(message.id, error))
             return
         if asyncio.iscoroutine(result):
-            task = self._loop.create_task(self._finish(identity, message.id, result))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            result = self._loop.create_task(result)
+        if asyncio.isfuture(result):   # settled by callbacks: no task of our own on the hot path
+            if result.done():          # finished inline (a small step): reply now, not next turn
+                self._settled(identity, message.id, result)
+                return
+            self._tasks.add(result)
+            result.add_done_callback(lambda done: self._settled(identity, message.id, done))
         elif result is not None:
             self._reply(identity, result)
 
-    async def _finish(self, identity: Any, message_id: int, pending: Awaitable[Any]) -> None:
-        try:
-            reply = await pending
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:  # noqa: BLE001
-            reply = messages.error_reply(message_id, error)
-        if reply is not None:
+    def _settled(self, identity: Any, message_id: int, done: asyncio.Future) -> None:
+        self._tasks.discard(done)
+        if done.cancelled():
+            return   # the server is closing, or the client cancelled the step: nobody waits
+        error = done.exception()
+        reply = messages.error_reply(message_id, error) if error is not None else done.result()
+        if reply is not None and not self._reactor.closed:
             self._reply(identity, reply)
 
     def _reply(self, identity: Any, reply: Any) -> None:
@@ -243,7 +252,8 @@ class Channel:
         self.peer = peer or endpoint
         self.context = ctx
         self._loop = loop
-        self._pending: dict[int, asyncio.Future] = {}
+        # call id -> (future of the reply, what to make of the reply or None for the message)
+        self._pending: dict[int, tuple[asyncio.Future, Callable[[Any], Any] | None]] = {}
         self._connected = endpoint.startswith("inproc://")
         sock = ctx.socket(zmq.DEALER)
         _configure(sock)
@@ -262,11 +272,16 @@ class Channel:
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         def deliver(reply: Any, error: BaseException | None) -> None:
-            future = self._pending.pop(codec.peek_id(frames) if error else reply.id, None)
+            future, unwrap = self._pending.pop(codec.peek_id(frames) if error else reply.id,
+                                               (None, None))
             if future is None or future.done():
                 return
             if error is not None:
                 future.set_exception(error)
+            elif isinstance(reply, messages.ErrorReply):
+                future.set_exception(messages.error_from(reply))
+            elif unwrap is not None:
+                future.set_result(unwrap(reply))
             else:
                 future.set_result(reply)
 
@@ -291,9 +306,45 @@ class Channel:
 
     def _fail_all(self, error: OpError) -> None:
         pending, self._pending = self._pending, {}
-        for future in pending.values():
+        for future, _ in pending.values():
             if not future.done():
                 future.set_exception(error)
+
+    def request(self, message: Any, timeout: float,
+                unwrap: Callable[[Any], Any] | None = None) -> "asyncio.Future[Any]":
+        """Send ``message`` now and return a future of its reply, or of ``unwrap(reply)``
+        (no task, no coroutine, no second future).
+
+        The future fails with the peer's typed error for an ErrorReply, DeadlineExceededError
+        after ``timeout`` s, UnavailableError if the connection drops; cancelling it forgets
+        the call. Used on the step path, where every task and await costs a loop iteration.
+        """
+        if self.closed:
+            raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
+                                   f"is closed ({type(message).__name__} not sent)")
+        if not self._connected:  # rare: first call on a new channel waits for the connection
+            call = asyncio.ensure_future(self.call(message, timeout))
+            return call if unwrap is None else then(call, unwrap)
+        call_id = next(self._ids)
+        future: asyncio.Future = self._loop.create_future()
+        self._reactor.send(codec.encode(message, id=call_id))
+        self._pending[call_id] = (future, unwrap)
+        kind = type(message).__name__
+
+        def expire() -> None:
+            if not future.done():
+                future.set_exception(DeadlineExceededError(
+                    None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
+                    f"({kind}); is its server running and responsive?"))
+
+        timer = self._loop.call_later(timeout, expire)
+
+        def forget(_: asyncio.Future) -> None:
+            timer.cancel()
+            self._pending.pop(call_id, None)
+
+        future.add_done_callback(forget)
+        return future
 
     async def call(self, message: Any, timeout: float,
                    on_cancel: Callable[[int], Any] | None = None) -> Any:
@@ -306,16 +357,15 @@ class Channel:
             raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
                                    f"is closed ({type(message).__name__} not sent)")
         call_id = next(self._ids)
-        message = dataclasses.replace(message, id=call_id)
         future: asyncio.Future = self._loop.create_future()
-        self._pending[call_id] = future
+        self._pending[call_id] = (future, None)
         sent = False
         try:
             if not self._connected:
                 await self._wait_connected(timeout, message)
-            self._reactor.send(codec.encode(message))
+            self._reactor.send(codec.encode(message, id=call_id))
             sent = True
-            reply = await asyncio.wait_for(future, timeout)
+            return await asyncio.wait_for(future, timeout)
         except asyncio.CancelledError:
             if sent and on_cancel is not None:
                 self.send_only(on_cancel(call_id))
@@ -326,9 +376,6 @@ class Channel:
                 f"({type(message).__name__}); is its server running and responsive?") from None
         finally:
             self._pending.pop(call_id, None)
-        if isinstance(reply, messages.ErrorReply):
-            messages.raise_error(reply)
-        return reply
 
     @property
     def closed(self) -> bool:
@@ -336,7 +383,7 @@ class Channel:
 
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""
-        self._reactor.send(codec.encode(dataclasses.replace(message, id=next(self._ids))))
+        self._reactor.send(codec.encode(message, id=next(self._ids)))
 
     async def _wait_connected(self, timeout: float, message: Any) -> None:
         deadline = self._loop.time() + timeout

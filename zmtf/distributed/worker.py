@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable
 
 import numpy as np
 
+from zmtf.distributed.futures import chain
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgumentError, NotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor
@@ -121,10 +122,14 @@ class WorkerService:
             del self._graphs[key]
 
     # ---- steps -----------------------------------------------------------------------
-    async def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
-                        fetches: list[str], targets: list[str], values: list[np.ndarray],
-                        timeout: float | None) -> list[np.ndarray]:
-        """Run one partition for one step; returns the fetched values (owned by the caller)."""
+    def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
+                  fetches: list[str], targets: list[str], values: list[np.ndarray],
+                  timeout: float | None) -> "asyncio.Future[list[np.ndarray]]":
+        """Start one partition for one step (on the loop thread); the future gives the fetched
+        values, owned by the caller. Cancelling it, or its deadline passing, aborts the step.
+
+        A future with callbacks rather than a coroutine: on the step path each task and each
+        await costs a loop iteration, and the latency of a small step is made of those."""
         registered = self._graphs.get((session, graph_key))
         if registered is None:
             raise NotFoundError(None, None, f"graph '{graph_key}' of session '{session}' is not "
@@ -137,25 +142,46 @@ class WorkerService:
         # thread (time spent waiting for a Recv does not count): for the small steps of a
         # parameter server or a worker's b = a + 2 that saves two thread hops per step.
         inline = self._last_compute.get(id(step), 1.0) < INLINE_SECONDS
-        future = self.executor.run(step, values, StepContext(self.context, step_id, self),
-                                   inline=inline)
-        try:
-            if future.done():
-                outputs = future.result()
+        loop = self.loop
+        result: asyncio.Future = loop.create_future()
+        running = self.executor.run(step, values, StepContext(self.context, step_id, self),
+                                    inline=inline)
+        timer = None if timeout is None or running.done() else loop.call_later(timeout, self._expire,
+                                                                               result, step_id, timeout)
+
+        def settle(done: Future) -> None:
+            if timer is not None:
+                timer.cancel()
+            if result.done():
+                return
+            error = done.exception()
+            if error is not None:
+                result.set_exception(error)
+                return
+            self._last_compute[id(step)] = getattr(done, "compute_seconds", 1.0)
+            outputs = done.result()
+            if self.copy_aliases and any(self.resources.holds(v) for v in outputs):
+                copies = loop.run_in_executor(None, lambda: [self._owned(v) for v in outputs])
+                copies.add_done_callback(lambda f: chain(f, result))
             else:
-                outputs = await asyncio.wait_for(_on_loop(future, self.loop), timeout)
-            self._last_compute[id(step)] = getattr(future, "compute_seconds", 1.0)
-        except BaseException as error:
-            future.abort(AbortedError(None, None, f"step {step_id} aborted on {self.task}"))
-            self.rendezvous.abort_step(step_id, AbortedError(None, None, f"step {step_id} was aborted"))
-            if isinstance(error, asyncio.TimeoutError):
-                raise _deadline(self.task, step_id, timeout) from None
-            raise
-        finally:
-            self.loop.call_later(5.0, self.rendezvous.cleanup_step, step_id)
-        if self.copy_aliases and any(self.resources.holds(v) for v in outputs):
-            return await self.loop.run_in_executor(None, lambda: [self._owned(v) for v in outputs])
-        return [np.asarray(v) for v in outputs]
+                result.set_result([np.asarray(v) for v in outputs])
+
+        def ended(_: asyncio.Future) -> None:
+            if result.cancelled() or result.exception() is not None:
+                running.abort(AbortedError(None, None, f"step {step_id} aborted on {self.task}"))
+                self.rendezvous.abort_step(step_id, AbortedError(None, None, f"step {step_id} was aborted"))
+            loop.call_later(5.0, self.rendezvous.cleanup_step, step_id)
+
+        result.add_done_callback(ended)
+        loop_thread = threading.get_ident()
+        running.add_done_callback(
+            lambda done: settle(done) if threading.get_ident() == loop_thread
+            else loop.call_soon_threadsafe(settle, done))
+        return result
+
+    def _expire(self, result: asyncio.Future, step_id: int, timeout: float) -> None:
+        if not result.done():
+            result.set_exception(_deadline(self.task, step_id, timeout))
 
     def _bound(self, registered: _Registered, feeds: list[str], fetches: list[str],
                targets: list[str]) -> BoundStep:
@@ -211,31 +237,6 @@ class WorkerService:
 
     def reset(self) -> None:
         self.resources.clear()
-
-
-def _on_loop(future: Future, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
-    """``asyncio.wrap_future`` without its thread hop when the step finishes on the loop thread
-    (an inline step whose last Recv was delivered by the loop): no self-pipe wake-up then."""
-    waiter = loop.create_future()
-    loop_thread = threading.get_ident()
-
-    def copy(done: Future) -> None:
-        if waiter.done():
-            return
-        error = done.exception()
-        if error is not None:
-            waiter.set_exception(error)
-        else:
-            waiter.set_result(done.result())
-
-    def settled(done: Future) -> None:
-        if threading.get_ident() == loop_thread:
-            copy(done)
-        else:
-            loop.call_soon_threadsafe(copy, done)
-
-    future.add_done_callback(settled)
-    return waiter
 
 
 def _deadline(task: str, step_id: int, timeout: float | None) -> Exception:

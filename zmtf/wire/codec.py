@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import msgpack
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.wire.messages import KINDS, Message, body_fields, carries_tensors, validate
+from zmtf.wire.messages import KINDS, MAX_ID, Message, body_fields, carries_tensors, validate
 from zmtf.wire.tensors import (
     DEFAULT_LIMITS,
     Allocate,
@@ -57,21 +57,28 @@ def _reject_ext(code: int, data: bytes) -> Any:
     raise _ExtTypeRejected(f"msgpack ext type {code} is not allowed")
 
 
-def encode(message: Message, limits: Limits = DEFAULT_LIMITS) -> list[bytes | memoryview]:
+def encode(message: Message, limits: Limits = DEFAULT_LIMITS, *,
+           id: int | None = None) -> list[bytes | memoryview]:  # noqa: A002 (the message field)
     """A message -> [header, tensor parts...] for ``send_multipart(frames, copy=False)``.
 
-    The parts are views of the arrays: do not mutate them until the send is done.
+    ``id`` replaces the message's id (a caller assigns one per call without rebuilding the
+    message). The parts are views of the arrays: do not mutate them until the send is done.
     """
     cls = type(message)
     if KINDS.get(cls.__name__) is not cls:
         raise InvalidArgumentError(f"cannot encode a {cls.__name__}: not a message kind")
     validate(message)  # again: a list field may have been mutated since construction
+    if id is not None:
+        if type(id) is not int or not 0 <= id < MAX_ID:
+            raise InvalidArgumentError(f"{cls.__name__}: id must be an int in [0, 2**63), got "
+                                       f"{short_repr(id)}")
+    message_id = message.id if id is None else id
     tensors: list[Any] = getattr(message, "tensors") if carries_tensors(cls) else []
     descriptors, parts = encode_tensors(tensors, limits)
     header = {
         "v": VERSION,
         "kind": cls.__name__,
-        "id": message.id,
+        "id": message_id,
         "body": {name: getattr(message, name) for name in body_fields(cls)},
         "tensors": descriptors,
     }
@@ -79,12 +86,12 @@ def encode(message: Message, limits: Limits = DEFAULT_LIMITS) -> list[bytes | me
         packed = msgpack.packb(header, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidArgumentError(
-            f"{cls.__name__} (id {message.id}) cannot be encoded: {exc}; body values must be "
+            f"{cls.__name__} (id {message_id}) cannot be encoded: {exc}; body values must be "
             f"plain str/int/float/bool/None/list/dict data (use .item() for numpy scalars)"
         ) from None
     if len(packed) > limits.max_header_bytes:
         raise InvalidArgumentError(
-            f"{cls.__name__} (id {message.id}): header is {len(packed)} bytes, over the limit of "
+            f"{cls.__name__} (id {message_id}): header is {len(packed)} bytes, over the limit of "
             f"{limits.max_header_bytes}; send big values as tensors"
         )
     return [packed, *parts]

@@ -310,11 +310,16 @@ def error_reply(id: int, exc: BaseException) -> ErrorReply:  # noqa: A002 (the m
     return ErrorReply(id=id, code=code, message=text, node=node if isinstance(node, str) else None)
 
 
-def raise_error(reply: ErrorReply) -> NoReturn:
-    """Raise the TF error class of ``reply.code`` (UnknownError for unknown codes), node set."""
+def error_from(reply: ErrorReply) -> Exception:
+    """The TF error of ``reply.code`` (UnknownError for unknown codes), node set."""
     cls = exception_type_from_error_code(reply.code)
-    raise cls(None, None, reply.message, node_name=reply.node)
+    return cls(None, None, reply.message, node_name=reply.node)
+
+
+def raise_error(reply: ErrorReply) -> NoReturn:
+    """Raise ``error_from(reply)``."""
+    raise error_from(reply)
 
 
 __all__ = ["KINDS", "SCHEMAS", "Message", "Tensors", "body_fields", "carries_tensors",
-           "error_reply", "raise_error", "validate", *KINDS]
+           "error_from", "error_reply", "raise_error", "validate", *KINDS]
