@@ -16,6 +16,7 @@ from typing import Any, Callable
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from zmtf.distributed.transport import send_frames
 from zmtf.framework.errors import DeadlineExceededError, InvalidArgumentError, UnavailableError
 from zmtf.wire import codec, messages
 
@@ -48,7 +49,7 @@ class BlockingChannel:
         call_id = next(_ids)
         deadline = time.monotonic() + timeout
         self._wait_connected(deadline, timeout, message)
-        self._sock.send_multipart(codec.encode(message, id=call_id), copy=False)
+        send_frames(self._sock, codec.encode(message, id=call_id), blocking=True)
         try:
             reply = self._wait_reply(call_id, deadline, timeout, message)
         except KeyboardInterrupt:
@@ -73,6 +74,8 @@ class BlockingChannel:
                                        f"{self.endpoint}; the task may have died or been stopped")
 
     def _wait_connected(self, deadline: float, timeout: float, message: Any) -> None:
+        if self._connected:
+            return   # a disconnect shows up as a readable monitor while waiting for the reply
         self._events()
         while not self._connected:
             if time.monotonic() >= deadline:

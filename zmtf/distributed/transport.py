@@ -70,6 +70,18 @@ def decode_then(loop: asyncio.AbstractEventLoop, frames: list[Any],
 
 # plain ints: pyzmq's enum flags cost a conversion on every call of the hot path
 _EVENTS, _POLLIN, _NOBLOCK = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.NOBLOCK)
+_SNDMORE = int(zmq.SNDMORE)
+_MORE = _NOBLOCK | _SNDMORE
+
+
+def send_frames(sock: zmq.Socket, frames: list[Any], blocking: bool = False) -> None:
+    """``send_multipart(frames, copy=False)`` without its per-frame enum arithmetic; NOBLOCK
+    unless ``blocking``. Only the first frame can raise zmq.Again: once it is queued, the
+    rest of the message is."""
+    more, end = (_SNDMORE, 0) if blocking else (_MORE, _NOBLOCK)
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
+        sock.send(frame, more if i < last else end, copy=False)
 
 
 def _configure(sock: zmq.Socket) -> None:
@@ -120,7 +132,7 @@ class _Reactor:
             self._outbox.append(frames)
         else:
             try:
-                self.sock.send_multipart(frames, _NOBLOCK, copy=False)
+                send_frames(self.sock, frames)
             except zmq.Again:
                 self._outbox.append(frames)
                 self.loop.call_later(0.001, self._flush)
@@ -132,7 +144,7 @@ class _Reactor:
     def _flush(self) -> None:
         while self._outbox and not self._closed:
             try:
-                self.sock.send_multipart(self._outbox[0], zmq.NOBLOCK, copy=False)
+                send_frames(self.sock, self._outbox[0])
             except zmq.Again:
                 self.loop.call_later(0.001, self._flush)
                 return

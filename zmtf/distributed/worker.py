@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -35,6 +36,7 @@ log = logging.getLogger("zmtf.worker")
 # push(dst_task, step_id, key, value) -> awaitable that completes when the peer has it
 Pusher = Callable[[str, int, str, np.ndarray], Awaitable[None]]
 TRANSFER_OPS = ("_Send", "_Recv")
+CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are kept
 INLINE_SECONDS = 0.0005   # steps faster than this run on the event loop thread itself
 
 
@@ -112,6 +114,8 @@ class WorkerService:
         self._last_compute: dict[int, float] = {}   # id(BoundStep) -> kernel seconds of its last run
         self.copy_aliases = True   # the server turns it off unless it serves inproc://
         self._lock = threading.Lock()
+        self._to_clean: deque[tuple[float, int]] = deque()   # (when, step id), in time order
+        self._sweep_timer: asyncio.TimerHandle | None = None
 
     # ---- graphs --------------------------------------------------------------------
     def register_graph(self, session: str, graph_key: str, graph: dict, arrays: list) -> None:
@@ -170,7 +174,7 @@ class WorkerService:
             if result.cancelled() or result.exception() is not None:
                 running.abort(AbortedError(None, None, f"step {step_id} aborted on {self.task}"))
                 self.rendezvous.abort_step(step_id, AbortedError(None, None, f"step {step_id} was aborted"))
-            loop.call_later(5.0, self.rendezvous.cleanup_step, step_id)
+            self._cleanup_later(step_id)
 
         result.add_done_callback(ended)
         loop_thread = threading.get_ident()
@@ -233,7 +237,22 @@ class WorkerService:
 
     def abort_step(self, step_id: int, reason: str) -> None:
         self.rendezvous.abort_step(step_id, AbortedError(None, None, reason))
-        self.loop.call_later(5.0, self.rendezvous.cleanup_step, step_id)
+        self._cleanup_later(step_id)
+
+    def _cleanup_later(self, step_id: int) -> None:
+        """Forget a step's rendezvous entries CLEANUP_DELAY s from now (late pushes for it are
+        dropped until then): one sweep timer for all steps instead of a timer per step."""
+        self._to_clean.append((self.loop.time() + CLEANUP_DELAY, step_id))
+        if self._sweep_timer is None:
+            self._sweep_timer = self.loop.call_later(CLEANUP_DELAY, self._sweep)
+
+    def _sweep(self) -> None:
+        now = self.loop.time()
+        queue = self._to_clean
+        while queue and queue[0][0] <= now:
+            self.rendezvous.cleanup_step(queue.popleft()[1])
+        self._sweep_timer = (self.loop.call_later(max(queue[0][0] - now, 0.1), self._sweep)
+                             if queue else None)
 
     def reset(self) -> None:
         self.resources.clear()

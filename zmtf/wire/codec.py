@@ -113,7 +113,7 @@ def decode(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS,
     message_id = header["id"]
     body = header["body"]
     expected = body_fields(cls)
-    if set(body) != set(expected):
+    if len(body) != len(expected) or not all(name in body for name in expected):
         missing = sorted(set(expected) - set(body))
         extra = sorted(map(str, set(body) - set(expected)))
         raise InvalidArgumentError(
@@ -170,7 +170,7 @@ def _unpack_header(frame: Any, limits: Limits) -> dict[str, Any]:
 
 def _check_envelope(header: dict[str, Any]) -> type[Message]:
     """Check v, kind, id, body and tensors' outer types; return the message class."""
-    if set(header) != HEADER_KEYS:
+    if header.keys() != HEADER_KEYS:
         raise InvalidArgumentError(
             f"message header must have exactly the keys {sorted(HEADER_KEYS)}, "
             f"got {short_repr(sorted(map(str, header)))}"

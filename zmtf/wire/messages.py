@@ -266,13 +266,23 @@ SCHEMAS: dict[type[Message], tuple[tuple[str, Callable[[Any], bool], str], ...]]
 }
 
 
-def body_fields(cls: type[Message]) -> list[str]:
+#: message class -> the names of its body fields (all but id and tensors), and whether it
+#: carries tensors: computed once, read on every encode and decode
+_BODY_FIELDS: dict[type[Message], tuple[str, ...]] = {
+    cls: tuple(name for name, _, _ in schema if name != "tensors") for cls, schema in SCHEMAS.items()
+}
+_CARRIES_TENSORS: dict[type[Message], bool] = {
+    cls: any(name == "tensors" for name, _, _ in schema) for cls, schema in SCHEMAS.items()
+}
+
+
+def body_fields(cls: type[Message]) -> tuple[str, ...]:
     """The fields that travel in the header's body: all but ``id`` and ``tensors``."""
-    return [name for name, _, _ in SCHEMAS[cls] if name != "tensors"]
+    return _BODY_FIELDS[cls]
 
 
 def carries_tensors(cls: type[Message]) -> bool:
-    return any(name == "tensors" for name, _, _ in SCHEMAS[cls])
+    return _CARRIES_TENSORS[cls]
 
 
 def validate(message: Message) -> None:

@@ -134,11 +134,13 @@ def frame_view(frame: Frame) -> memoryview:
 
 
 _Spec = tuple[np.dtype, list[int], int, int]  # dtype, shape, parts, nbytes
+_DESCRIPTOR_KEYS = frozenset({"dtype", "shape", "parts"})
+_NP_DTYPES = {name: np.dtype(name) for name in WIRE_DTYPES}
 
 
 def _check_descriptor(index: int, descriptor: Any, limits: Limits) -> _Spec:
     """Validate one descriptor; return (dtype, shape, parts, nbytes)."""
-    if not isinstance(descriptor, dict) or set(descriptor) != {"dtype", "shape", "parts"}:
+    if not isinstance(descriptor, dict) or descriptor.keys() != _DESCRIPTOR_KEYS:
         raise InvalidArgumentError(
             f"tensor {index}: descriptor must be a map with exactly the keys dtype, shape, parts; "
             f"got {short_repr(descriptor)}"
@@ -149,7 +151,7 @@ def _check_descriptor(index: int, descriptor: Any, limits: Limits) -> _Spec:
             f"tensor {index}: dtype {short_repr(dtype_str)} is not allowed on the wire; "
             f"allowed: {', '.join(sorted(WIRE_DTYPES))}"
         )
-    dtype = np.dtype(dtype_str)
+    dtype = _NP_DTYPES[dtype_str]
     if (not isinstance(shape, list) or len(shape) > MAX_RANK
             or not all(type(d) is int and 0 <= d <= limits.max_tensor_bytes for d in shape)):
         raise InvalidArgumentError(
