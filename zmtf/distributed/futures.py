@@ -1,16 +1,106 @@
-"""Small helpers for asyncio futures settled by callbacks on the step path.
+"""Futures for the step path: ``Deferred`` and small helpers to combine outcomes.
 
-The step path avoids tasks and coroutines (each costs loop iterations); these keep its
-future plumbing in one place: copy an outcome, or map a result.
+An ``asyncio.Future`` runs its callbacks on the loop's next turn, so every link of a chain
+(reply arrives -> partition done -> step done -> reply sent) costs a loop iteration; a
+small step is made of little else. ``Deferred`` has the same surface (``done``,
+``result``, ``exception``, ``cancel``, ``add_done_callback``, ``await``) but calls its
+callbacks at once, on the thread that settles it: always the event loop's thread here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Callable
 
+log = logging.getLogger("zmtf.futures")
 
-def chain(source: asyncio.Future, target: asyncio.Future) -> None:
+_PENDING, _RESULT, _ERROR, _CANCELLED = range(4)
+
+
+class Deferred:
+    """A one-shot outcome whose callbacks run synchronously when it settles."""
+
+    __slots__ = ("_state", "_value", "_callbacks")
+
+    def __init__(self) -> None:
+        self._state = _PENDING
+        self._value: Any = None
+        self._callbacks: list[Callable[[Deferred], None]] | None = []
+
+    # ---- reading ----------------------------------------------------------------------
+    def done(self) -> bool:
+        return self._state != _PENDING
+
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def exception(self) -> BaseException | None:
+        if self._state == _CANCELLED:
+            raise asyncio.CancelledError()
+        if self._state == _PENDING:
+            raise asyncio.InvalidStateError("the outcome is not ready yet")
+        return self._value if self._state == _ERROR else None
+
+    def result(self) -> Any:
+        error = self.exception()
+        if error is not None:
+            raise error
+        return self._value
+
+    # ---- settling ---------------------------------------------------------------------
+    def set_result(self, value: Any) -> None:
+        self._settle(_RESULT, value)
+
+    def set_exception(self, error: BaseException) -> None:
+        self._settle(_ERROR, error)
+
+    def cancel(self) -> bool:
+        if self._state != _PENDING:
+            return False
+        self._settle(_CANCELLED, None)
+        return True
+
+    def _settle(self, state: int, value: Any) -> None:
+        if self._state != _PENDING:
+            raise asyncio.InvalidStateError("the outcome was settled already")
+        self._state, self._value = state, value
+        callbacks, self._callbacks = self._callbacks, None
+        for callback in callbacks or ():
+            try:
+                callback(self)
+            except Exception:  # noqa: BLE001 - as asyncio does: one bad callback, the rest still run
+                log.exception("a callback of a Deferred failed")
+
+    def add_done_callback(self, callback: Callable[["Deferred"], None]) -> None:
+        """Call ``callback(self)`` when settled: at once if it is already."""
+        if self._callbacks is None:
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    # ---- awaiting ---------------------------------------------------------------------
+    def __await__(self) -> Any:
+        if self._state == _PENDING:
+            waiter = asyncio.get_running_loop().create_future()
+            self.add_done_callback(lambda done: chain(done, waiter))
+            try:
+                return (yield from waiter.__await__())
+            except asyncio.CancelledError:
+                self.cancel()
+                raise
+        return self.result()
+
+
+
+def failed(error: BaseException) -> Deferred:
+    """A Deferred that has failed with ``error``."""
+    outcome = Deferred()
+    outcome.set_exception(error)
+    return outcome
+
+
+def chain(source: Any, target: Any) -> None:
     """Copy ``source``'s outcome into ``target`` unless that was settled meanwhile."""
     if target.done():
         return
@@ -22,12 +112,12 @@ def chain(source: asyncio.Future, target: asyncio.Future) -> None:
         target.set_result(source.result())
 
 
-def then(source: asyncio.Future, fn: Callable[[Any], Any]) -> asyncio.Future:
-    """A future of ``fn(source.result())``; errors pass through, and cancelling it cancels
-    ``source``."""
-    target = source.get_loop().create_future()
+def then(source: Any, fn: Callable[[Any], Any]) -> Deferred:
+    """A Deferred of ``fn(source.result())``; errors pass through, cancelling it cancels
+    ``source``. ``source`` is a Deferred or an asyncio future."""
+    target = Deferred()
 
-    def settled(done: asyncio.Future) -> None:
+    def settled(done: Any) -> None:
         if target.done():
             return
         if done.cancelled():
@@ -36,9 +126,11 @@ def then(source: asyncio.Future, fn: Callable[[Any], Any]) -> asyncio.Future:
             target.set_exception(done.exception())
         else:
             try:
-                target.set_result(fn(done.result()))
+                value = fn(done.result())
             except Exception as error:  # noqa: BLE001 - a mapping error is the outcome
                 target.set_exception(error)
+            else:
+                target.set_result(value)
 
     if source.done():
         settled(source)   # now, not on the loop's next turn: a caller may reply at once
@@ -46,3 +138,7 @@ def then(source: asyncio.Future, fn: Callable[[Any], Any]) -> asyncio.Future:
         source.add_done_callback(settled)
     target.add_done_callback(lambda t: source.cancel() if t.cancelled() else None)
     return target
+
+
+def is_outcome(value: Any) -> bool:
+    return isinstance(value, Deferred) or asyncio.isfuture(value)

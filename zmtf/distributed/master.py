@@ -25,7 +25,7 @@ from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition
 from zmtf.placement.plan import plan_step
-from zmtf.distributed.futures import chain
+from zmtf.distributed.futures import Deferred, chain, failed
 from zmtf.distributed.worker import WorkerService, supports
 
 placement_log = logging.getLogger("zmtf.placement")
@@ -33,7 +33,7 @@ placement_log = logging.getLogger("zmtf.placement")
 # remote(task, coroutine factory name, **fields) is provided by the server: it owns channels;
 # remote_run_graph(task, fields) returns a future of the partition's output tensors.
 RemoteCall = Callable[..., Awaitable[Any]]
-RemoteRunGraph = Callable[[str, dict], "asyncio.Future[list[np.ndarray]]"]
+RemoteRunGraph = Callable[[str, dict], "Deferred"]
 
 
 @dataclass
@@ -104,10 +104,10 @@ class MasterService:
 
     # ---- steps ---------------------------------------------------------------------------
     def run_step(self, handle: str, feeds: list[str], fetches: list[str], targets: list[str],
-                 values: list[np.ndarray], timeout_ms: int) -> "Awaitable[list[np.ndarray]]":
-        """Run one step; an awaitable of the fetched values (cancel it to abort the step).
+                 values: list[np.ndarray], timeout_ms: int) -> "Deferred | Awaitable[list]":
+        """Run one step: an awaitable of the fetched values (cancel it to abort the step).
 
-        A step whose partitions are registered already is a plain future driven by callbacks
+        A step whose partitions are registered already is a Deferred settled by callbacks
         (no task, no coroutine): each of those would cost a loop iteration on the hot path."""
         session = self._session(handle)
         timeout = timeout_ms / 1000.0 if timeout_ms > 0 else self._timeout
@@ -120,25 +120,20 @@ class MasterService:
                               targets: list[str], values: list[np.ndarray],
                               timeout: float) -> list[np.ndarray]:
         setup = await self._setup(session, feeds, fetches, targets)
-        step = self._start(session, setup, fetches, dict(zip(feeds, values)), timeout)
-        try:
-            return await step
-        except asyncio.CancelledError:
-            step.cancel()
-            raise
+        return await self._start(session, setup, fetches, dict(zip(feeds, values)), timeout)
 
     def _start(self, session: MasterSession, setup: _StepSetup, fetches: list[str],
-               feed_values: dict[str, np.ndarray], timeout: float) -> "asyncio.Future[list]":
-        """Start every partition of one step; the future settles with the fetches or the first
-        error, after which the step is aborted on every task."""
-        loop = self.worker.loop
+               feed_values: dict[str, np.ndarray], timeout: float) -> Deferred:
+        """Start every partition of one step; the Deferred settles with the fetches or the
+        first error, after which the step is aborted on every task."""
         step_id = next(self._step_ids)
         results: dict[str, np.ndarray] = {}
-        step: asyncio.Future = loop.create_future()
+        step = Deferred()
         parts = list(setup.parts.values())
         remaining = len(parts)
+        running: list[Any] = []
 
-        def part_done(part: TaskPartition, done: asyncio.Future) -> None:
+        def part_done(part: TaskPartition, done: Any) -> None:
             nonlocal remaining
             if step.done():
                 return
@@ -158,9 +153,7 @@ class MasterService:
             if remaining == 0:
                 step.set_result([feed_values[n] if n in feed_values else results[n] for n in fetches])
 
-        running: list[asyncio.Future] = []
-
-        def ended(_: asyncio.Future) -> None:
+        def ended(_: Deferred) -> None:
             if step.cancelled() or step.exception() is not None:
                 error = asyncio.CancelledError() if step.cancelled() else step.exception()
                 self._abort(setup, step_id, error)
@@ -169,11 +162,12 @@ class MasterService:
 
         step.add_done_callback(ended)
         for part in parts:
+            if step.done():   # an earlier partition failed at once: start no more
+                break
             try:
                 call = self._start_partition(session, setup, part, step_id, feed_values, timeout)
             except Exception as error:  # noqa: BLE001 - e.g. the peer's channel is closed
-                call = loop.create_future()
-                call.set_exception(error)
+                call = failed(error)
             running.append(call)
             call.add_done_callback(lambda done, part=part: part_done(part, done))
         if not parts:
@@ -182,7 +176,7 @@ class MasterService:
 
     def _start_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
                          step_id: int, feed_values: dict[str, np.ndarray],
-                         timeout: float) -> asyncio.Future:
+                         timeout: float) -> Deferred:
         values = [feed_values[name] for name in part.feeds]
         if part.task == self.task:
             return self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
@@ -191,15 +185,14 @@ class MasterService:
                    feeds=part.feeds, fetches=part.fetches, targets=part.targets, tensors=values,
                    timeout=timeout)
         first = self._remote_run_graph(part.task, run)
-        if first.done():
+        if first.done() and not _lost_graphs(first):
             return first
-        retried = self.worker.loop.create_future()
+        retried = Deferred()
 
-        def first_done(done: asyncio.Future) -> None:
+        def first_done(done: Any) -> None:
             if retried.done():
                 return
-            error = None if done.cancelled() else done.exception()
-            if isinstance(error, NotFoundError) and "is not registered" in str(error):
+            if _lost_graphs(done):
                 # the task restarted and lost its graphs: register this partition again, once
                 again = asyncio.ensure_future(self._register_again(session, setup, part, run))
                 again.add_done_callback(lambda f: chain(f, retried))
@@ -285,6 +278,14 @@ class MasterService:
                                           tensors=part.arrays))
             session.registered.add((task, setup.graph_key))
         await _first_error(calls)
+
+
+def _lost_graphs(done: Any) -> bool:
+    """Whether a RunGraph failed because its task restarted and no longer has the graph."""
+    if not done.done() or done.cancelled():
+        return False
+    error = done.exception()
+    return isinstance(error, NotFoundError) and "is not registered" in str(error)
 
 
 def _forget(pending: set[asyncio.Future]) -> Callable[[asyncio.Future], None]:

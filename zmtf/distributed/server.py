@@ -54,7 +54,7 @@ class ServerCore:
         self._own_context = context is None
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
-        self._running: dict[tuple[str, int], asyncio.Future] = {}   # (session, RunStep id) -> step
+        self._running: dict[tuple[str, int], Any] = {}   # (session, RunStep id) -> step (cancel())
         self._listener: Listener | None = None
         self.worker: WorkerService | None = None
         self.master: MasterService | None = None
@@ -131,10 +131,12 @@ class ServerCore:
         self.master.extend_session(msg.session, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
 
-    def _run_step(self, msg: m.RunStep) -> "asyncio.Future[m.RunStepResult]":
+    def _run_step(self, msg: m.RunStep) -> Any:
         key = (msg.session, msg.id)
-        step = asyncio.ensure_future(self.master.run_step(msg.session, msg.feeds, msg.fetches,
-                                                          msg.targets, msg.tensors, msg.timeout_ms))
+        step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
+                                    msg.timeout_ms)
+        if asyncio.iscoroutine(step):   # the first run of a signature: placement, registration
+            step = asyncio.ensure_future(step)
         self._running[key] = step
         step.add_done_callback(lambda _: self._running.pop(key, None))
         return then(step, lambda values: m.RunStepResult(id=msg.id, tensors=values))
@@ -176,7 +178,7 @@ class ServerCore:
         self.worker.deregister_session(msg.session)
         return m.Ok(id=msg.id)
 
-    def _run_graph(self, msg: m.RunGraph) -> "asyncio.Future[m.RunGraphResult]":
+    def _run_graph(self, msg: m.RunGraph) -> Any:
         timeout = msg.timeout_ms / 1000.0 if msg.timeout_ms > 0 else None
         outputs = self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
                                         msg.fetches, msg.targets, msg.tensors, timeout)
@@ -252,7 +254,7 @@ class ServerCore:
         await self._call(task, m.PushTensor(id=0, step_id=step_id, key=key, tensors=[value]),
                          DEFAULT_STEP_TIMEOUT)
 
-    def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> "asyncio.Future[list]":
+    def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> Any:
         timeout = fields["timeout"]
         run = {k: v for k, v in fields.items() if k != "timeout"}
         return self.channel(task).request(m.RunGraph(id=0, timeout_ms=int(timeout * 1000), **run),

@@ -23,7 +23,7 @@ from zmtf.framework.errors import (
     OpError,
     UnavailableError,
 )
-from zmtf.distributed.futures import then
+from zmtf.distributed.futures import Deferred, is_outcome, then
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
 
@@ -187,7 +187,7 @@ class Listener:
                  loop: asyncio.AbstractEventLoop) -> None:
         self._handler = handler
         self._loop = loop
-        self._tasks: set[asyncio.Future] = set()   # requests being served
+        self._tasks: set[Any] = set()   # requests being served: tasks, futures, Deferreds
         sock = ctx.socket(zmq.ROUTER)
         _configure(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -219,8 +219,8 @@ class Listener:
             return
         if asyncio.iscoroutine(result):
             result = self._loop.create_task(result)
-        if asyncio.isfuture(result):   # settled by callbacks: no task of our own on the hot path
-            if result.done():          # finished inline (a small step): reply now, not next turn
+        if is_outcome(result):   # settled by callbacks: no task of our own on the hot path
+            if result.done():    # finished inline (a small step): reply now, not next turn
                 self._settled(identity, message.id, result)
                 return
             self._tasks.add(result)
@@ -228,7 +228,7 @@ class Listener:
         elif result is not None:
             self._reply(identity, result)
 
-    def _settled(self, identity: Any, message_id: int, done: asyncio.Future) -> None:
+    def _settled(self, identity: Any, message_id: int, done: Any) -> None:
         self._tasks.discard(done)
         if done.cancelled():
             return   # the server is closing, or the client cancelled the step: nobody waits
@@ -241,10 +241,12 @@ class Listener:
         self._reactor.send([identity, *codec.encode(reply)])
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        serving = list(self._tasks)
+        for request in serving:
+            request.cancel()
+        tasks = [r for r in serving if asyncio.isfuture(r)]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
         self._reactor.close()
 
 
@@ -265,7 +267,7 @@ class Channel:
         self.context = ctx
         self._loop = loop
         # call id -> (future of the reply, what to make of the reply or None for the message)
-        self._pending: dict[int, tuple[asyncio.Future, Callable[[Any], Any] | None]] = {}
+        self._pending: dict[int, tuple[asyncio.Future | Deferred, Callable[[Any], Any] | None]] = {}
         self._connected = endpoint.startswith("inproc://")
         sock = ctx.socket(zmq.DEALER)
         _configure(sock)
@@ -323,40 +325,39 @@ class Channel:
                 future.set_exception(error)
 
     def request(self, message: Any, timeout: float,
-                unwrap: Callable[[Any], Any] | None = None) -> "asyncio.Future[Any]":
-        """Send ``message`` now and return a future of its reply, or of ``unwrap(reply)``
-        (no task, no coroutine, no second future).
+                unwrap: Callable[[Any], Any] | None = None) -> Deferred:
+        """Send ``message`` now; a Deferred of its reply, or of ``unwrap(reply)``, settled the
+        moment the reply is decoded (no task, no coroutine, no extra loop iteration).
 
-        The future fails with the peer's typed error for an ErrorReply, DeadlineExceededError
-        after ``timeout`` s, UnavailableError if the connection drops; cancelling it forgets
-        the call. Used on the step path, where every task and await costs a loop iteration.
+        It fails with the peer's typed error for an ErrorReply, DeadlineExceededError after
+        ``timeout`` s, UnavailableError if the connection drops; cancelling it forgets the call.
         """
         if self.closed:
             raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
                                    f"is closed ({type(message).__name__} not sent)")
         if not self._connected:  # rare: first call on a new channel waits for the connection
             call = asyncio.ensure_future(self.call(message, timeout))
-            return call if unwrap is None else then(call, unwrap)
+            return then(call, unwrap or (lambda reply: reply))
         call_id = next(self._ids)
-        future: asyncio.Future = self._loop.create_future()
+        outcome = Deferred()
         self._reactor.send(codec.encode(message, id=call_id))
-        self._pending[call_id] = (future, unwrap)
+        self._pending[call_id] = (outcome, unwrap)
         kind = type(message).__name__
 
         def expire() -> None:
-            if not future.done():
-                future.set_exception(DeadlineExceededError(
+            if not outcome.done():
+                outcome.set_exception(DeadlineExceededError(
                     None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
                     f"({kind}); is its server running and responsive?"))
 
         timer = self._loop.call_later(timeout, expire)
 
-        def forget(_: asyncio.Future) -> None:
+        def forget(_: Deferred) -> None:
             timer.cancel()
             self._pending.pop(call_id, None)
 
-        future.add_done_callback(forget)
-        return future
+        outcome.add_done_callback(forget)
+        return outcome
 
     async def call(self, message: Any, timeout: float,
                    on_cancel: Callable[[int], Any] | None = None) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable
 
 import numpy as np
 
-from zmtf.distributed.futures import chain
+from zmtf.distributed.futures import Deferred, chain
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgumentError, NotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor
@@ -128,12 +128,12 @@ class WorkerService:
     # ---- steps -----------------------------------------------------------------------
     def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
                   fetches: list[str], targets: list[str], values: list[np.ndarray],
-                  timeout: float | None) -> "asyncio.Future[list[np.ndarray]]":
-        """Start one partition for one step (on the loop thread); the future gives the fetched
+                  timeout: float | None) -> Deferred:
+        """Start one partition for one step (on the loop thread); the Deferred gives the fetched
         values, owned by the caller. Cancelling it, or its deadline passing, aborts the step.
 
-        A future with callbacks rather than a coroutine: on the step path each task and each
-        await costs a loop iteration, and the latency of a small step is made of those."""
+        A Deferred rather than a coroutine: on the step path each task and each await costs a
+        loop iteration, and the latency of a small step is made of those."""
         registered = self._graphs.get((session, graph_key))
         if registered is None:
             raise NotFoundError(None, None, f"graph '{graph_key}' of session '{session}' is not "
@@ -147,7 +147,7 @@ class WorkerService:
         # parameter server or a worker's b = a + 2 that saves two thread hops per step.
         inline = self._last_compute.get(id(step), 1.0) < INLINE_SECONDS
         loop = self.loop
-        result: asyncio.Future = loop.create_future()
+        result = Deferred()
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                     inline=inline)
         timer = None if timeout is None or running.done() else loop.call_later(timeout, self._expire,
@@ -170,7 +170,7 @@ class WorkerService:
             else:
                 result.set_result([np.asarray(v) for v in outputs])
 
-        def ended(_: asyncio.Future) -> None:
+        def ended(_: Deferred) -> None:
             if result.cancelled() or result.exception() is not None:
                 running.abort(AbortedError(None, None, f"step {step_id} aborted on {self.task}"))
                 self.rendezvous.abort_step(step_id, AbortedError(None, None, f"step {step_id} was aborted"))
@@ -183,7 +183,7 @@ class WorkerService:
             else loop.call_soon_threadsafe(settle, done))
         return result
 
-    def _expire(self, result: asyncio.Future, step_id: int, timeout: float) -> None:
+    def _expire(self, result: Deferred, step_id: int, timeout: float) -> None:
         if not result.done():
             result.set_exception(_deadline(self.task, step_id, timeout))
 
