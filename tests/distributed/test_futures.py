@@ -1,0 +1,87 @@
+"""Deferred: the step path's future whose callbacks run at once."""
+
+import asyncio
+
+import pytest
+
+from zmtf.distributed.futures import Deferred, chain, failed, then
+
+
+def test_callbacks_run_synchronously_on_settle_and_at_once_when_done():
+    seen = []
+    outcome = Deferred()
+    outcome.add_done_callback(lambda d: seen.append(("first", d.result())))
+    assert seen == []
+    outcome.set_result(3)
+    assert seen == [("first", 3)]          # no loop turn needed
+    outcome.add_done_callback(lambda d: seen.append(("late", d.result())))
+    assert seen[-1] == ("late", 3)
+
+
+def test_a_failing_callback_does_not_stop_the_others(caplog):
+    seen = []
+    outcome = Deferred()
+    outcome.add_done_callback(lambda d: 1 / 0)
+    outcome.add_done_callback(lambda d: seen.append(d.result()))
+    outcome.set_result("ok")
+    assert seen == ["ok"]
+    assert "callback of a Deferred failed" in caplog.text
+
+
+def test_states_and_errors():
+    pending = Deferred()
+    with pytest.raises(asyncio.InvalidStateError):
+        pending.result()
+    error = failed(ValueError("bad"))
+    assert error.done() and not error.cancelled()
+    assert isinstance(error.exception(), ValueError)
+    with pytest.raises(ValueError):
+        error.result()
+    with pytest.raises(asyncio.InvalidStateError):
+        error.set_result(1)               # settled once only
+    cancelled = Deferred()
+    assert cancelled.cancel() and cancelled.cancelled() and not cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        cancelled.result()
+
+
+def test_then_maps_results_passes_errors_and_cancels_its_source():
+    source = Deferred()
+    mapped = then(source, lambda v: v * 2)
+    source.set_result(21)
+    assert mapped.result() == 42
+    bad = then(failed(KeyError("k")), lambda v: v)
+    assert isinstance(bad.exception(), KeyError)
+    src = Deferred()
+    raising = then(src, lambda v: 1 / 0)
+    src.set_result(1)
+    assert isinstance(raising.exception(), ZeroDivisionError)
+    upstream = Deferred()
+    then(upstream, lambda v: v).cancel()
+    assert upstream.cancelled()
+
+
+def test_await_and_cancel_through_await():
+    async def main():
+        outcome = Deferred()
+        asyncio.get_running_loop().call_soon(outcome.set_result, "value")
+        assert await outcome == "value"
+        assert await outcome == "value"      # awaiting a settled one returns at once
+
+        never = Deferred()
+        task = asyncio.ensure_future(_await(never))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert never.cancelled()              # the awaiting task's cancel reaches the step
+
+        target = asyncio.get_running_loop().create_future()
+        chain(failed(RuntimeError("x")), target)
+        with pytest.raises(RuntimeError):
+            await target
+
+    async def _await(d):
+        return await d
+
+    asyncio.run(main())
