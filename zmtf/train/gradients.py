@@ -137,6 +137,11 @@ class _Backprop:
                     raise ValueError(
                         f"The gradient function of {op.type} returned {len(in_grads)} gradients "
                         f"for op '{op.name}', which has {len(op.inputs)} inputs")
+                # A gradient for an input that lies on no path from an x is never used: drop
+                # it before gating, so the gate does not force it to be computed (TF's tuple
+                # does: e.g. a first layer's MatMul gradient w.r.t. the input batch).
+                in_grads = [g if t.op in self.between else None
+                            for t, g in zip(op.inputs, in_grads)]
                 if self.gate and sum(g is not None for g in in_grads) > 1:
                     in_grads = self._gated(in_grads)
         return in_grads
