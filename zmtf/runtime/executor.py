@@ -41,21 +41,43 @@ class BoundStep:
     consumers: tuple[tuple[int, ...], ...]
     pending: tuple[int, ...]
     devices: tuple[str, ...]
+    roots: tuple[int, ...]                  # nodes to start with
+    preset: tuple[tuple[int, Any], ...]     # (slot, value) known before any step: constants
+    to_run: int                             # nodes a step runs (all but the constants)
 
 
 def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
-    """Look each node's kernel up once, so steps never touch the registry."""
+    """Look each node's kernel up once, so steps never touch the registry.
+
+    A node whose kernel declares ``constant_output`` (CPU Const) and that waits on nothing
+    is evaluated here, once: its value is preset in every step's slots and its consumers
+    wait for one predecessor less (the example MLP's step runs 13 nodes fewer)."""
     nodes = plan.nodes
+    kernels = tuple(lookup(n.op_type, n.device.rsplit("device:", 1)[-1].split(":")[0],
+                           n.kernel_dtype) for n in nodes)
+    pending = [n.pending_count for n in nodes]
+    preset: list[tuple[int, Any]] = []
+    constant = set()
+    for i, node in enumerate(nodes):
+        if node.pending_count == 0 and getattr(kernels[i], "constant_output", False):
+            constant.add(i)
+            for slot, value in zip(node.output_slots, kernels[i](None, [], node.attrs)):
+                preset.append((slot, value))
+            for c in node.consumers:
+                pending[c] -= 1
+    roots = tuple(i for i, n in enumerate(pending) if n == 0 and i not in constant)
     return BoundStep(
         plan,
-        tuple(lookup(n.op_type, n.device.rsplit("device:", 1)[-1].split(":")[0], n.kernel_dtype)
-              for n in nodes),
+        kernels,
         tuple(n.attrs for n in nodes),
         tuple(n.input_slots for n in nodes),
         tuple(n.output_slots for n in nodes),
         tuple(n.consumers for n in nodes),
-        tuple(n.pending_count for n in nodes),
+        tuple(pending),
         tuple(n.device for n in nodes),
+        roots,
+        tuple(preset),
+        len(nodes) - len(constant),
     )
 
 
@@ -96,7 +118,7 @@ class Executor:
             run.inline = True
             run.start()
         else:
-            device = step.devices[step.plan.roots[0]] if step.plan.roots else ""
+            device = step.devices[step.roots[0]] if step.roots else ""
             self._pools.pool(device).submit(run.start)
         return run.future
 
@@ -111,13 +133,15 @@ class _StepRun:
                  trace: list[NodeTrace] | None) -> None:
         self.step = step
         self.slots: list[Any] = [None] * step.plan.num_slots
+        for slot, value in step.preset:
+            self.slots[slot] = value
         for slot, value in zip(step.plan.feed_slots, feed_values):
             self.slots[slot] = value
         self.ctx = ctx
         self.pools = pools
         self.trace = trace
         self.pending = list(step.pending)
-        self.remaining = len(step.pending)
+        self.remaining = step.to_run
         self.lock = threading.Lock()
         self.future: Future = Future()
         self.failed = False
@@ -128,7 +152,7 @@ class _StepRun:
         if self.remaining == 0:
             self._finish()
             return
-        self._process(list(self.step.plan.roots))
+        self._process(list(self.step.roots))
 
     def _process(self, ready: list[int]) -> None:
         step, slots, pending = self.step, self.slots, self.pending

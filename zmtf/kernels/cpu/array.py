@@ -38,6 +38,9 @@ def const(ctx: Any, inputs: list, attrs: dict) -> list:
     return [attrs["value"]]
 
 
+const.constant_output = True  # type: ignore[attr-defined] # the executor evaluates it once per plan
+
+
 @register("Identity")
 @register("StopGradient")
 @register("Snapshot")
