@@ -264,7 +264,7 @@ def test_a_script_that_never_stops_its_server_still_exits():
 
 
 def test_intra_op_threads_limit_blas():
-    from zmtf.runtime.blas import _openblas
+    from zmtf.kernels.cpu.blas import _openblas, set_blas_threads
 
     lib = _openblas()
     if lib is None or not hasattr(lib, "scipy_openblas_get_num_threads64_"):
@@ -274,7 +274,24 @@ def test_intra_op_threads_limit_blas():
         with tf.Session(config=tf.ConfigProto(intra_op_parallelism_threads=1)):
             assert lib.scipy_openblas_get_num_threads64_() == 1
     finally:
-        lib.scipy_openblas_set_num_threads64_(before)
+        set_blas_threads(before)
+
+
+def test_small_products_use_one_blas_thread_big_ones_the_cap():
+    from zmtf.kernels.cpu.blas import SINGLE_THREAD_FLOPS, _openblas, set_blas_threads, use_threads_for
+
+    lib = _openblas()
+    if lib is None or not hasattr(lib, "scipy_openblas_get_num_threads64_"):
+        pytest.skip("numpy here is not linked to scipy-openblas")
+    before = lib.scipy_openblas_get_num_threads64_()
+    try:
+        assert set_blas_threads(2)
+        use_threads_for(SINGLE_THREAD_FLOPS - 1)
+        assert lib.scipy_openblas_get_num_threads64_() == 1
+        use_threads_for(SINGLE_THREAD_FLOPS)
+        assert lib.scipy_openblas_get_num_threads64_() == 2
+    finally:
+        set_blas_threads(before)
 
 
 def test_one_remote_session_shared_by_threads(cluster):

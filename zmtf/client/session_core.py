@@ -23,7 +23,7 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.placement.plan import plan_step
-from zmtf.runtime.blas import set_blas_threads
+from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.context import KernelContext
 from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_devices
 from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, bind, fetched

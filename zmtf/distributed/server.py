@@ -28,7 +28,7 @@ from zmtf.distributed.master import MasterService
 from zmtf.distributed.transport import Channel, Listener
 from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import InvalidArgumentError, UnavailableError, UnimplementedError
-from zmtf.runtime.blas import set_blas_threads
+from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
 from zmtf.wire import messages as m
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu._common import empty, quiet_fp, shape_str
+from zmtf.kernels.cpu.blas import use_threads_for
 from zmtf.kernels.registry import register
 
 _MATMUL_DTYPES = ("float16", "float32", "float64", "int32", "int64")
@@ -39,6 +40,7 @@ def mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
             f"transpose_b={bool(attrs.get('transpose_b'))})"
         )
     out = empty(ctx, (left.shape[0], right.shape[1]), a.dtype)
+    use_threads_for(2 * left.shape[0] * left.shape[1] * right.shape[1])
     with quiet_fp():  # overflow gives inf, silently, as in TF
         np.matmul(left, right, out=out)
     return [out]

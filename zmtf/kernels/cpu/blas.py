@@ -1,0 +1,97 @@
+"""How many threads numpy's BLAS (OpenBLAS) may use: TF's intra_op_parallelism_threads.
+
+Matmul runs in numpy's OpenBLAS, whose own threads busy-wait between calls. With several
+zmtf processes on few cores (a ps, workers and clients on one machine) that spinning took
+most of the CPU: 46 ms of CPU per training step on a worker, 5 ms with one BLAS thread
+(bench/train.py). So:
+
+* ``intra_op_parallelism_threads`` caps BLAS threads when it is set (``set_blas_threads``);
+* small products run on one BLAS thread (``threads_for``): waking the pool costs more than
+  it saves below ~64 MFLOP, and the executor already runs independent ops side by side;
+* ``import zmtf`` lowers OpenBLAS's spin before sleeping (OPENBLAS_THREAD_TIMEOUT, unless
+  set, and only if numpy was not imported first) from ~0.1 s to a few cycles.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from typing import Any
+
+log = logging.getLogger("zmtf.runtime")
+
+_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+            "openblas_set_num_threads64_", "openblas_set_num_threads")
+
+
+def _openblas() -> ctypes.CDLL | None:
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()
+                            and line.split()[-1].startswith("/")})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+_GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+            "openblas_get_num_threads64_", "openblas_get_num_threads")
+
+#: products below this many flops (2*m*n*k) run on one BLAS thread
+SINGLE_THREAD_FLOPS = 1 << 26
+
+
+class _Blas:
+    """The process's OpenBLAS thread setting: the cap, and what is set right now."""
+
+    def __init__(self) -> None:
+        self.loaded = False
+        self.setter: Any = None
+        self.cap = 0        # threads big products may use
+        self.current = 0    # threads OpenBLAS uses now
+
+    def load(self) -> None:
+        if self.loaded:
+            return
+        self.loaded = True
+        lib = _openblas()
+        if lib is None:
+            return
+        self.setter = next((getattr(lib, n) for n in _SETTERS if hasattr(lib, n)), None)
+        getter = next((getattr(lib, n) for n in _GETTERS if hasattr(lib, n)), None)
+        if self.setter is not None and getter is not None:
+            self.cap = self.current = int(getter())
+
+    def use(self, threads: int) -> None:
+        if threads != self.current and self.setter is not None:
+            self.setter(ctypes.c_int(threads))
+            self.current = threads
+
+
+_BLAS = _Blas()
+
+
+def set_blas_threads(threads: int) -> bool:
+    """Limit OpenBLAS to ``threads`` (process-wide); False if no OpenBLAS is found."""
+    if threads <= 0:
+        return False
+    _BLAS.load()
+    if _BLAS.setter is None:
+        return False
+    _BLAS.cap = threads
+    _BLAS.use(threads)
+    log.info("BLAS limited to %d thread(s) (intra_op_parallelism_threads)", threads)
+    return True
+
+
+def use_threads_for(flops: int) -> None:
+    """Before a BLAS call of ``flops``: one thread for a small product, the cap otherwise.
+    Process-wide and unsynchronized on purpose: a race only costs speed, never results."""
+    _BLAS.load()
+    if _BLAS.cap > 1:
+        _BLAS.use(1 if flops < SINGLE_THREAD_FLOPS else _BLAS.cap)
