@@ -1,5 +1,6 @@
 """The cluster runtime end to end: real servers, real sockets, typed errors."""
 
+import asyncio
 import logging
 import threading
 import time
@@ -315,3 +316,30 @@ def test_one_remote_session_shared_by_threads(cluster):
             t.join(60)
     assert not errors
     assert all(results[k] == [k * 10 + i + 100.0 for i in range(10)] for k in range(4))
+
+
+def test_a_malformed_push_fails_the_waiting_step_with_the_reason():
+    """PushTensor has no reply: a refused one must surface in the step it was meant for."""
+    from zmtf.distributed.server import ServerCore
+    from zmtf.framework.errors import InvalidArgumentError
+    from zmtf.wire import messages as m
+
+    async def main():
+        core = ServerCore({"worker": ["inproc://push-check"]}, "worker", 0)
+        await core.start()
+        try:
+            got = []
+            core.worker.rendezvous.recv(7, "x:0;a;b", lambda value, error: got.append((value, error)))
+            reply = core.handle(m.PushTensor(id=0, step_id=7, key="x:0;a;b",
+                                             tensors=[np.zeros(1), np.zeros(1)]))
+            assert reply is None                      # nobody waits for an Ok
+            (value, error), = got
+            assert value is None and isinstance(error, InvalidArgumentError)
+            assert "carries 2 tensors, expected 1" in str(error)
+            assert core.handle(m.PushTensor(id=0, step_id=8, key="k", tensors=[np.ones(2)])) is None
+            core.worker.rendezvous.recv(8, "k", lambda value, error: got.append((value, error)))
+            np.testing.assert_array_equal(got[-1][0], np.ones(2))
+        finally:
+            await core.stop()
+
+    asyncio.run(main())

@@ -188,11 +188,16 @@ class ServerCore:
         self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")
         return m.Ok(id=msg.id)
 
-    def _push_tensor(self, msg: m.PushTensor) -> m.Ok:
+    def _push_tensor(self, msg: m.PushTensor) -> None:
+        """A tensor for a step's Recv. No reply (the sender does not wait); a malformed push
+        fails that step here with the reason, instead of an error reply nobody reads."""
         if len(msg.tensors) != 1:
-            raise InvalidArgumentError(None, None, f"PushTensor carries {len(msg.tensors)} tensors, expected 1")
+            reason = f"PushTensor for '{msg.key}' carries {len(msg.tensors)} tensors, expected 1"
+            log.warning("step %d: %s", msg.step_id, reason)
+            self.worker.rendezvous.abort_step(msg.step_id, InvalidArgumentError(None, None, reason))
+            return None
         self.worker.push_tensor(msg.step_id, msg.key, msg.tensors[0])
-        return m.Ok(id=msg.id)
+        return None
 
     def _ping(self, msg: m.Ping) -> m.Pong:
         return m.Pong(id=msg.id, task=self.task, incarnation=0)
@@ -250,9 +255,8 @@ class ServerCore:
     async def _call(self, task: str, message: Any, timeout: float) -> Any:
         return await self.channel(task).call(message, timeout)
 
-    async def _push(self, task: str, step_id: int, key: str, value: np.ndarray) -> None:
-        await self._call(task, m.PushTensor(id=0, step_id=step_id, key=key, tensors=[value]),
-                         DEFAULT_STEP_TIMEOUT)
+    def _push(self, task: str, step_id: int, key: str, value: np.ndarray) -> None:
+        self.channel(task).send_only(m.PushTensor(id=0, step_id=step_id, key=key, tensors=[value]))
 
     def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> Any:
         timeout = fields["timeout"]

@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from zmtf.runtime.resources import ResourceContainer
 log = logging.getLogger("zmtf.worker")
 
 # push(dst_task, step_id, key, value) -> awaitable that completes when the peer has it
-Pusher = Callable[[str, int, str, np.ndarray], Awaitable[None]]
+Pusher = Callable[[str, int, str, np.ndarray], None]
 TRANSFER_OPS = ("_Send", "_Recv")
 CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are kept
 INLINE_SECONDS = 0.0005   # steps faster than this run on the event loop thread itself
@@ -109,8 +109,8 @@ class WorkerService:
         self.executor = Executor(pools)
         self.context = KernelContext(self.resources, intra_op_threads)
         self._pusher = pusher
+        self._loop_thread = threading.get_ident()   # built by the server, on its loop thread
         self._graphs: dict[tuple[str, str], _Registered] = {}
-        self._tasks: set[asyncio.Task] = set()
         self._last_compute: dict[int, float] = {}   # id(BoundStep) -> kernel seconds of its last run
         self.copy_aliases = True   # the server turns it off unless it serves inproc://
         self._lock = threading.Lock()
@@ -212,25 +212,25 @@ class WorkerService:
 
     # ---- transfers -------------------------------------------------------------------
     def send(self, dst_task: str, step_id: int, key: str, value: Any, done: Callable) -> None:
-        """Push ``value`` to ``dst_task`` from the loop thread; ``done`` reports the outcome."""
+        """Push ``value`` to ``dst_task`` (on the loop thread); ``done`` once it is handed to
+        the socket. No acknowledgement is awaited: a push that cannot arrive (the task died)
+        fails the step through the master's RunGraph to that task, and a refused one aborts
+        the step on the receiver; an Ok per tensor cost two messages per edge per step."""
         if self.copy_aliases:
             value = self._owned(value)
 
-        async def push() -> None:
+        def push() -> None:
             try:
-                await self._pusher(dst_task, step_id, key, value)
+                self._pusher(dst_task, step_id, key, value)
             except BaseException as error:  # noqa: BLE001
                 done(None, error)
             else:
                 done([], None)
 
-        self.loop.call_soon_threadsafe(self._spawn, push)
-
-    def _spawn(self, factory: Callable[[], Awaitable[None]]) -> None:
-        """Start a task and keep a strong reference until it ends (asyncio only keeps weak ones)."""
-        task = self.loop.create_task(factory())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if threading.get_ident() == self._loop_thread:
+            push()
+        else:
+            self.loop.call_soon_threadsafe(push)
 
     def push_tensor(self, step_id: int, key: str, value: np.ndarray) -> None:
         self.rendezvous.put(step_id, key, value)
