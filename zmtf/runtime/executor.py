@@ -27,6 +27,8 @@ KernelLookup = Callable[[str, str, "str | None"], Callable[..., list]]
 # A node whose inputs hold at least this many elements in total is worth a thread hop.
 EXPENSIVE_ELEMENTS = 1 << 15
 ALWAYS_EXPENSIVE = frozenset({"MatMul"})
+# ... unless it is a product of fewer multiply-adds than this (~20 us of BLAS)
+EXPENSIVE_MULTIPLY_ADDS = 1 << 21
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +236,11 @@ class _StepRun:
     def _expensive(self, i: int, inputs: list[Any]) -> bool:
         step = self.step
         if step.plan.nodes[i].op_type in ALWAYS_EXPENSIVE:
+            a, b = inputs[0], inputs[1]
+            if getattr(a, "ndim", 0) == 2 and getattr(b, "ndim", 0) == 2:
+                # a small product costs less than the thread hop that would overlap it
+                n = b.shape[0] if step.attrs[i].get("transpose_b") else b.shape[1]
+                return a.size * n >= EXPENSIVE_MULTIPLY_ADDS
             return True
         total = 0
         for x in inputs:
