@@ -1,13 +1,17 @@
-"""ResourceContainer: where variable values live between steps (per session, or per worker)."""
+"""ResourceContainer: where variables, queues and accumulators live between steps.
+
+One container per local session, or per worker (shared by every session on that task, so
+two workers' graphs that name the same ``shared_name`` meet in the same queue on a ps).
+"""
 
 from __future__ import annotations
 
 import threading
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from zmtf.framework.errors import FailedPreconditionError
+from zmtf.framework.errors import CancelledError, FailedPreconditionError
 
 
 class ResourceContainer:
@@ -18,6 +22,8 @@ class ResourceContainer:
         self._storage_ids: set[int] = set()  # id() of every stored array, see holds()
         self._locks: dict[str, threading.Lock] = {}
         self._mutex = threading.Lock()
+        #: shared name -> queue or accumulator (anything with ``cancel_all(error)``)
+        self._shared: dict[str, Any] = {}
 
     def read(self, name: str) -> np.ndarray:
         try:
@@ -57,11 +63,31 @@ class ResourceContainer:
     def names(self) -> list[str]:
         return sorted(self._values)
 
+    def lookup_or_create(self, name: str, create: Callable[[], Any]) -> Any:
+        """The shared resource ``name`` (a queue, an accumulator), made by ``create()`` once."""
+        resource = self._shared.get(name)
+        if resource is None:
+            with self._mutex:
+                resource = self._shared.get(name)
+                if resource is None:
+                    resource = self._shared[name] = create()
+        return resource
+
+    def cancel_waiters(self, reason: str) -> None:
+        """Release every op blocked on a queue or accumulator with CancelledError(reason)."""
+        with self._mutex:
+            resources = list(self._shared.values())
+        for resource in resources:
+            resource.cancel_all(CancelledError(None, None, reason))
+
     def clear(self) -> None:
-        """Drop every value (tf.Session.reset)."""
+        """Drop every value and shared resource (tf.Session.reset); blocked ops are cancelled."""
+        self.cancel_waiters("the resource container was reset (tf.Session.reset); "
+                            "re-create the queues and accumulators by running their ops again")
         with self._mutex:
             self._values.clear()
             self._storage_ids.clear()
+            self._shared.clear()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
