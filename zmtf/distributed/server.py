@@ -26,7 +26,9 @@ from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.transport import Channel, Listener
 from zmtf.distributed.worker import WorkerService
-from zmtf.framework.errors import InvalidArgumentError, UnavailableError, UnimplementedError
+from zmtf.framework.errors import (
+    CancelledError, InvalidArgumentError, UnavailableError, UnimplementedError,
+)
 from zmtf.runtime.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
 from zmtf.wire import messages as m
@@ -54,6 +56,7 @@ class ServerCore:
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
         self._running: dict[tuple[str, int], asyncio.Task] = {}   # (session, RunStep id) -> task
+        self._closing: set[tuple[str, int]] = set()   # steps cancelled by CloseSession
         self._listener: Listener | None = None
         self.worker: WorkerService | None = None
         self.master: MasterService | None = None
@@ -135,8 +138,15 @@ class ServerCore:
         try:
             values = await self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets,
                                                 msg.tensors, msg.timeout_ms)
+        except asyncio.CancelledError:
+            if key not in self._closing:
+                raise
+            # the caller still waits for a reply (another thread of its process closed the session)
+            raise CancelledError(None, None, "Session has been closed: the step was cancelled "
+                                 "(tf.Session.close() from another thread)") from None
         finally:
             self._running.pop(key, None)
+            self._closing.discard(key)
         return m.RunStepResult(id=msg.id, tensors=values)
 
     def _cancel_step(self, msg: m.CancelStep) -> None:
@@ -147,6 +157,11 @@ class ServerCore:
         return None
 
     async def _close_session(self, msg: m.CloseSession) -> m.Ok:
+        """Cancel the session's steps still running (a chief's sync op waits forever), then close."""
+        for key, task in list(self._running.items()):
+            if key[0] == msg.session:
+                self._closing.add(key)
+                task.cancel()
         await self.master.close_session(msg.session)
         return m.Ok(id=msg.id)
 

@@ -109,6 +109,7 @@ class WorkerService:
         self._graphs: dict[tuple[str, str], _Registered] = {}
         self._tasks: set[asyncio.Task] = set()
         self._last_duration: dict[int, float] = {}   # id(BoundStep) -> seconds its last run took
+        self._running: dict[int, Any] = {}   # step_id -> executor Future, for abort_step
         self.copy_aliases = True   # the server turns it off unless it serves inproc://
         self._lock = threading.Lock()
 
@@ -139,6 +140,7 @@ class WorkerService:
         started = time.perf_counter()
         future = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                    inline=inline)
+        self._running[step_id] = future
         try:
             if future.done():
                 outputs = future.result()
@@ -152,6 +154,7 @@ class WorkerService:
                 raise _deadline(self.task, step_id, timeout) from None
             raise
         finally:
+            self._running.pop(step_id, None)
             self.loop.call_later(5.0, self.rendezvous.cleanup_step, step_id)
         if self.copy_aliases and any(self.resources.holds(v) for v in outputs):
             return await self.loop.run_in_executor(None, lambda: [self._owned(v) for v in outputs])
@@ -206,7 +209,11 @@ class WorkerService:
         self.rendezvous.put(step_id, key, value)
 
     def abort_step(self, step_id: int, reason: str) -> None:
+        """Fail the step's partition here: its Recvs and its ops parked in queues let go."""
         self.rendezvous.abort_step(step_id, AbortedError(None, None, reason))
+        running = self._running.get(step_id)
+        if running is not None:
+            running.abort(AbortedError(None, None, reason))
         self.loop.call_later(5.0, self.rendezvous.cleanup_step, step_id)
 
     def reset(self) -> None:
