@@ -215,7 +215,7 @@ def test_accumulator_errors_name_the_fix():
         tf.ConditionalAccumulator(tf.float32, shape=[2]).apply_grad(tf.zeros([3]))
     with tf.Session() as sess:
         sess.run(apply, {grad: [1.0, 2.0], local_step: 0})
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"expects gradients of shape \[2\]"):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"expects gradients of shape \[2"):
             sess.run(apply, {grad: [1.0, 2.0, 3.0], local_step: 0})
         with pytest.raises(tf.errors.InvalidArgumentError, match="num_required must be >= 1"):
             sess.run(acc.take_grad(0))

@@ -95,7 +95,7 @@ def run_together(sessions, graphs):
 
 def takers(cluster):
     """Parked take_grads left on the ps tasks (none may outlive the sessions)."""
-    from zmtf.kernels.cpu.accumulator import ConditionalAccumulator
+    from zmtf.runtime.accumulator import ConditionalAccumulator
 
     left = 0
     for task in (0, 1):
@@ -176,8 +176,9 @@ def test_misuse_is_reported():
             opt.make_session_run_hook(True)
         more = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 3,
                                               total_num_replicas=1)
-        more.apply_gradients([(tf.constant(1.0), v)], global_step=tf.train.get_or_create_global_step())
+        step = tf.train.get_or_create_global_step()
+        more.apply_gradients([(tf.constant(1.0), v)], global_step=step)
         with pytest.raises(ValueError, match="Too few tokens"):
             more.get_init_tokens_op(1)
         with pytest.raises(ValueError, match="already called"):
-            more.apply_gradients([(tf.constant(1.0), v)], global_step=tf.train.get_global_step())
+            more.apply_gradients([(tf.constant(1.0), v)], global_step=step)

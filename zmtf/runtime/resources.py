@@ -7,11 +7,13 @@ two workers' graphs that name the same ``shared_name`` meet in the same queue on
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from zmtf.framework.errors import CancelledError, FailedPreconditionError
+from zmtf.framework.errors import CancelledError, FailedPreconditionError, InvalidArgumentError
+from zmtf.runtime.accumulator import ConditionalAccumulator
+from zmtf.runtime.fifo_queue import FIFOQueue
 
 
 class ResourceContainer:
@@ -63,14 +65,35 @@ class ResourceContainer:
     def names(self) -> list[str]:
         return sorted(self._values)
 
-    def lookup_or_create(self, name: str, create: Callable[[], Any]) -> Any:
-        """The shared resource ``name`` (a queue, an accumulator), made by ``create()`` once."""
+    def fifo_queue(self, name: str, dtypes: Sequence[str], shapes: Sequence[Any] | None,
+                   capacity: int, node_name: str) -> FIFOQueue:
+        """The queue shared as ``name``, made on first use; a later op must ask for the same."""
+        queue = self._lookup_or_create(
+            name, FIFOQueue, lambda: FIFOQueue(name, dtypes, shapes, capacity), node_name)
+        queue.check_matches(dtypes, shapes, capacity, node_name)
+        return queue
+
+    def accumulator(self, name: str, dtype: str, shape: Sequence[int | None] | None,
+                    node_name: str) -> ConditionalAccumulator:
+        """The accumulator shared as ``name``, made on first use."""
+        accumulator = self._lookup_or_create(
+            name, ConditionalAccumulator, lambda: ConditionalAccumulator(name, dtype, shape),
+            node_name)
+        accumulator.check_matches(dtype, node_name)
+        return accumulator
+
+    def _lookup_or_create(self, name: str, kind: type, create: Callable[[], Any],
+                          node_name: str) -> Any:
         resource = self._shared.get(name)
         if resource is None:
             with self._mutex:
                 resource = self._shared.get(name)
                 if resource is None:
                     resource = self._shared[name] = create()
+        if not isinstance(resource, kind):
+            raise InvalidArgumentError(
+                f"shared_name '{name}' of node '{node_name}' names a {type(resource).__name__} "
+                f"on this device, not a {kind.__name__}; give one of them another shared_name")
         return resource
 
     def cancel_waiters(self, reason: str) -> None:

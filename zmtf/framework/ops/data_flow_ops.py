@@ -79,39 +79,41 @@ class QueueBase:
     names = property(lambda self: None)
 
     def enqueue(self, vals: Any, name: str | None = None) -> Operation:
-        """Add one element (a tensor, or one tensor per component); waits while the queue is full."""
-        return self._apply("QueueEnqueueV2", self._components(vals, many=False), name or f"{self._name}_enqueue")
+        """Add one element (a tensor, or a tensor per component); waits while the queue is full."""
+        return self._apply("QueueEnqueueV2", self._components(vals, many=False),
+                           _op_name(self, name, "enqueue"))
 
     def enqueue_many(self, vals: Any, name: str | None = None) -> Operation:
         """Add the slices along dimension 0 of every component, in order."""
         return self._apply("QueueEnqueueManyV2", self._components(vals, many=True),
-                           name or f"{self._name}_enqueue_many")
+                           _op_name(self, name, "enqueue_many"))
 
     def dequeue(self, name: str | None = None) -> Any:
         """Take one element; waits until there is one (OutOfRangeError once closed and empty)."""
-        op = self._apply("QueueDequeueV2", [], name or f"{self._name}_dequeue", self._component_attrs())
+        op = self._apply("QueueDequeueV2", [], _op_name(self, name, "dequeue"),
+                         self._component_attrs())
         return self._result(op)
 
     def dequeue_many(self, n: Any, name: str | None = None) -> Any:
         """Take ``n`` elements, stacked per component."""
         count = convert_to_tensor(n, dtype=_dtypes.int32, name="n")
-        op = self._apply("QueueDequeueManyV2", [count], name or f"{self._name}_dequeue_many",
+        op = self._apply("QueueDequeueManyV2", [count], _op_name(self, name, "dequeue_many"),
                          self._component_attrs())
         return self._result(op)
 
     def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:
         """No more enqueues; waiting dequeues that cannot be served get OutOfRangeError."""
-        return self._apply("QueueCloseV2", [], name or f"{self._name}_close",
+        return self._apply("QueueCloseV2", [], _op_name(self, name, "close"),
                            {"cancel_pending_enqueues": bool(cancel_pending_enqueues)})
 
     def size(self, name: str | None = None) -> Tensor:
-        return self._apply("QueueSizeV2", [], name or f"{self._name}_size").outputs[0]
+        return self._apply("QueueSizeV2", [], _op_name(self, name, "size")).outputs[0]
 
     # ---- helpers ----------------------------------------------------------------------
     def _apply(self, op_type: str, inputs: list[Tensor], name: str,
                attrs: dict[str, Any] | None = None) -> Operation:
         graph = self._queue_ref.graph
-        with graph.colocate_with(self._queue_ref.op):
+        with graph.colocate_with(self._queue_ref.op):   # named like TF's: "<queue>_dequeue"
             return apply_op(op_type, [self._queue_ref, *inputs], attrs, name=name)
 
     def _component_attrs(self) -> dict[str, Any]:
@@ -142,20 +144,26 @@ class QueueBase:
 
 
 class FIFOQueue(QueueBase):
-    """``tf.FIFOQueue(capacity, dtypes, shapes=None, shared_name=None)``; capacity < 0: unbounded."""
+    """``tf.FIFOQueue(capacity, dtypes, shapes=None, shared_name=None)``; capacity < 0: no bound."""
 
     def __init__(self, capacity: int, dtypes: Any, shapes: Any = None, names: Any = None,
                  shared_name: str | None = None, name: str = "fifo_queue") -> None:
         if names is not None:
             raise ValueError("named queue components are not supported by zmtf; pass names=None "
                              "and use positional components")
-        dtype_list = [as_dtype(d) for d in (dtypes if isinstance(dtypes, (list, tuple)) else [dtypes])]
+        listed = dtypes if isinstance(dtypes, (list, tuple)) else [dtypes]
+        dtype_list = [as_dtype(d) for d in listed]
         shape_list = _shapes(shapes, len(dtype_list))
+        defined = all(s.is_fully_defined() for s in shape_list)
         attrs = {"component_types": [d.name for d in dtype_list],
-                 "shapes": [s.dims for s in shape_list] if all(s.is_fully_defined() for s in shape_list)
-                 else [],
+                 "shapes": [s.dims for s in shape_list] if defined else [],
                  "capacity": int(capacity), "shared_name": shared_name or "", "container": ""}
         super().__init__(dtype_list, shape_list, _handle_op("FIFOQueueV2", attrs, name))
+
+
+def _op_name(owner: Any, name: str | None, kind: str) -> str:
+    """The given name, else TF's default: the queue's or accumulator's name + "_" + kind."""
+    return name or f"{owner.name}_{kind}"
 
 
 def _shapes(shapes: Any, count: int) -> list[TensorShape]:
@@ -202,25 +210,31 @@ class ConditionalAccumulator:
             raise ValueError(f"Shape mismatch: accumulator '{self._name}' holds gradients of "
                              f"shape {self._shape}, got {grad.shape}")
         step = convert_to_tensor(local_step, dtype=_dtypes.int64, name="local_step")
-        return self._apply("AccumulatorApplyGradient", [step, grad], name or f"{self._name}_ApplyGradient")
+        return self._apply("AccumulatorApplyGradient", [step, grad],
+                           _op_name(self, name, "ApplyGradient"))
 
     def take_grad(self, num_required: Any, name: str | None = None) -> Tensor:
         """The average of ``num_required`` fresh gradients; waits until they are in."""
         count = convert_to_tensor(num_required, dtype=_dtypes.int32, name="num_required")
         attrs = {"shape": self._shape.dims}
-        return self._apply("AccumulatorTakeGradient", [count], name or f"{self._name}_TakeGradient", attrs).outputs[0]
+        take = self._apply("AccumulatorTakeGradient", [count],
+                           _op_name(self, name, "TakeGradient"), attrs)
+        return take.outputs[0]
 
     def set_global_step(self, new_global_step: Any, name: str | None = None) -> Operation:
         """Gradients with an older local_step are stale from now on."""
         step = convert_to_tensor(new_global_step, dtype=_dtypes.int64, name="new_global_step")
-        return self._apply("AccumulatorSetGlobalStep", [step], name or f"{self._name}_SetGlobalStep")
+        return self._apply("AccumulatorSetGlobalStep", [step],
+                           _op_name(self, name, "SetGlobalStep"))
 
     def num_accumulated(self, name: str | None = None) -> Tensor:
-        return self._apply("AccumulatorNumAccumulated", [], name or f"{self._name}_NumAccumulated").outputs[0]
+        count = self._apply("AccumulatorNumAccumulated", [], _op_name(self, name, "NumAccumulated"))
+        return count.outputs[0]
 
     def _apply(self, op_type: str, inputs: Sequence[Tensor], name: str,
                attrs: dict[str, Any] | None = None) -> Operation:
         graph = self._accumulator_ref.graph
         attrs = {"dtype": self._dtype.name, **(attrs or {})}
         with graph.colocate_with(self._accumulator_ref.op):
-            return apply_op(op_type, [self._accumulator_ref, *inputs], attrs, name=name)
+            return apply_op(op_type, [self._accumulator_ref, *inputs], attrs,
+                            name=name)

@@ -1,7 +1,7 @@
 """CPU kernels. Importing this package registers them all; nothing is compiled until used.
 
 One module per family: elementwise, reduce, matmul, nn, random, array, state, data_flow
-(queues and accumulators, whose shared state is in fifo_queue and accumulator). _jit holds
+(queues and accumulators, whose shared state is in zmtf/runtime). _jit holds
 the numba policy (decorator options, caching, thread count, numpy/numba threshold).
 """
 

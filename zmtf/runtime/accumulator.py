@@ -4,6 +4,9 @@ It sums gradients computed at the accumulator's current global step and drops ol
 ("stale") ones; ``take_grad(n)`` waits (as a parked callback, never a blocked thread) until
 ``n`` are in, then returns their average, resets, and advances the global step, so the
 gradients of the step just taken become stale at once.
+
+It lives in a ResourceContainer (resources.py); the kernels in kernels/cpu/data_flow.py act
+on it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class _Taker:
 
 class ConditionalAccumulator:
     """Averages ``num_required`` fresh gradients of one dtype and (partially known) shape."""
+
+    resource_kind = "ConditionalAccumulator"
 
     def __init__(self, name: str, dtype: str, shape: Sequence[int | None] | None) -> None:
         self.name = name
@@ -108,7 +113,8 @@ class ConditionalAccumulator:
         with self._lock:
             waiters = list(self._takers)
             self._takers.clear()
-        _run([(w.done, None, copy.copy(error)) for w in waiters])  # one error each: it gets the node's name
+        # one error each: the executor writes its waiter's node name into it
+        _run([(w.done, None, copy.copy(error)) for w in waiters])
 
     def _serve(self) -> list[tuple[Done, Any, BaseException | None]]:
         completions: list[tuple[Done, Any, BaseException | None]] = []

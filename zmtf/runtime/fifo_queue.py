@@ -4,6 +4,9 @@ Nothing here blocks a thread. An enqueue that finds the queue full, or a dequeue
 it short, is parked as a waiter holding its kernel's ``done`` callback; whoever changes the
 queue completes the waiters it can. Callbacks always run after the lock is released (a
 callback may continue another step, which may touch this queue again).
+
+It lives in a ResourceContainer (resources.py); the kernels in kernels/cpu/data_flow.py act
+on it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class _Putter:
 
 class FIFOQueue:
     """A bounded (``capacity`` < 0: unbounded) first-in first-out queue of tuples of arrays."""
+
+    resource_kind = "FIFOQueue"
 
     def __init__(self, name: str, dtypes: Sequence[str], shapes: Sequence[Any] | None,
                  capacity: int) -> None:
@@ -114,7 +119,7 @@ class FIFOQueue:
         _run(completions)
 
     def cancel(self, waiter: _Taker | _Putter, error: BaseException) -> None:
-        """Withdraw a parked enqueue or dequeue (its step was aborted) and fail it with ``error``."""
+        """Withdraw a parked enqueue or dequeue (its step aborted); fail it with ``error``."""
         with self._lock:
             table: deque[Any] = self._takers if isinstance(waiter, _Taker) else self._putters
             try:
@@ -129,7 +134,8 @@ class FIFOQueue:
             waiters = [*self._takers, *self._putters]
             self._takers.clear()
             self._putters.clear()
-        _run([(w.done, None, copy.copy(error)) for w in waiters])  # one error each: it gets the node's name
+        # one error each: the executor writes its waiter's node name into it
+        _run([(w.done, None, copy.copy(error)) for w in waiters])
 
     # ---- the rules, under the lock -------------------------------------------------------
     def _serve(self) -> list[Completion]:
@@ -171,8 +177,8 @@ class FIFOQueue:
 
     def _check(self, element: Element) -> None:
         if len(element) != len(self.dtypes):
-            raise InvalidArgumentError(f"FIFOQueue '{self.name}' holds {len(self.dtypes)} components, "
-                                       f"an enqueue gave {len(element)}")
+            raise InvalidArgumentError(f"FIFOQueue '{self.name}' holds {len(self.dtypes)} "
+                                       f"components, an enqueue gave {len(element)}")
         for i, value in enumerate(element):
             if self.shapes is not None and value.shape != self.shapes[i]:
                 raise InvalidArgumentError(
