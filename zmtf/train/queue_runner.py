@@ -107,7 +107,12 @@ class QueueRunner:
                 pass
 
     def _close_on_stop(self, sess: Any, coord: Coordinator) -> None:
-        coord.wait_for_stop()
+        """On stop, cancel_op; unlike TF, also return once every loop has ended by itself, so
+        that coord.join() does not wait for a stop nobody will request."""
+        while not coord.wait_for_stop(0.1):
+            with self._lock:
+                if self._runs_per_session.get(id(sess), 0) <= 0:
+                    return
         try:
             sess.run(self._cancel_op)
         except Exception:  # noqa: BLE001 - the session may be closed already
