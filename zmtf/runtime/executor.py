@@ -110,7 +110,7 @@ class _StepRun:
     """The mutable state of one step: value slots, pending counts, the first error."""
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
-                 "future", "failed", "inline", "error", "cancel_callbacks", "__weakref__")
+                 "future", "failed", "inline", "cancel_callbacks", "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -127,7 +127,6 @@ class _StepRun:
         self.future: Future = Future()
         self.failed = False
         self.inline = False
-        self.error: BaseException | None = None
         #: node -> callback of a waiting async kernel, called once if the step aborts first
         self.cancel_callbacks: dict[int, Callable[[BaseException], None]] = {}
 
@@ -258,7 +257,6 @@ class _StepRun:
             if self.failed:
                 return False
             self.failed = True
-            self.error = error
             callbacks, self.cancel_callbacks = list(self.cancel_callbacks.values()), {}
         for release in callbacks:
             release(error)

@@ -27,6 +27,7 @@ from zmtf.framework import dtypes
 from zmtf.framework.errors import UnimplementedError
 from zmtf.framework.graph import GraphKeys, Operation, Tensor
 from zmtf.framework.ops import array_ops, math_ops
+from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op
 from zmtf.framework.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
 from zmtf.framework.variables import Variable, global_variables
@@ -73,7 +74,8 @@ class SyncReplicasOptimizer(Optimizer):
 
     def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
                         name: str | None = None) -> Tensor:
-        """Push the gradients to the accumulators, then wait for a token; returns the train op."""
+        """Push the gradients to the accumulators, then wait for a token; returns the train op
+        (``name`` is accepted for the Optimizer signature and, as in TF, not used)."""
         pairs = list(grads_and_vars)
         if not pairs:
             raise ValueError("Must supply at least one variable")
@@ -125,6 +127,7 @@ class SyncReplicasOptimizer(Optimizer):
                 if grad is None:
                     aggregated.append(None)
                     continue
+                grad = convert_to_tensor(grad)
                 with graph.device(var.device):
                     accumulator = ConditionalAccumulator(
                         grad.dtype, shape=var.get_shape(), shared_name=var.name + "/grad_accum")
