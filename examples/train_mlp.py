@@ -4,12 +4,16 @@ By default it starts a local cluster in this process (1 ps + 2 workers on 127.0.
 runs between-graph replication: each worker has its own client thread, graph and session,
 and applies its gradients asynchronously to the parameters on the ps. Worker 0 is the
 chief: it initializes the variables (or restores the latest checkpoint) while the others
-wait for it, and it saves a checkpoint at the end. ``--sync`` instead builds one graph that
-computes a gradient on every worker and applies their average once per step (in-graph,
-synchronous replication). ``--cluster`` joins an existing cluster instead of starting one.
+wait for it, and it saves a checkpoint at the end. ``--sync-replicas`` keeps that layout
+but makes the updates synchronous with tf.train.SyncReplicasOptimizer: every update
+averages one gradient per worker, stale gradients are dropped, and the chief runs the sync
+op in a QueueRunner thread; training stops when the global step reaches ``--steps``.
+``--sync`` instead builds one graph that computes a gradient on every worker and applies
+their average once per step (in-graph, synchronous replication). ``--cluster`` joins an
+existing cluster instead of starting one.
 
 The data is generated: 10 Gaussian clusters in 784 dimensions (a learnable task).
-Run: python examples/train_mlp.py [--steps 200] [--workers 2] [--ps 1] [--sync]
+Run: python examples/train_mlp.py [--steps 200] [--workers 2] [--ps 1] [--sync | --sync-replicas]
 """
 
 from __future__ import annotations
@@ -60,8 +64,9 @@ def tower(params: dict, images: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor
     return loss, accuracy
 
 
-def build_worker_graph(task: int, num_ps: int, learning_rate: float):
-    """One worker's graph (between-graph replication)."""
+def build_worker_graph(task: int, num_ps: int, learning_rate: float, sync_replicas: int = 0):
+    """One worker's graph (between-graph replication); ``sync_replicas``: that many replicas
+    aggregated per update by a SyncReplicasOptimizer (0: asynchronous updates)."""
     graph = tf.Graph()
     with graph.as_default():
         params = parameters(num_ps)
@@ -69,12 +74,18 @@ def build_worker_graph(task: int, num_ps: int, learning_rate: float):
             images = tf.placeholder(tf.float32, [None, FEATURES], name="images")
             labels = tf.placeholder(tf.int64, [None], name="labels")
             loss, accuracy = tower(params, images, labels)
-            train_op = tf.train.MomentumOptimizer(learning_rate, 0.9).minimize(
-                loss, global_step=params["global_step"])
+            opt = tf.train.MomentumOptimizer(learning_rate, 0.9)
+            if sync_replicas:
+                opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=sync_replicas)
+            train_op = opt.minimize(loss, global_step=params["global_step"])
+            # the chief fills the token queue at the start, and once more at the end to
+            # release a worker still waiting for a token when the last update is done
+            tokens = opt.get_init_tokens_op(sync_replicas) if sync_replicas else None
         init = tf.global_variables_initializer()
         ready = [v.is_initialized() for v in tf.global_variables()]
         saver = tf.train.Saver()
-    return graph, images, labels, loss, accuracy, train_op, init, ready, saver
+    sync = {"opt": opt, "tokens": tokens} if sync_replicas else None
+    return graph, images, labels, loss, accuracy, train_op, init, ready, saver, sync
 
 
 def wait_for_chief(sess, ready, timeout: float = 60.0) -> None:
@@ -86,10 +97,23 @@ def wait_for_chief(sess, ready, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def start_sync_replicas(task: int, sess, sync: dict, coord) -> list:
+    """Chief: init the accumulators and local step, fill the token queue, start the sync
+    thread. Others: take the global step as their local step."""
+    opt = sync["opt"]
+    if task != 0:
+        sess.run(opt.local_step_init_op)
+        return []
+    sess.run(opt.chief_init_op)
+    sess.run(sync["tokens"])
+    return opt.get_chief_queue_runner().create_threads(sess, coord=coord, start=True)
+
+
 def run_worker(task: int, target: str, args, report: dict) -> None:
-    graph, images, labels, loss, accuracy, train_op, init, ready, saver = \
-        build_worker_graph(task, args.ps, args.learning_rate)
+    graph, images, labels, loss, accuracy, train_op, init, ready, saver, sync = \
+        build_worker_graph(task, args.ps, args.learning_rate, args.workers if args.sync_replicas else 0)
     test_x, test_y = make_data(seed=999, n=512)
+    coord, threads = tf.train.Coordinator(), []
     with tf.Session(target, graph=graph) as sess:
         if task == 0:
             latest = tf.train.latest_checkpoint(args.checkpoint_dir)
@@ -100,22 +124,36 @@ def run_worker(task: int, target: str, args, report: dict) -> None:
                 sess.run(init)
         else:
             wait_for_chief(sess, ready)
+        if sync:
+            threads = start_sync_replicas(task, sess, sync, coord)
+        global_step = tf.train.get_global_step(graph)
+        first_step = int(sess.run(global_step))
         rng_seed = 100 + task
         start = time.perf_counter()
-        for step in range(args.steps):
+        step = 0
+        while True:
             xs, ys = make_data(seed=rng_seed * 100000 + step, n=args.batch_size)
             _, step_loss = sess.run([train_op, loss], {images: xs, labels: ys})
-            if task == 0 and (step % args.log_every == 0 or step == args.steps - 1):
+            step += 1
+            # synchronous: every worker stops when the shared global step is there
+            done = (sess.run(global_step) - first_step >= args.steps) if sync else step >= args.steps
+            if task == 0 and (step % args.log_every == 1 or done):
                 test_loss, test_acc = sess.run([loss, accuracy], {images: test_x, labels: test_y})
-                bar = "#" * int(20 * (step + 1) / args.steps)
-                print(f"[{bar:<20}] step {step + 1:4d}/{args.steps}  batch loss {step_loss:.3f}  "
+                bar = "#" * min(20, int(20 * step / args.steps))
+                print(f"[{bar:<20}] step {step:4d}/{args.steps}  batch loss {step_loss:.3f}  "
                       f"test loss {test_loss:.3f}  test accuracy {test_acc:.3f}", flush=True)
-        report[task] = (args.steps / (time.perf_counter() - start), float(step_loss))
+            if done:
+                break
+        report[task] = (step / (time.perf_counter() - start), float(step_loss))
+        if sync and task == 0:
+            sess.run(sync["tokens"])   # a worker may still wait for a token: let it finish
         if task == 0:
             report["accuracy"] = float(sess.run(accuracy, {images: test_x, labels: test_y}))
             report["global_step"] = int(sess.run(tf.train.get_global_step(graph)))
             path = saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"), global_step=report["global_step"])
             report["checkpoint"] = path
+        coord.request_stop()
+    coord.join(threads)   # the session closed: that cancelled the sync op waiting for gradients
 
 
 def run_sync(target: str, args, report: dict) -> None:
@@ -172,6 +210,8 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=0.01)
     parser.add_argument("--sync", action="store_true", help="in-graph synchronous replication")
+    parser.add_argument("--sync-replicas", action="store_true",
+                        help="between-graph synchronous replication (tf.train.SyncReplicasOptimizer)")
     parser.add_argument("--cluster", help="join this cluster (JSON) instead of starting one")
     parser.add_argument("--checkpoint-dir", default=os.path.join(tempfile.gettempdir(), "zmtf-mlp"))
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
@@ -187,8 +227,12 @@ def main() -> int:
                                      "worker": [f"127.0.0.1:{next(ports)}" for _ in range(args.workers)]})
         servers = [tf.train.Server(spec, job_name=job, task_index=i)
                    for job in ("ps", "worker") for i in range(spec.num_tasks(job))]
-    print(f"cluster: {json.dumps(spec.as_dict())}; {'in-graph sync' if args.sync else 'between-graph async'} "
-          f"training, {args.workers} workers, batch {args.batch_size}")
+    if args.sync and args.sync_replicas:
+        parser.error("--sync (in-graph) and --sync-replicas (between-graph) exclude each other")
+    mode = ("in-graph sync" if args.sync else
+            "between-graph sync (SyncReplicasOptimizer)" if args.sync_replicas else "between-graph async")
+    print(f"cluster: {json.dumps(spec.as_dict())}; {mode} training, {args.workers} workers, "
+          f"batch {args.batch_size}")
     targets = [f"zmtf://{spec.task_address('worker', i)}" for i in range(args.workers)]
     report: dict = {}
     try:

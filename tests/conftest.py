@@ -1,9 +1,15 @@
 """Test-wide settings; must run before numba is first imported."""
 
 import os
+import pathlib
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+# Examples run in subprocesses must import the zmtf under test (a git worktree, say), not
+# whichever checkout an editable install points at.
+_ROOT = str(pathlib.Path(__file__).resolve().parents[1])
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))
 
 pytest_plugins = ["zmtf.testing"]

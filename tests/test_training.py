@@ -1,5 +1,6 @@
-"""Distributed training end to end: the MLP example on a local cluster, async and sync, and a
-ps restart that resumes from the last checkpoint with nothing else lost."""
+"""Distributed training end to end: the MLP example on a local cluster, async, in-graph sync and
+SyncReplicasOptimizer, and a ps restart that resumes from the last checkpoint with nothing else
+lost."""
 
 import pathlib
 import re
@@ -34,6 +35,12 @@ def test_two_worker_async_training_learns_and_checkpoints(tmp_path):
 def test_two_worker_sync_training_learns(tmp_path):
     _, accuracy, step = train(tmp_path, "--steps", "60", "--workers", "2", "--sync", "--fresh")
     assert step == 60                        # one averaged update per step
+    assert accuracy > 0.6
+
+
+def test_two_worker_sync_replicas_training_learns(tmp_path):
+    _, accuracy, step = train(tmp_path, "--steps", "60", "--workers", "2", "--sync-replicas", "--fresh")
+    assert step == 60                        # workers stop when the shared global step is there
     assert accuracy > 0.6
 
 

@@ -17,7 +17,7 @@ from zmtf.client.session import InteractiveSession, Session, get_default_session
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.dtypes import (
     DType, as_dtype, bool_ as bool, double, float16, float32, float64, half, int8, int16, int32, int64,
-    uint8, uint16, uint32, uint64,
+    resource, uint8, uint16, uint32, uint64,
 )
 from zmtf.framework.graph import (
     Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph,
@@ -28,6 +28,7 @@ from zmtf.framework.ops.array_ops import (
 )
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op, tuple_ as tuple
+from zmtf.framework.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue, QueueBase
 from zmtf.framework.ops.math_ops import (
     abs, add, add_n, argmax, argmin, cast, divide, equal, exp, floordiv, floormod, greater,
     greater_equal, less, less_equal, log, logical_and, logical_not, logical_or, matmul, maximum,

@@ -5,7 +5,6 @@ Large inputs that take the numba path are in test_cpu_large.py; variables in tes
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

@@ -219,7 +219,7 @@ def test_var_list_and_missing_gradients():
 
 def test_apply_gradients_skips_none_and_gate_graph_gives_the_same_step():
     w, loss = linear_loss()
-    other = tf.Variable(1.0, name="other")
+    tf.Variable(1.0, name="other")  # no gradient: apply_gradients skips its None
     opt = GradientDescentOptimizer(0.1)
     pairs = opt.compute_gradients(loss, gate_gradients=Optimizer.GATE_GRAPH)
     (after,) = run_steps(opt.apply_gradients(pairs), w, 1)

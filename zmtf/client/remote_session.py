@@ -94,6 +94,8 @@ class RemoteSessionCore:
         self._blocking: list[BlockingChannel] = []
         self._thread_lock = threading.Lock()      # guards the list of per-thread sockets
         self._session_lock = threading.Lock()     # one thread creates the master session
+        self._closing = False                     # close_blocking() has run
+        self._context_released = False
         if config.log_device_placement:
             make_placement_log_visible()  # shows the lines of masters running in this process
 
@@ -195,7 +197,11 @@ class RemoteSessionCore:
 
     def run_blocking(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None) -> Any:
         """run() on the calling thread with its own socket: no event loop involved."""
-        return self._drive_blocking(self._run_calls(fetches, feed_dict, options, None))
+        try:
+            return self._drive_blocking(self._run_calls(fetches, feed_dict, options, None))
+        finally:
+            if self._closing:   # another thread closed the session during this run
+                self._release_context()
 
     async def list_devices(self) -> list[dict[str, Any]]:
         reply = await self._chan().call(m.ListDevices(id=0), CONNECT_TIMEOUT)
@@ -215,10 +221,20 @@ class RemoteSessionCore:
             except Exception:  # noqa: BLE001 - the server may be gone; closing still succeeds
                 pass
             self._handle = None
+        self._closing = True
         with self._thread_lock:
-            channels, self._blocking = self._blocking, []
+            channels = list(self._blocking)
         for channel in channels:
-            channel.close()
+            channel.close()   # a channel in use by another thread closes when its call ends
+        self._release_context()
+
+    def _release_context(self) -> None:
+        """Destroy our own zmq Context once no thread's socket is open on it any more."""
+        with self._thread_lock:
+            if any(not c.closed for c in self._blocking) or self._context_released:
+                return
+            self._blocking = []
+            self._context_released = True
         if self._own_context and self._channel is None:
             self._context.destroy(linger=0)
 

@@ -124,6 +124,8 @@ class LocalSessionCore:
         return step
 
     def close(self) -> None:
+        """Release steps blocked in queues or accumulators (CancelledError), then the pools."""
+        self.resources.cancel_waiters("Session has been closed.")
         if self._own_pools:
             self._pools.shutdown()
 

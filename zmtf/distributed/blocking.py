@@ -4,12 +4,14 @@ The sync Session's calls go through this instead of hopping to an event loop thr
 back (that hop cost ~150 us per run). Same frames, same codec, same typed errors as
 ``transport.Channel``: UnavailableError when nothing listens or the peer goes away,
 DeadlineExceededError when it does not answer in time, the peer's own error class for an
-ErrorReply. One socket per calling thread (zmq sockets are not thread-safe).
+ErrorReply. One socket per calling thread (zmq sockets are not thread-safe): ``close()``
+from another thread while a call is in flight is deferred to the end of that call.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from typing import Any, Callable
 
@@ -17,7 +19,9 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from zmtf.distributed.transport import send_frames
-from zmtf.framework.errors import DeadlineExceededError, InvalidArgumentError, UnavailableError
+from zmtf.framework.errors import (
+    CancelledError, DeadlineExceededError, InvalidArgumentError, UnavailableError,
+)
 from zmtf.wire import codec, messages
 
 _ids = itertools.count(1)
@@ -42,10 +46,28 @@ class BlockingChannel:
         self._poller.register(self._sock, zmq.POLLIN)
         if self._monitor is not None:
             self._poller.register(self._monitor, zmq.POLLIN)
+        self._state = threading.Lock()   # guards busy/closed: close() may come from another thread
+        self._busy = False
+        self._close_requested = False
 
     def call(self, message: Any, timeout: float,
              on_cancel: Callable[[int], Any] | None = None) -> Any:
         """Send ``message`` and wait for its reply; Ctrl-C sends ``on_cancel(id)`` first."""
+        with self._state:
+            if self._sock.closed or self._close_requested:
+                raise CancelledError(None, None, f"the session to {self.peer} has been closed; "
+                                     f"open a new Session to run more steps")
+            self._busy = True
+        try:
+            return self._call(message, timeout, on_cancel)
+        finally:
+            with self._state:
+                self._busy = False
+                deferred = self._close_requested
+            if deferred:
+                self._close_now()
+
+    def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None) -> Any:
         call_id = next(_ids)
         deadline = time.monotonic() + timeout
         self._wait_connected(deadline, timeout, message)
@@ -109,7 +131,20 @@ class BlockingChannel:
             if reply.id == call_id:
                 return reply  # replies to calls given up on earlier are dropped here
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Close now, or (when a call is in flight on its thread) when that call ends: False."""
+        with self._state:
+            self._close_requested = True
+            if self._busy:
+                return False
+        self._close_now()
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self._sock.closed
+
+    def _close_now(self) -> None:
         if self._monitor is not None:
             if not self._sock.closed:
                 self._sock.disable_monitor()

@@ -23,11 +23,13 @@ from zmtf.framework.config import ConfigProto
 from zmtf.distributed import inproc
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
-from zmtf.distributed.futures import then
+from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.transport import Channel, Listener
 from zmtf.distributed.worker import WorkerService
-from zmtf.framework.errors import InvalidArgumentError, UnavailableError, UnimplementedError
+from zmtf.framework.errors import (
+    CancelledError, InvalidArgumentError, UnavailableError, UnimplementedError,
+)
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
 from zmtf.wire import messages as m
@@ -55,6 +57,7 @@ class ServerCore:
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
         self._running: dict[tuple[str, int], Any] = {}   # (session, RunStep id) -> step (cancel())
+        self._closing: set[tuple[str, int]] = set()   # steps cancelled by CloseSession
         self._listener: Listener | None = None
         self.worker: WorkerService | None = None
         self.master: MasterService | None = None
@@ -138,8 +141,29 @@ class ServerCore:
         if asyncio.iscoroutine(step):   # the first run of a signature: placement, registration
             step = asyncio.ensure_future(step)
         self._running[key] = step
-        step.add_done_callback(lambda _: self._running.pop(key, None))
-        return then(step, lambda values: m.RunStepResult(id=msg.id, tensors=values))
+        reply = Deferred()
+
+        def settled(done: Any) -> None:
+            self._running.pop(key, None)
+            closing = key in self._closing
+            self._closing.discard(key)
+            if reply.done():
+                return
+            if done.cancelled():
+                if not closing:
+                    reply.cancel()   # the client gave up (CancelStep): nobody waits for a reply
+                    return
+                # the caller still waits (another thread of its process closed the session)
+                reply.set_exception(CancelledError(None, None, "Session has been closed: the step "
+                                                   "was cancelled (tf.Session.close() from another thread)"))
+            elif done.exception() is not None:
+                reply.set_exception(done.exception())
+            else:
+                reply.set_result(m.RunStepResult(id=msg.id, tensors=done.result()))
+
+        step.add_done_callback(settled)
+        reply.add_done_callback(lambda r: step.cancel() if r.cancelled() else None)
+        return reply
 
     def _cancel_step(self, msg: m.CancelStep) -> None:
         """Abort a running step whose client gave up (no reply: the client is not waiting)."""
@@ -149,6 +173,11 @@ class ServerCore:
         return None
 
     async def _close_session(self, msg: m.CloseSession) -> m.Ok:
+        """Cancel the session's steps still running (a chief's sync op waits forever), then close."""
+        for key, task in list(self._running.items()):
+            if key[0] == msg.session:
+                self._closing.add(key)
+                task.cancel()
         await self.master.close_session(msg.session)
         return m.Ok(id=msg.id)
 

@@ -112,6 +112,7 @@ class WorkerService:
         self._loop_thread = threading.get_ident()   # built by the server, on its loop thread
         self._graphs: dict[tuple[str, str], _Registered] = {}
         self._last_compute: dict[int, float] = {}   # id(BoundStep) -> kernel seconds of its last run
+        self._running: dict[int, Any] = {}   # step_id -> executor Future, for abort_step
         self.copy_aliases = True   # the server turns it off unless it serves inproc://
         self._lock = threading.Lock()
         self._to_clean: deque[tuple[float, int]] = deque()   # (when, step id), in time order
@@ -150,6 +151,7 @@ class WorkerService:
         result = Deferred()
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                     inline=inline)
+        self._running[step_id] = running
         timer = None if timeout is None or running.done() else loop.call_later(timeout, self._expire,
                                                                                result, step_id, timeout)
 
@@ -171,6 +173,7 @@ class WorkerService:
                 result.set_result([np.asarray(v) for v in outputs])
 
         def ended(_: Deferred) -> None:
+            self._running.pop(step_id, None)
             if result.cancelled() or result.exception() is not None:
                 running.abort(AbortedError(None, None, f"step {step_id} aborted on {self.task}"))
                 self.rendezvous.abort_step(step_id, AbortedError(None, None, f"step {step_id} was aborted"))
@@ -236,7 +239,11 @@ class WorkerService:
         self.rendezvous.put(step_id, key, value)
 
     def abort_step(self, step_id: int, reason: str) -> None:
+        """Fail the step's partition here: its Recvs and its ops parked in queues let go."""
         self.rendezvous.abort_step(step_id, AbortedError(None, None, reason))
+        running = self._running.get(step_id)
+        if running is not None:
+            running.abort(AbortedError(None, None, reason))
         self._cleanup_later(step_id)
 
     def _cleanup_later(self, step_id: int) -> None:

@@ -71,12 +71,14 @@ uint64 = DType("uint64")
 bool_ = DType("bool")
 half = float16
 double = float64
+# A handle on a queue or accumulator: lives on one device, is never fed, fetched or sent.
+resource = DType("resource")
 
 ALL_DTYPES: tuple[DType, ...] = (
     float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_,
 )
 _BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
-_BY_NAME.update({"half": float16, "double": float64, "float": float32})
+_BY_NAME.update({"half": float16, "double": float64, "float": float32, "resource": resource})
 
 
 def as_dtype(value: Any) -> DType:

@@ -32,6 +32,7 @@ class GraphKeys:
     UPDATE_OPS = "update_ops"
     LOSSES = "losses"
     SAVERS = "savers"
+    QUEUE_RUNNERS = "queue_runners"
 
 
 class Tensor:

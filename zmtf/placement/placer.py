@@ -4,7 +4,8 @@
 2. A node pinned with tf.device goes where pinned (omitted job/task: the session's own
    task; omitted device: that task's default device).
 3. Otherwise the default device: GPU:0 if there is one with a kernel, else CPU:0.
-Colocated nodes (a variable with its Assign/read ops, colocate_with) share one device.
+Colocated nodes (a variable with its Assign/read ops, a queue or accumulator with the ops
+that use its handle, colocate_with) share one device.
 A pin no device can satisfy is an InvalidArgumentError unless soft placement is on.
 """
 
@@ -15,6 +16,7 @@ from typing import Callable, Sequence
 
 from zmtf.framework import device_spec as pydev
 from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.dtypes import resource
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.framework.graph import Operation
 
@@ -65,7 +67,7 @@ def place(ops: Sequence[Operation], devices: Sequence[str], supports: Supports, 
 
 
 def colocation_groups(ops: Sequence[Operation]) -> list[list[Operation]]:
-    """Union-find over colocation names and variable-reference edges."""
+    """Union-find over colocation names, variable-reference and resource-handle edges."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -82,6 +84,9 @@ def colocation_groups(ops: Sequence[Operation]) -> list[list[Operation]]:
             union(op.name, group[len("loc:@"):])
         if op.type in REF_CONSUMERS and op.inputs and op.inputs[0].op.type == "Variable":
             union(op.name, op.inputs[0].op.name)
+        for t in op.inputs:  # a queue's or accumulator's handle never leaves its device
+            if t.dtype == resource:
+                union(op.name, t.op.name)
     groups: dict[str, list[Operation]] = {}
     for op in ops:
         groups.setdefault(find(op.name), []).append(op)

@@ -5,6 +5,11 @@ pending counts and runs the newly ready ones itself; when several are ready at o
 expensive ones (large inputs, matmul) go to their device's pool so independent branches
 run in parallel, and the last one runs inline so a chain never pays a thread hop.
 The hot loop works on flat per-node tuples bound once per plan (``BoundStep``).
+
+Async kernels (``kernel.is_async``: Send/Recv, queue dequeue, take_grad) are called as
+``kernel(ctx, inputs, attrs, done)`` and finish later with ``done(outputs, error)``; one
+that waits on shared state registers ``done.on_cancel(fn)`` so that aborting the step
+(deadline, cancel, another node's failure) releases it with the step's error.
 """
 
 from __future__ import annotations
@@ -129,7 +134,7 @@ class _StepRun:
     """The mutable state of one step: value slots, pending counts, the first error."""
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
-                 "future", "failed", "inline", "busy", "__weakref__")
+                 "future", "failed", "inline", "busy", "cancel_callbacks", "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -149,6 +154,8 @@ class _StepRun:
         self.failed = False
         self.inline = False
         self.busy = 0.0   # seconds spent inside kernels (not waiting for Recv): see compute_seconds
+        #: node -> callback of a waiting async kernel, called once if the step aborts first
+        self.cancel_callbacks: dict[int, Callable[[BaseException], None]] = {}
 
     def start(self) -> None:
         if self.remaining == 0:
@@ -177,24 +184,36 @@ class _StepRun:
 
     def _start_async(self, i: int, inputs: list[Any], kernel: Any, attrs: dict[str, Any]) -> None:
         """Start a kernel that completes later through ``done`` (Recv): no thread waits for it."""
-
-        def done(outputs: list[Any] | None, error: BaseException | None) -> None:
-            if error is not None:
-                self._fail(i, error)
-                return
-            for slot, value in zip(self.step.output_slots[i], outputs or ()):
-                self.slots[slot] = value
-            ready = self._complete(i, self.pending)
-            if ready and not self.failed:
-                if self.inline:  # the caller asked for inline steps: continue on this thread
-                    self._process(ready)
-                else:            # continue on the device pool, never the caller's thread
-                    self.pools.pool(self.step.devices[i]).submit(self._process, ready)
-
         try:
-            kernel(self.ctx, inputs, attrs, done)
+            kernel(self.ctx, inputs, attrs, _AsyncDone(self, i))
         except BaseException as exc:  # noqa: BLE001
             self._fail(i, exc)
+
+    def _async_done(self, i: int, outputs: list[Any] | None, error: BaseException | None) -> None:
+        if self.cancel_callbacks:
+            with self.lock:
+                self.cancel_callbacks.pop(i, None)
+        if self.failed:
+            return  # aborted meanwhile: the step's error is already out
+        if error is not None:
+            self._fail(i, error)
+            return
+        for slot, value in zip(self.step.output_slots[i], outputs or ()):
+            self.slots[slot] = value
+        ready = self._complete(i, self.pending)
+        if ready and not self.failed:
+            if self.inline:  # the caller asked for inline steps: continue on this thread
+                self._process(ready)
+            else:            # continue on the device pool, never the caller's thread
+                self.pools.pool(self.step.devices[i]).submit(self._process, ready)
+
+    def on_cancel(self, i: int, callback: Callable[[BaseException], None]) -> bool:
+        """Register node ``i``'s release; False when the step has already failed (do not wait)."""
+        with self.lock:
+            if self.failed:
+                return False
+            self.cancel_callbacks[i] = callback
+            return True
 
     def _run_dispatched(self, i: int, inputs: list[Any]) -> None:
         step = self.step
@@ -255,19 +274,43 @@ class _StepRun:
 
     def abort(self, error: BaseException | None = None) -> None:
         """Stop scheduling nodes of this step (a deadline passed or the caller cancelled)."""
-        with self.lock:
-            if self.failed:
-                return
-            self.failed = True
-        _settle(self.future, error=error or errors.CancelledError(None, None, "step cancelled"))
+        error = error or errors.CancelledError(None, None, "step cancelled")
+        if self._mark_failed(error):
+            _settle(self.future, error=error)
 
     def _fail(self, i: int, exc: BaseException) -> None:
+        node = self.step.plan.nodes[i]
+        error = as_op_error(exc, node.name, node.op_type, node.device)
+        if self._mark_failed(error):
+            _settle(self.future, error=error)
+
+    def _mark_failed(self, error: BaseException) -> bool:
+        """Fail the step once and release every waiting async kernel with ``error``."""
         with self.lock:
             if self.failed:
-                return
+                return False
             self.failed = True
-        node = self.step.plan.nodes[i]
-        _settle(self.future, error=as_op_error(exc, node.name, node.op_type, node.device))
+            callbacks, self.cancel_callbacks = list(self.cancel_callbacks.values()), {}
+        for release in callbacks:
+            release(error)
+        return True
+
+
+class _AsyncDone:
+    """The ``done`` of one async kernel call: ``done(outputs, error)``, ``done.on_cancel(fn)``."""
+
+    __slots__ = ("_run", "_node")
+
+    def __init__(self, run: _StepRun, node: int) -> None:
+        self._run = run
+        self._node = node
+
+    def __call__(self, outputs: list[Any] | None, error: BaseException | None) -> None:
+        self._run._async_done(self._node, outputs, error)
+
+    def on_cancel(self, release: Callable[[BaseException], None]) -> bool:
+        """Call ``release(error)`` if the step aborts before ``done``; False if it already has."""
+        return self._run.on_cancel(self._node, release)
 
 
 def _settle(future: Future, result: Any = None, error: BaseException | None = None) -> None:

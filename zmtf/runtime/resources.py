@@ -1,13 +1,19 @@
-"""ResourceContainer: where variable values live between steps (per session, or per worker)."""
+"""ResourceContainer: where variables, queues and accumulators live between steps.
+
+One container per local session, or per worker (shared by every session on that task, so
+two workers' graphs that name the same ``shared_name`` meet in the same queue on a ps).
+"""
 
 from __future__ import annotations
 
 import threading
-from typing import Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from zmtf.framework.errors import FailedPreconditionError
+from zmtf.framework.errors import CancelledError, FailedPreconditionError, InvalidArgumentError
+from zmtf.runtime.accumulator import ConditionalAccumulator
+from zmtf.runtime.fifo_queue import FIFOQueue
 
 
 class ResourceContainer:
@@ -18,6 +24,8 @@ class ResourceContainer:
         self._storage_ids: set[int] = set()  # id() of every stored array, see holds()
         self._locks: dict[str, threading.Lock] = {}
         self._mutex = threading.Lock()
+        #: shared name -> queue or accumulator (anything with ``cancel_all(error)``)
+        self._shared: dict[str, Any] = {}
 
     def read(self, name: str) -> np.ndarray:
         try:
@@ -57,11 +65,52 @@ class ResourceContainer:
     def names(self) -> list[str]:
         return sorted(self._values)
 
+    def fifo_queue(self, name: str, dtypes: Sequence[str], shapes: Sequence[Any] | None,
+                   capacity: int, node_name: str) -> FIFOQueue:
+        """The queue shared as ``name``, made on first use; a later op must ask for the same."""
+        queue = self._lookup_or_create(
+            name, FIFOQueue, lambda: FIFOQueue(name, dtypes, shapes, capacity), node_name)
+        queue.check_matches(dtypes, shapes, capacity, node_name)
+        return queue
+
+    def accumulator(self, name: str, dtype: str, shape: Sequence[int | None] | None,
+                    node_name: str) -> ConditionalAccumulator:
+        """The accumulator shared as ``name``, made on first use."""
+        accumulator = self._lookup_or_create(
+            name, ConditionalAccumulator, lambda: ConditionalAccumulator(name, dtype, shape),
+            node_name)
+        accumulator.check_matches(dtype, node_name)
+        return accumulator
+
+    def _lookup_or_create(self, name: str, kind: type, create: Callable[[], Any],
+                          node_name: str) -> Any:
+        resource = self._shared.get(name)
+        if resource is None:
+            with self._mutex:
+                resource = self._shared.get(name)
+                if resource is None:
+                    resource = self._shared[name] = create()
+        if not isinstance(resource, kind):
+            raise InvalidArgumentError(
+                f"shared_name '{name}' of node '{node_name}' names a {type(resource).__name__} "
+                f"on this device, not a {kind.__name__}; give one of them another shared_name")
+        return resource
+
+    def cancel_waiters(self, reason: str) -> None:
+        """Release every op blocked on a queue or accumulator with CancelledError(reason)."""
+        with self._mutex:
+            resources = list(self._shared.values())
+        for resource in resources:
+            resource.cancel_all(CancelledError(None, None, reason))
+
     def clear(self) -> None:
-        """Drop every value (tf.Session.reset)."""
+        """Drop every value and shared resource (tf.Session.reset); blocked ops are cancelled."""
+        self.cancel_waiters("the resource container was reset (tf.Session.reset); "
+                            "re-create the queues and accumulators by running their ops again")
         with self._mutex:
             self._values.clear()
             self._storage_ids.clear()
+            self._shared.clear()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -3,19 +3,24 @@
 The cluster classes (ClusterSpec, Server) are added to this namespace by ``zmtf/__init__``.
 """
 
+from zmtf.train.coordinator import Coordinator
 from zmtf.train.device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
 from zmtf.train.optimizers import (
     AdamOptimizer, GradientDescentOptimizer, MomentumOptimizer, Optimizer, create_global_step,
     get_global_step, get_or_create_global_step, global_step,
 )
+from zmtf.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from zmtf.train.saver import (
     CheckpointState, Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint,
     update_checkpoint_state,
 )
+from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
 __all__ = [
-    "AdamOptimizer", "CheckpointState", "GradientDescentOptimizer", "GreedyLoadBalancingStrategy",
-    "MomentumOptimizer", "Optimizer", "Saver", "byte_size_load_fn", "checkpoint_exists",
+    "AdamOptimizer", "CheckpointState", "Coordinator", "GradientDescentOptimizer",
+    "GreedyLoadBalancingStrategy", "MomentumOptimizer", "Optimizer", "QueueRunner", "Saver",
+    "SyncReplicasOptimizer", "add_queue_runner", "byte_size_load_fn", "checkpoint_exists",
     "create_global_step", "get_checkpoint_state", "get_global_step", "get_or_create_global_step",
-    "global_step", "latest_checkpoint", "replica_device_setter", "update_checkpoint_state",
+    "global_step", "latest_checkpoint", "replica_device_setter", "start_queue_runners",
+    "update_checkpoint_state",
 ]

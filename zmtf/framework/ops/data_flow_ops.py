@@ -1,0 +1,240 @@
+"""tf.FIFOQueue and tf.ConditionalAccumulator: shared state that steps meet in.
+
+Each object is one handle op (FIFOQueueV2, ConditionalAccumulator) plus methods that add
+ops consuming the handle. Those ops are colocated with the handle: the state lives on one
+device (a ps task, for SyncReplicasOptimizer) and only values travel. With ``shared_name``
+the graphs of different workers reach the same queue or accumulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from zmtf.framework import dtypes as _dtypes
+from zmtf.framework.dtypes import DType, as_dtype
+from zmtf.framework.graph import Operation, Tensor, get_default_graph
+from zmtf.framework.op_def import apply_op, op_def
+from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.framework.tensor_shape import TensorShape, as_shape
+
+_HANDLE = [(_dtypes.resource, TensorShape([]))]
+
+
+@op_def("FIFOQueueV2", "ConditionalAccumulator", stateful=True)
+def _handle_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return list(_HANDLE)
+
+
+@op_def("QueueEnqueueV2", "QueueEnqueueManyV2", "QueueCloseV2", "AccumulatorApplyGradient",
+        "AccumulatorSetGlobalStep", stateful=True)
+def _no_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return []
+
+
+@op_def("QueueSizeV2", "AccumulatorNumAccumulated", stateful=True)
+def _count_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(_dtypes.int32, TensorShape([]))]
+
+
+@op_def("QueueDequeueV2", stateful=True)
+def _dequeue_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    shapes = attrs["shapes"] or [None] * len(attrs["component_types"])
+    return [(as_dtype(d), TensorShape(s)) for d, s in zip(attrs["component_types"], shapes)]
+
+
+@op_def("QueueDequeueManyV2", stateful=True)
+def _dequeue_many_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    n = inputs[1]
+    batch = int(np.asarray(n.op.get_attr("value"))) if n.op.type == "Const" else None
+    return [(d, TensorShape(None if s.dims is None else [batch, *s.dims]))
+            for d, s in _dequeue_outputs(inputs, attrs)]
+
+
+@op_def("AccumulatorTakeGradient", stateful=True)
+def _take_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(as_dtype(attrs["dtype"]), TensorShape(attrs["shape"]))]
+
+
+def _handle_op(op_type: str, attrs: dict[str, Any], name: str) -> Tensor:
+    graph = get_default_graph()
+    with graph.control_dependencies(None):  # state, not part of whatever step creates it
+        return apply_op(op_type, [], attrs, name=name).outputs[0]
+
+
+class QueueBase:
+    """What every queue offers; tf.FIFOQueue is the one kind zmtf has."""
+
+    def __init__(self, dtypes: Any, shapes: Any, queue_ref: Tensor) -> None:
+        self._dtypes = dtypes
+        self._shapes = shapes
+        self._queue_ref = queue_ref
+        self._name = queue_ref.op.name
+
+    queue_ref = property(lambda self: self._queue_ref)
+    name = property(lambda self: self._name)
+    dtypes = property(lambda self: list(self._dtypes))
+    shapes = property(lambda self: list(self._shapes))
+    names = property(lambda self: None)
+
+    def enqueue(self, vals: Any, name: str | None = None) -> Operation:
+        """Add one element (a tensor, or a tensor per component); waits while the queue is full."""
+        return self._apply("QueueEnqueueV2", self._components(vals, many=False),
+                           _op_name(self, name, "enqueue"))
+
+    def enqueue_many(self, vals: Any, name: str | None = None) -> Operation:
+        """Add the slices along dimension 0 of every component, in order."""
+        return self._apply("QueueEnqueueManyV2", self._components(vals, many=True),
+                           _op_name(self, name, "enqueue_many"))
+
+    def dequeue(self, name: str | None = None) -> Any:
+        """Take one element; waits until there is one (OutOfRangeError once closed and empty)."""
+        op = self._apply("QueueDequeueV2", [], _op_name(self, name, "dequeue"),
+                         self._component_attrs())
+        return self._result(op)
+
+    def dequeue_many(self, n: Any, name: str | None = None) -> Any:
+        """Take ``n`` elements, stacked per component."""
+        count = convert_to_tensor(n, dtype=_dtypes.int32, name="n")
+        op = self._apply("QueueDequeueManyV2", [count], _op_name(self, name, "dequeue_many"),
+                         self._component_attrs())
+        return self._result(op)
+
+    def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:
+        """No more enqueues; waiting dequeues that cannot be served get OutOfRangeError."""
+        return self._apply("QueueCloseV2", [], _op_name(self, name, "close"),
+                           {"cancel_pending_enqueues": bool(cancel_pending_enqueues)})
+
+    def size(self, name: str | None = None) -> Tensor:
+        return self._apply("QueueSizeV2", [], _op_name(self, name, "size")).outputs[0]
+
+    # ---- helpers ----------------------------------------------------------------------
+    def _apply(self, op_type: str, inputs: list[Tensor], name: str,
+               attrs: dict[str, Any] | None = None) -> Operation:
+        graph = self._queue_ref.graph
+        with graph.colocate_with(self._queue_ref.op):   # named like TF's: "<queue>_dequeue"
+            return apply_op(op_type, [self._queue_ref, *inputs], attrs, name=name)
+
+    def _component_attrs(self) -> dict[str, Any]:
+        return {"component_types": [d.name for d in self._dtypes],
+                "shapes": [s.dims for s in self._shapes] if self._defined_shapes() else []}
+
+    def _defined_shapes(self) -> bool:
+        return all(s.is_fully_defined() for s in self._shapes)
+
+    def _components(self, vals: Any, many: bool) -> list[Tensor]:
+        values = list(vals) if isinstance(vals, (list, tuple)) else [vals]
+        if len(values) != len(self._dtypes):
+            raise ValueError(f"Queue '{self._name}' has {len(self._dtypes)} components, got "
+                             f"{len(values)} values to enqueue")
+        tensors = []
+        for i, (value, dtype, shape) in enumerate(zip(values, self._dtypes, self._shapes)):
+            tensor = convert_to_tensor(value, dtype=dtype, name=f"component_{i}")
+            element_shape = (TensorShape(tensor.shape.dims[1:]) if many and tensor.shape.ndims
+                             else tensor.shape)
+            if not shape.is_compatible_with(element_shape):
+                raise ValueError(f"Shape mismatch in tuple component {i} of queue '{self._name}': "
+                                 f"expected {shape}, got {element_shape}")
+            tensors.append(tensor)
+        return tensors
+
+    def _result(self, op: Operation) -> Any:
+        return op.outputs[0] if len(op.outputs) == 1 else list(op.outputs)
+
+
+class FIFOQueue(QueueBase):
+    """``tf.FIFOQueue(capacity, dtypes, shapes=None, shared_name=None)``; capacity < 0: no bound."""
+
+    def __init__(self, capacity: int, dtypes: Any, shapes: Any = None, names: Any = None,
+                 shared_name: str | None = None, name: str = "fifo_queue") -> None:
+        if names is not None:
+            raise ValueError("named queue components are not supported by zmtf; pass names=None "
+                             "and use positional components")
+        listed = dtypes if isinstance(dtypes, (list, tuple)) else [dtypes]
+        dtype_list = [as_dtype(d) for d in listed]
+        shape_list = _shapes(shapes, len(dtype_list))
+        defined = all(s.is_fully_defined() for s in shape_list)
+        attrs = {"component_types": [d.name for d in dtype_list],
+                 "shapes": [s.dims for s in shape_list] if defined else [],
+                 "capacity": int(capacity), "shared_name": shared_name or "", "container": ""}
+        super().__init__(dtype_list, shape_list, _handle_op("FIFOQueueV2", attrs, name))
+
+
+def _op_name(owner: Any, name: str | None, kind: str) -> str:
+    """The given name, else TF's default: the queue's or accumulator's name + "_" + kind."""
+    return name or f"{owner.name}_{kind}"
+
+
+def _shapes(shapes: Any, count: int) -> list[TensorShape]:
+    if shapes is None:
+        return [TensorShape(None)] * count
+    listed = list(shapes) if isinstance(shapes, (list, tuple)) else [shapes]
+    if count == 1 and listed and not isinstance(listed[0], (list, tuple, TensorShape)):
+        listed = [listed]  # shapes=[2]: one component of shape [2]
+    if count == 1 and listed == []:
+        listed = [[]]
+    if len(listed) != count:
+        raise ValueError(f"shapes must give one shape per component: {count} dtypes, "
+                         f"{len(listed)} shapes")
+    return [as_shape(s) for s in listed]
+
+
+class ConditionalAccumulator:
+    """Averages gradients computed at its current global step; stale ones are dropped.
+
+    ``take_grad(n)`` waits until ``n`` fresh gradients are in, returns their average and
+    advances the accumulator's global step (SyncReplicasOptimizer's building block).
+    """
+
+    def __init__(self, dtype: Any, shape: Any = None, shared_name: str | None = None,
+                 name: str = "conditional_accumulator", reduction_type: str = "MEAN") -> None:
+        if reduction_type != "MEAN":
+            raise ValueError(f"reduction_type {reduction_type!r} is not supported; zmtf "
+                             f"accumulators average (reduction_type='MEAN')")
+        self._dtype: DType = as_dtype(dtype)
+        self._shape = as_shape(shape) if shape is not None else TensorShape(None)
+        attrs = {"dtype": self._dtype.name, "shape": self._shape.dims,
+                 "shared_name": shared_name or "", "container": ""}
+        self._accumulator_ref = _handle_op("ConditionalAccumulator", attrs, name)
+        self._name = self._accumulator_ref.op.name
+
+    accumulator_ref = property(lambda self: self._accumulator_ref)
+    name = property(lambda self: self._name)
+    dtype = property(lambda self: self._dtype)
+
+    def apply_grad(self, grad: Any, local_step: Any = 0, name: str | None = None) -> Operation:
+        """Add ``grad`` if ``local_step`` >= the accumulator's global step (else drop it)."""
+        grad = convert_to_tensor(grad, dtype=self._dtype, name="grad")
+        if not self._shape.is_compatible_with(grad.shape):
+            raise ValueError(f"Shape mismatch: accumulator '{self._name}' holds gradients of "
+                             f"shape {self._shape}, got {grad.shape}")
+        step = convert_to_tensor(local_step, dtype=_dtypes.int64, name="local_step")
+        return self._apply("AccumulatorApplyGradient", [step, grad],
+                           _op_name(self, name, "ApplyGradient"))
+
+    def take_grad(self, num_required: Any, name: str | None = None) -> Tensor:
+        """The average of ``num_required`` fresh gradients; waits until they are in."""
+        count = convert_to_tensor(num_required, dtype=_dtypes.int32, name="num_required")
+        attrs = {"shape": self._shape.dims}
+        take = self._apply("AccumulatorTakeGradient", [count],
+                           _op_name(self, name, "TakeGradient"), attrs)
+        return take.outputs[0]
+
+    def set_global_step(self, new_global_step: Any, name: str | None = None) -> Operation:
+        """Gradients with an older local_step are stale from now on."""
+        step = convert_to_tensor(new_global_step, dtype=_dtypes.int64, name="new_global_step")
+        return self._apply("AccumulatorSetGlobalStep", [step],
+                           _op_name(self, name, "SetGlobalStep"))
+
+    def num_accumulated(self, name: str | None = None) -> Tensor:
+        count = self._apply("AccumulatorNumAccumulated", [], _op_name(self, name, "NumAccumulated"))
+        return count.outputs[0]
+
+    def _apply(self, op_type: str, inputs: Sequence[Tensor], name: str,
+               attrs: dict[str, Any] | None = None) -> Operation:
+        graph = self._accumulator_ref.graph
+        attrs = {"dtype": self._dtype.name, **(attrs or {})}
+        with graph.colocate_with(self._accumulator_ref.op):
+            return apply_op(op_type, [self._accumulator_ref, *inputs], attrs,
+                            name=name)

@@ -1,0 +1,151 @@
+"""ConditionalAccumulator: the state behind tf.ConditionalAccumulator (sync replicas' core).
+
+It sums gradients computed at the accumulator's current global step and drops older
+("stale") ones; ``take_grad(n)`` waits (as a parked callback, never a blocked thread) until
+``n`` are in, then returns their average, resets, and advances the global step, so the
+gradients of the step just taken become stale at once.
+
+It lives in a ResourceContainer (resources.py); the kernels in kernels/cpu/data_flow.py act
+on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.kernels.cpu._common import quiet_fp, shape_str
+
+Done = Callable[[Any, "BaseException | None"], None]
+
+
+@dataclass(eq=False, slots=True)
+class _Taker:
+    """A parked take_grad."""
+
+    num_required: int
+    done: Done
+
+
+class ConditionalAccumulator:
+    """Averages ``num_required`` fresh gradients of one dtype and (partially known) shape."""
+
+    resource_kind = "ConditionalAccumulator"
+
+    def __init__(self, name: str, dtype: str, shape: Sequence[int | None] | None) -> None:
+        self.name = name
+        self.dtype = np.dtype(dtype)
+        self.shape = None if shape is None else tuple(shape)
+        self._sum: np.ndarray | None = None
+        self._count = 0
+        self._global_step = 0
+        self._takers: deque[_Taker] = deque()
+        self._lock = threading.Lock()
+
+    def check_matches(self, dtype: str, node_name: str) -> None:
+        """A second accumulator op with the same shared_name must want the same dtype."""
+        if np.dtype(dtype) != self.dtype:
+            raise InvalidArgumentError(
+                f"Shared accumulator '{self.name}' holds {self.dtype.name} gradients, but node "
+                f"'{node_name}' requests {np.dtype(dtype).name}; give it another shared_name")
+
+    @property
+    def global_step(self) -> int:
+        return self._global_step
+
+    def num_accumulated(self) -> int:
+        with self._lock:
+            return self._count
+
+    def set_global_step(self, step: int) -> None:
+        """Gradients computed before ``step`` are stale from now on (the chief's init)."""
+        with self._lock:
+            self._global_step = int(step)
+
+    def apply_grad(self, local_step: int, grad: np.ndarray) -> bool:
+        """Add ``grad`` unless it is stale (``local_step`` < global step); True if it counted."""
+        with self._lock:
+            self._check_shape(grad)
+            if int(local_step) < self._global_step:
+                return False
+            with quiet_fp():
+                if self._sum is None:
+                    self._sum = np.array(grad, dtype=self.dtype, copy=True)
+                else:
+                    np.add(self._sum, grad, out=self._sum, casting="unsafe")
+            self._count += 1
+            completions = self._serve()
+        _run(completions)
+        return True
+
+    def take_grad(self, num_required: int, done: Done) -> _Taker | None:
+        """``done([average], None)`` once ``num_required`` gradients are in. Returns the waiter."""
+        if num_required < 1:
+            raise InvalidArgumentError(
+                f"take_grad on accumulator '{self.name}': num_required must be >= 1, got "
+                f"{num_required}")
+        with self._lock:
+            waiter: _Taker | None = _Taker(int(num_required), done)
+            self._takers.append(waiter)
+            completions = self._serve()
+            if waiter not in self._takers:
+                waiter = None
+        _run(completions)
+        return waiter
+
+    def cancel(self, waiter: _Taker, error: BaseException) -> None:
+        """Withdraw a parked take_grad (its step was aborted) and fail it with ``error``."""
+        with self._lock:
+            try:
+                self._takers.remove(waiter)
+            except ValueError:
+                return
+        waiter.done(None, error)
+
+    def cancel_all(self, error: BaseException) -> None:
+        """Fail every parked take_grad (the session closed or was reset)."""
+        with self._lock:
+            waiters = list(self._takers)
+            self._takers.clear()
+        # one error each: the executor writes its waiter's node name into it
+        _run([(w.done, None, copy.copy(error)) for w in waiters])
+
+    def _serve(self) -> list[tuple[Done, Any, BaseException | None]]:
+        completions: list[tuple[Done, Any, BaseException | None]] = []
+        while self._takers and self._count >= self._takers[0].num_required:
+            taker = self._takers.popleft()
+            assert self._sum is not None
+            with quiet_fp():
+                average = (self._sum / self._count).astype(self.dtype, copy=False)
+            self._sum, self._count = None, 0
+            self._global_step += 1
+            completions.append((taker.done, [average], None))
+        return completions
+
+    def _check_shape(self, grad: np.ndarray) -> None:
+        """The declared shape, and the shape of what is already summed (under the lock)."""
+        declared = self.shape
+        fits = declared is None or (len(declared) == grad.ndim and all(
+            d is None or d < 0 or d == g for d, g in zip(declared, grad.shape)))
+        if fits and self._sum is not None:
+            fits = self._sum.shape == grad.shape
+        if not fits:
+            expected = self._sum.shape if self._sum is not None else declared or ()
+            raise InvalidArgumentError(
+                f"Shape mismatch: accumulator '{self.name}' expects gradients of shape "
+                f"{_shape_text(expected)}, got {shape_str(grad.shape)}")
+
+
+def _shape_text(shape: Sequence[int | None]) -> str:
+    return "[" + ",".join("?" if d is None or d < 0 else str(d) for d in shape) + "]"
+
+
+def _run(completions: list[tuple[Done, Any, BaseException | None]]) -> None:
+    for done, outputs, error in completions:
+        done(outputs, error)
