@@ -40,7 +40,9 @@ def test_two_worker_sync_training_learns(tmp_path):
 
 def test_two_worker_sync_replicas_training_learns(tmp_path):
     _, accuracy, step = train(tmp_path, "--steps", "60", "--workers", "2", "--sync-replicas", "--fresh")
-    assert step == 60                        # workers stop when the shared global step is there
+    # workers stop once the shared global step is there; a round already aggregated on the ps
+    # when the chief stops may still be applied by its queue runner (as in TF)
+    assert 60 <= step <= 61
     assert accuracy > 0.6
 
 
