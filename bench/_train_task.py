@@ -106,7 +106,7 @@ def run_client(args) -> None:
         sess = tf.Session(graph=graph)
         sess.run(init)
     else:
-        graph, images, labels, loss, _acc, train_op, init, ready, _saver = \
+        graph, images, labels, loss, _acc, train_op, init, ready, _saver, _sync = \
             mlp.build_worker_graph(args.task, args.ps, args.learning_rate)
         address = json.loads(args.cluster)["worker"][args.task]
         scheme = "zmtf" if args.framework == "zmtf" else "grpc"
