@@ -105,3 +105,12 @@ def test_seed_soft_placement_on_a_simulated_gpu_names_the_variable():
     assert lines[0].startswith("InvalidArgumentError: Cannot assign a device to node 'Variable': "
                                "Could not satisfy explicit device specification '/device:GPU:0'")
     assert lines[1] == "3"
+
+
+def test_seed_memory_fraction_two_programs_share_a_simulated_gpu_a_third_is_refused():
+    stdout, _ = run_example("seed_memory_fraction.py", env=SIMULATED_GPU)
+    lines = stdout.strip().splitlines()
+    assert lines[0] == "program 1: running with 40% of /job:localhost/replica:0/task:0/device:GPU:0"
+    assert lines[1] == "program 2: running with 40% of /job:localhost/replica:0/task:0/device:GPU:0"
+    assert lines[2].startswith("program 3: ResourceExhaustedError: per_process_gpu_memory_fraction "
+                               "0.4 cannot be granted: other zmtf processes hold 0.8 of this card")

@@ -127,3 +127,63 @@ def test_visible_device_list_orders_and_validates():
 def test_cpu_only_when_gpus_are_not_requested():
     with tf.Session() as sess:   # simulator on, but not requested: CPU only
         assert [d.device_type for d in sess.list_devices()] == ["CPU"]
+
+
+def test_allow_growth_keeps_freed_blocks_and_reuses_them():
+    import gc
+
+    memory = GpuMemory("/device:GPU:0", total=1 << 20, fraction=0.5, allow_growth=True)
+    first = memory.empty((64 * 1024,), np.float32)                 # 256 KiB
+    block = first._ary
+    del first
+    gc.collect()
+    assert (memory.in_use, memory.kept) == (0, 256 * 1024)        # kept, not given back
+    again = memory.empty((256, 256), np.float32)                   # same size, other shape
+    assert (memory.in_use, memory.kept) == (256 * 1024, 0)
+    assert np.shares_memory(again._ary, block) and again.shape == (256, 256)
+    del again, block
+    gc.collect()
+    bigger = memory.empty((96 * 1024,), np.float32)                # 384 KiB: kept 256 KiB must go
+    assert (memory.in_use, memory.kept) == (384 * 1024, 0)
+    with pytest.raises(tf.errors.ResourceExhaustedError, match="budget of 524288 bytes"):
+        memory.empty((64 * 1024,), np.float32)
+    del bigger
+
+
+def _hold_claim(ledger, card, fraction):
+    """A process that claims ``fraction`` of ``card`` and holds it until its stdin closes."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from zmtf.runtime import gpu_ledger\n"
+            f"gpu_ledger.claim({card!r}, {fraction}, 'GPU:0'); print('held', flush=True)\n"
+            "sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=dict(os.environ, ZMTF_GPU_LEDGER_DIR=str(ledger)))
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_ledger_two_shares_of_0_4_fit_a_third_is_refused_until_one_dies(tmp_path, monkeypatch):
+    from zmtf.runtime import gpu_ledger
+
+    monkeypatch.setenv("ZMTF_GPU_LEDGER_DIR", str(tmp_path))
+    card = f"test-card-{tmp_path.name}"
+    first, second = _hold_claim(tmp_path, card, 0.4), _hold_claim(tmp_path, card, 0.4)
+    try:
+        with pytest.raises(tf.errors.ResourceExhaustedError) as refused:
+            gpu_ledger.claim(card, 0.4, "/device:GPU:0")
+        message = str(refused.value)
+        assert "hold 0.8 of this card" in message and f"pid {first.pid}: 0.4" in message
+        assert f"pid {second.pid}: 0.4" in message and "0.8 + 0.4 > 1" in message
+        gpu_ledger.claim(card, 0.2, "/device:GPU:0")                # 0.8 + 0.2 fits
+        assert gpu_ledger.claimed(card) == 0.2
+        first.communicate("")                                      # a holder ends (or dies) ...
+        gpu_ledger.claim(card, 0.6, "/device:GPU:0")               # ... and its share is free
+        assert gpu_ledger.claimed(card) == 0.6
+        assert not (tmp_path / card / str(first.pid)).exists()     # its stale entry was removed
+    finally:
+        for proc in (first, second):
+            if proc.poll() is None:
+                proc.communicate("")

@@ -95,6 +95,7 @@ def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, in
     Each GPU gets a one-thread inter-op queue bound to its CUDA context and memory budget.
     """
     from zmtf.runtime import transfers  # noqa: F401  (registers the host<->GPU copy kernels)
+    from zmtf.runtime import gpu_ledger
     from zmtf.runtime.gpu_memory import GpuMemory, bind_thread
     from zmtf.runtime.gpus import discover
 
@@ -107,6 +108,8 @@ def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, in
             raise RuntimeError(f"GPU kernels are unavailable: {cuda_kernels.REASON}")
     for gpu in gpus:
         name = f"{task_prefix}/device:GPU:{gpu.index}"
+        if gpu_ledger.enabled_for(gpu.simulated):   # 0.4 + 0.4 share a card; a third is refused
+            gpu_ledger.claim(gpu.card, gpu_options.per_process_gpu_memory_fraction, name)
         memory = GpuMemory(name, gpu.total_memory, gpu_options.per_process_gpu_memory_fraction,
                            gpu_options.allow_growth)
         pools.configure(name, 1, lambda i=gpu.driver_index, m=memory: bind_thread(i, m))

@@ -29,6 +29,7 @@ class GpuInfo:
     compute_capability: tuple[int, int]
     total_memory: int          # bytes; 0 when unknown (simulator: unbounded)
     simulated: bool
+    card: str = ""             # a stable id of the physical card (its UUID; "sim<n>" simulated)
 
 
 _lock = threading.Lock()
@@ -44,8 +45,8 @@ def simulator_enabled() -> bool:
     return bool(getattr(config, "ENABLE_CUDASIM", 0))
 
 
-def _probe() -> tuple[list[tuple[int, str, tuple[int, int], int]], str]:
-    """(driver index, name, capability, total bytes) per card, or ([], why not)."""
+def _probe() -> tuple[list[tuple[int, str, tuple[int, int], int, str]], str]:
+    """(driver index, name, capability, total bytes, card id) per card, or ([], why not)."""
     try:
         from numba import cuda
         from numba.cuda.cudadrv.error import CudaSupportError
@@ -58,7 +59,9 @@ def _probe() -> tuple[list[tuple[int, str, tuple[int, int], int]], str]:
         for device in cuda.list_devices():
             name = getattr(device, "name", b"CUDA simulator")
             name = name.decode() if isinstance(name, bytes) else str(name)
-            cards.append((int(device.id), name, tuple(device.compute_capability), _total_memory(cuda, device)))
+            card = str(getattr(device, "uuid", "") or f"sim{int(device.id)}")
+            cards.append((int(device.id), name, tuple(device.compute_capability),
+                          _total_memory(cuda, device), card))
         return cards, "" if cards else "the CUDA driver lists no device"
     except CudaSupportError as error:
         return [], f"CUDA is not usable: {error}"
@@ -108,7 +111,7 @@ def discover(visible_device_list: str = "", requested: int | None = None) -> lis
     order = parse_visible_device_list(visible_device_list, len(cards))
     if requested is not None:
         order = order[:requested]
-    return [GpuInfo(i, cards[k][0], cards[k][1], cards[k][2], cards[k][3], simulated)
+    return [GpuInfo(i, cards[k][0], cards[k][1], cards[k][2], cards[k][3], simulated, cards[k][4])
             for i, k in enumerate(order)]
 
 
