@@ -120,17 +120,15 @@ def then(source: Any, fn: Callable[[Any], Any]) -> Deferred:
     def settled(done: Any) -> None:
         if target.done():
             return
-        if done.cancelled():
-            target.cancel()
-        elif done.exception() is not None:
-            target.set_exception(done.exception())
+        if done.cancelled() or done.exception() is not None:
+            chain(done, target)
+            return
+        try:
+            value = fn(done.result())
+        except Exception as error:  # noqa: BLE001 - a mapping error is the outcome
+            target.set_exception(error)
         else:
-            try:
-                value = fn(done.result())
-            except Exception as error:  # noqa: BLE001 - a mapping error is the outcome
-                target.set_exception(error)
-            else:
-                target.set_result(value)
+            target.set_result(value)
 
     if source.done():
         settled(source)   # now, not on the loop's next turn: a caller may reply at once
