@@ -37,6 +37,7 @@ from zmtf.framework.ops.math_ops import (
     squared_difference, subtract, tanh, to_float, truediv,
 )
 from zmtf.framework.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
+from zmtf.framework.ops.selection_ops import gather, newaxis, slice, strided_slice, where
 from zmtf.framework.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from zmtf.framework.scopes import (
     add_to_collection, colocate_with, control_dependencies, device, get_collection, name_scope,

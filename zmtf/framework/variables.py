@@ -104,7 +104,7 @@ def _to_tensor(fn: Callable[..., Tensor]) -> Callable[..., Any]:
 for _dunder in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
                 "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
                 "__rpow__", "__matmul__", "__rmatmul__", "__lt__", "__le__", "__gt__", "__ge__",
-                "__neg__", "__abs__"):
+                "__neg__", "__abs__", "__getitem__"):
     setattr(Variable, _dunder, (lambda d: lambda self, *args: getattr(self._snapshot, d)(*args))(_dunder))
 
 

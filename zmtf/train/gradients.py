@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from zmtf.framework.gradient_registry import gradient_function
 from zmtf.framework.graph import Graph, Operation, Tensor
-from zmtf.framework.ops import array_grad, math_grad, nn_grad  # noqa: F401  (fill GRADIENTS)
+from zmtf.framework.ops import array_grad, math_grad, nn_grad, selection_grad  # noqa: F401  (fill GRADIENTS)
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group

@@ -7,5 +7,6 @@ from zmtf.framework.ops import (  # noqa: F401  (import order fills OP_DEFS)
     math_ops,
     nn_ops,
     random_ops,
+    selection_ops,
     state_ops,
 )

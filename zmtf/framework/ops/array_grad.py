@@ -1,9 +1,7 @@
 """Gradients of the array ops: reshapes, transpose, broadcasts, fill, concat and stack.
 
-zmtf has no Slice/Split op yet, so the gradients of ConcatV2 and Pack cut the incoming
-gradient with a MatMul against constant 0/1 selection matrices. This is exact (each output
-element is one input element times 1, plus zeros) but costs O(rows * total * size) per
-piece, and needs the sizes along the concat axis to be known at graph time.
+The gradients of ConcatV2 and Pack cut the incoming gradient with StridedSlice (ConcatV2
+needs the sizes along its axis at graph time).
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import numpy as np
 from zmtf.framework.gradient_registry import gradient, not_differentiable
 from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.constant_op import constant
+from zmtf.framework.ops.selection_ops import strided_slice_spec
 from zmtf.framework.ops.math_grad import shape_of, sum_to
 
 Grads = list[Tensor | None]
@@ -73,33 +71,12 @@ def _normalize_axis(op: Operation, axis: int, rank: int | None) -> int:
     )
 
 
-def _selection(total: int, offset: int, size: int, dtype: np.dtype) -> Tensor:
-    """The [total, size] 0/1 matrix that picks columns offset..offset+size-1."""
-    matrix = np.zeros((total, size), dtype)
-    matrix[np.arange(offset, offset + size), np.arange(size)] = 1
-    return constant(matrix, name="select")
-
-
-def _cut(op: Operation, grad: Tensor, axis: int,
-         sizes: list[int]) -> tuple[list[Tensor], list[int] | None]:
-    """``grad`` cut along ``axis`` into pieces of ``sizes``.
-
-    Returns the pieces, each a matrix: [size, rest] when axis is 0, else [rest, size] with
-    ``axis`` moved last by the returned permutation (None when no transpose was needed).
-    """
-    total, offsets = sum(sizes), np.cumsum([0] + sizes[:-1]).tolist()
-    rank = op.outputs[0].shape.ndims  # grad's rank, even when grad_ys had no static shape
-    axis = _normalize_axis(op, axis, rank)
-    select = [_selection(total, o, s, grad.dtype.np) for o, s in zip(offsets, sizes)]
-    if axis == 0:
-        rows = array_ops.reshape(grad, [total, -1])
-        return [math_ops.matmul(m, rows, transpose_a=True) for m in select], None
-    perm = None
-    if axis != -1 and rank is not None and axis != rank - 1:
-        perm = [d for d in range(rank) if d != axis] + [axis]
-        grad = array_ops.transpose(grad, perm)
-    columns = array_ops.reshape(grad, [-1, total])
-    return [math_ops.matmul(columns, m) for m in select], perm
+def _along(op: Operation, axis: int, item: list) -> list[list]:
+    """A StridedSlice spec that applies ``item`` to ``axis`` (counted from the end if < 0)."""
+    full = ["s", None, None, None]
+    if axis >= 0:
+        return [full] * axis + [item]
+    return [["e"], item] + [full] * (-axis - 1)
 
 
 def _static_sizes(op: Operation, axis: int) -> list[int]:
@@ -114,24 +91,16 @@ def _static_sizes(op: Operation, axis: int) -> list[int]:
 
 @gradient("ConcatV2")
 def _concat_grad(op: Operation, grad: Tensor) -> Grads:
-    axis = int(op.get_attr("axis"))
-    pieces, perm = _cut(op, grad, axis, _static_sizes(op, axis))
-    if perm is None:
-        return [array_ops.reshape(p, shape_of(x)) for p, x in zip(pieces, op.inputs)]
-    inverse = [int(i) for i in np.argsort(perm)]
-    out: Grads = []
-    for piece, x in zip(pieces, op.inputs):
-        if x.shape.is_fully_defined():
-            moved_shape: Tensor | list[int | None] = [x.shape.as_list()[p] for p in perm]
-        else:
-            moved_shape = array_ops.shape(array_ops.transpose(x, perm))
-        out.append(array_ops.transpose(array_ops.reshape(piece, moved_shape), inverse))
-    return out
+    rank = op.outputs[0].shape.ndims  # grad's rank, even when grad_ys had no static shape
+    axis = _normalize_axis(op, int(op.get_attr("axis")), rank)
+    sizes = _static_sizes(op, axis)
+    offsets = np.cumsum([0] + sizes[:-1]).tolist()
+    return [strided_slice_spec(grad, _along(op, axis, ["s", o, o + n, None]))
+            for o, n in zip(offsets, sizes)]
 
 
 @gradient("Pack")
 def _pack_grad(op: Operation, grad: Tensor) -> Grads:
-    # Each piece holds one input's elements in their own order (the stacked axis had size 1).
-    pieces, _ = _cut(op, grad, int(op.get_attr("axis")), [1] * len(op.inputs))
-    return [array_ops.reshape(p, shape_of(x)) for p, x in zip(pieces, op.inputs)]
-
+    rank = op.outputs[0].shape.ndims
+    axis = _normalize_axis(op, int(op.get_attr("axis")), rank)
+    return [strided_slice_spec(grad, _along(op, axis, ["i", i])) for i in range(len(op.inputs))]

@@ -15,6 +15,7 @@ from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import constant
+from zmtf.framework.ops.selection_ops import where
 
 Grads = list[Tensor | None]
 
@@ -69,18 +70,23 @@ def _real_div_grad(op: Operation, grad: Tensor) -> Grads:
     return [sum_to(grad / y, x), sum_to(grad * (-x / y / y), y)]
 
 
+def _routed(grad: Tensor, to_x: Tensor, x: Tensor, y: Tensor) -> Grads:
+    """grad to x where ``to_x`` holds, else to y: exactly zero on the other side (TF's Select;
+    ``to_x`` has the broadcast shape of the output, as ``grad`` has)."""
+    zeros = array_ops.zeros_like(grad)
+    return [sum_to(where(to_x, grad, zeros), x), sum_to(where(to_x, zeros, grad), y)]
+
+
 @gradient("Maximum")
 def _maximum_grad(op: Operation, grad: Tensor) -> Grads:
     x, y = op.inputs  # ties go to x, as in TF
-    return [sum_to(grad * _mask(math_ops.greater_equal(x, y), grad), x),
-            sum_to(grad * _mask(math_ops.less(x, y), grad), y)]
+    return _routed(grad, math_ops.greater_equal(x, y), x, y)
 
 
 @gradient("Minimum")
 def _minimum_grad(op: Operation, grad: Tensor) -> Grads:
     x, y = op.inputs
-    return [sum_to(grad * _mask(math_ops.less_equal(x, y), grad), x),
-            sum_to(grad * _mask(math_ops.greater(x, y), grad), y)]
+    return _routed(grad, math_ops.less_equal(x, y), x, y)
 
 
 @gradient("Pow")

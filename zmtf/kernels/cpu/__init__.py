@@ -1,11 +1,12 @@
 """CPU kernels. Importing this package registers them all; nothing is compiled until used.
 
-One module per family: elementwise, reduce, matmul, nn, random, array, state, data_flow
+One module per family: elementwise, reduce, matmul, nn, random, array, selection, state, data_flow
 (queues and accumulators, whose shared state is in zmtf/runtime). _jit holds
 the numba policy (decorator options, caching, thread count, numpy/numba threshold).
 """
 
-from zmtf.kernels.cpu import array, data_flow, elementwise, matmul, nn, random, reduce, state
+from zmtf.kernels.cpu import array, data_flow, elementwise, matmul, nn, random, reduce, selection, state
 from zmtf.kernels.cpu.state import VariableRef
 
-__all__ = ["VariableRef", "array", "data_flow", "elementwise", "matmul", "nn", "random", "reduce", "state"]
+__all__ = ["VariableRef", "array", "data_flow", "elementwise", "matmul", "nn", "random", "reduce",
+           "selection", "state"]

@@ -1,0 +1,197 @@
+"""Selection ops: tf.where, tf.slice, tensor[...] indexing and tf.gather.
+
+``x[1:3, ::2, 0]`` is a StridedSlice whose attr ``spec`` lists one entry per index item, in
+a form the graph can serialize: ``["i", k]`` an integer index, ``["s", start, stop, step]``
+a slice (None for an open end), ``["n"]`` tf.newaxis, ``["e"]`` an Ellipsis. Only Python
+ints and slices of ints are accepted (no tensors inside the brackets): a clear TypeError
+says so. The gradients of Slice, StridedSlice and GatherV2 are dense ops that scatter the
+incoming gradient into zeros of the input's shape (zmtf has no IndexedSlices).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+from zmtf.framework import dtypes
+from zmtf.framework.graph import Tensor
+from zmtf.framework.op_def import apply_op, op_def
+from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.framework.tensor_shape import TensorShape
+
+newaxis = None
+
+
+# ---- Select / Where ------------------------------------------------------------------------
+@op_def("Select")
+def _select_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    cond, x, y = inputs
+    if cond.dtype != dtypes.bool_:
+        raise TypeError(f"tf.where: condition must be bool, got {cond.dtype.name} ({cond.name})")
+    if x.dtype != y.dtype:
+        raise TypeError(f"tf.where: x and y must have the same dtype, got {x.dtype.name} and "
+                        f"{y.dtype.name}")
+    shape = x.shape.merge_with(y.shape) if x.shape.is_compatible_with(y.shape) else None
+    if shape is None:
+        raise ValueError(f"tf.where: x and y must have the same shape, got {x.shape} and {y.shape}")
+    return [(x.dtype, shape)]
+
+
+@op_def("Where")
+def _where_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    rank = inputs[0].shape.ndims
+    return [(dtypes.int64, TensorShape([None, rank]))]
+
+
+def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """TF1 ``tf.where``: elements of x where condition holds, else of y (same shapes); with
+    x and y both None, the int64 coordinates [n, rank] of the true elements."""
+    cond = convert_to_tensor(condition)
+    if x is None and y is None:
+        if cond.dtype != dtypes.bool_:
+            raise TypeError(f"tf.where: condition must be bool, got {cond.dtype.name} ({cond.name})")
+        return apply_op("Where", [cond], name=name).outputs[0]
+    if x is None or y is None:
+        raise ValueError("tf.where: give both x and y, or neither")
+    xt = convert_to_tensor(x)
+    yt = convert_to_tensor(y, dtype=xt.dtype)
+    return apply_op("Select", [cond, xt, yt], name=name).outputs[0]
+
+
+# ---- Slice -----------------------------------------------------------------------------------
+def _int_list(value: Any, what: str) -> list[int]:
+    if isinstance(value, Tensor):
+        raise TypeError(f"tf.slice: {what} must be a list of Python ints in zmtf, not a tensor "
+                        f"({value.name})")
+    return [int(v) for v in value]
+
+
+@op_def("Slice")
+def _slice_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    x = inputs[0]
+    begin, size = attrs["begin"], attrs["size"]
+    if x.shape.ndims is not None and len(begin) != x.shape.ndims:
+        raise ValueError(f"tf.slice: begin {begin} must have one entry per dimension of "
+                         f"{x.name} {x.shape}")
+    if len(begin) != len(size):
+        raise ValueError(f"tf.slice: begin {begin} and size {size} must have the same length")
+    dims = x.shape.as_list() if x.shape.ndims is not None else [None] * len(begin)
+    out = []
+    for b, s, d in zip(begin, size, dims):
+        if b < 0 or (d is not None and (b > d or (s >= 0 and b + s > d))):
+            raise ValueError(f"tf.slice: begin {begin} / size {size} out of bounds for {x.name} {x.shape}")
+        out.append(s if s >= 0 else (None if d is None else d - b))
+    return [(x.dtype, TensorShape(out))]
+
+
+def slice(input_: Any, begin: Sequence[int], size: Sequence[int],  # noqa: A001 (TF's name)
+          name: str | None = None) -> Tensor:
+    """``input_[begin[i] : begin[i] + size[i]]`` per dimension; size -1 means "to the end"."""
+    attrs = {"begin": _int_list(begin, "begin"), "size": _int_list(size, "size")}
+    return apply_op("Slice", [convert_to_tensor(input_)], attrs, name=name).outputs[0]
+
+
+# ---- StridedSlice (tensor[...]) --------------------------------------------------------------
+def _spec_of(key: Any) -> list[list[Any]]:
+    items = key if isinstance(key, tuple) else (key,)
+    spec: list[list[Any]] = []
+    for item in items:
+        if item is None:
+            spec.append(["n"])
+        elif item is Ellipsis:
+            spec.append(["e"])
+        elif isinstance(item, bool):
+            raise TypeError("tensor[...]: bool indices are not supported (use tf.boolean_mask "
+                            "in TF; zmtf has tf.where)")
+        elif isinstance(item, int) or (hasattr(item, "__index__") and not isinstance(item, Tensor)):
+            spec.append(["i", int(item)])
+        elif isinstance(item, builtins.slice):
+            parts = [item.start, item.stop, item.step]
+            if any(p is not None and (isinstance(p, Tensor) or not hasattr(p, "__index__")) for p in parts):
+                raise TypeError(f"tensor[...]: slice bounds must be Python ints in zmtf, got {item}")
+            if item.step == 0:
+                raise ValueError("tensor[...]: slice step cannot be zero")
+            spec.append(["s", *[None if p is None else int(p) for p in parts]])
+        else:
+            raise TypeError(f"tensor[...]: only ints, slices of ints, tf.newaxis and ... are "
+                            f"supported as indices in zmtf, got {type(item).__name__}")
+    if sum(1 for s in spec if s[0] == "e") > 1:
+        raise ValueError("tensor[...]: an index can only have a single ellipsis ('...')")
+    return spec
+
+
+@op_def("StridedSlice")
+def _strided_slice_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, spec = inputs[0], attrs["spec"]
+    if x.shape.ndims is None:
+        return [(x.dtype, TensorShape(None))]
+    dims = x.shape.as_list()
+    consuming = sum(1 for s in spec if s[0] in ("i", "s"))
+    if consuming > len(dims):
+        raise ValueError(f"tensor[...]: too many indices ({consuming}) for {x.name} of rank {len(dims)}")
+    out: list[int | None] = []
+    axis = 0
+    for entry in spec:
+        kind = entry[0]
+        if kind == "n":
+            out.append(1)
+        elif kind == "e":
+            skip = len(dims) - consuming
+            out.extend(dims[axis:axis + skip])
+            axis += skip
+        elif kind == "i":
+            d, k = dims[axis], entry[1]
+            if d is not None and not -d <= k < d:
+                raise ValueError(f"tensor[...]: index {k} is out of bounds for dimension {axis} "
+                                 f"of {x.name} with size {d}")
+            axis += 1
+        else:
+            d = dims[axis]
+            out.append(None if d is None else len(range(*builtins.slice(*entry[1:]).indices(d))))
+            axis += 1
+    out.extend(dims[axis:])
+    return [(x.dtype, TensorShape(out))]
+
+
+def strided_slice(x: Any, key: Any, name: str | None = None) -> Tensor:
+    """``x[key]`` for ints, slices (with steps), tf.newaxis and ``...``: numpy's basic indexing."""
+    return strided_slice_spec(convert_to_tensor(x), _spec_of(key), name)
+
+
+def strided_slice_spec(x: Tensor, spec: list[list[Any]], name: str | None = None) -> Tensor:
+    """A StridedSlice from a spec already in the graph's form (gradients build these)."""
+    return apply_op("StridedSlice", [x], {"spec": spec}, name=name or "strided_slice").outputs[0]
+
+
+# ---- Gather ----------------------------------------------------------------------------------
+@op_def("GatherV2")
+def _gather_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    params, indices = inputs
+    if not indices.dtype.is_integer:
+        raise TypeError(f"tf.gather: indices must be int32 or int64, got {indices.dtype.name}")
+    if params.shape.ndims is None or indices.shape.ndims is None:
+        return [(params.dtype, TensorShape(None))]
+    dims = params.shape.as_list()
+    axis = attrs["axis"] % len(dims) if dims else 0
+    return [(params.dtype, TensorShape(dims[:axis] + indices.shape.as_list() + dims[axis + 1:]))]
+
+
+def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) -> Tensor:
+    """Slices of ``params`` along ``axis`` at ``indices`` (an index out of range is an
+    InvalidArgumentError at run time, as in TF on CPU)."""
+    p = convert_to_tensor(params)
+    i = convert_to_tensor(indices)
+    if p.shape.ndims == 0:
+        raise ValueError(f"tf.gather: params {p.name} must have rank >= 1")
+    return apply_op("GatherV2", [p, i], {"axis": int(axis)}, name=name).outputs[0]
+
+
+# ---- the gradient helpers: scatter a gradient into zeros of the input's shape ----------------
+@op_def("SliceGrad", "StridedSliceGrad", "GatherGrad")
+def _scatter_grad_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    grad, shape = inputs[0], inputs[-1]
+    known = attrs.get("_static_shape")
+    return [(grad.dtype, TensorShape(known) if known is not None else TensorShape(None))]
+
+
+Tensor.__getitem__ = lambda self, key: strided_slice(self, key)  # type: ignore[method-assign]

@@ -1,0 +1,130 @@
+"""Selection kernels: Select, Where, Slice, StridedSlice, GatherV2 and their gradient scatters.
+
+Slices return copies (C-contiguous, owned): a view would keep a whole variable's storage
+alive and alias it. The *Grad kernels build zeros of the input's shape and put (Slice,
+StridedSlice) or add (GatherV2: an index may repeat) the incoming gradient in place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.kernels.cpu._common import ALL, NUMERIC, empty, shape_input, shape_str
+from zmtf.kernels.registry import register
+
+
+def spec_key(spec: list[list[Any]]) -> tuple:
+    """The numpy index a StridedSlice ``spec`` stands for (format: framework/ops/selection_ops.py)."""
+    key: list[Any] = []
+    for entry in spec:
+        kind = entry[0]
+        if kind == "i":
+            key.append(entry[1])
+        elif kind == "s":
+            key.append(slice(entry[1], entry[2], entry[3]))
+        elif kind == "n":
+            key.append(None)
+        else:
+            key.append(Ellipsis)
+    return tuple(key)
+
+
+@register("Select", dtypes=["bool"])   # looked up by its first input, the condition
+def select(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Select(cond, x, y): x where cond, else y. cond has x's shape, or is a vector over
+    x's first dimension (TF1's rule)."""
+    cond, x, y = inputs
+    if x.shape != y.shape:
+        raise InvalidArgumentError(f"'then' and 'else' must have the same size, got "
+                                   f"{shape_str(x.shape)} and {shape_str(y.shape)} "
+                                   f"(node '{attrs['_node_name']}')")
+    if cond.shape != x.shape:
+        if cond.ndim == 1 and x.ndim >= 1 and cond.shape[0] == x.shape[0]:
+            cond = cond.reshape(cond.shape + (1,) * (x.ndim - 1))
+        else:
+            raise InvalidArgumentError(f"condition must have the shape of x {shape_str(x.shape)} or "
+                                       f"be a vector over its first dimension, got "
+                                       f"{shape_str(cond.shape)} (node '{attrs['_node_name']}')")
+    out = empty(ctx, x.shape, x.dtype)
+    np.copyto(out, np.where(cond, x, y))
+    return [out]
+
+
+@register("Where", dtypes=["bool"])
+def where(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Where(cond): int64 coordinates [n, rank] of the true elements, in row-major order."""
+    return [np.argwhere(inputs[0]).astype(np.int64)]
+
+
+@register("Slice", dtypes=ALL)
+def slice_(ctx: Any, inputs: list, attrs: dict) -> list:
+    x = inputs[0]
+    begin, size = attrs["begin"], attrs["size"]
+    if len(begin) != x.ndim:
+        raise InvalidArgumentError(f"Slice (node '{attrs['_node_name']}'): begin {begin} must have "
+                                   f"{x.ndim} entries for an input of shape {shape_str(x.shape)}")
+    key = []
+    for b, s, d in zip(begin, size, x.shape):
+        end = d if s == -1 else b + s
+        if b < 0 or s < -1 or end > d:
+            raise InvalidArgumentError(f"Slice (node '{attrs['_node_name']}'): begin {begin} and size "
+                                       f"{size} are out of bounds for shape {shape_str(x.shape)}")
+        key.append(slice(b, end))
+    return [np.ascontiguousarray(x[tuple(key)])]
+
+
+@register("StridedSlice", dtypes=ALL)
+def strided_slice(ctx: Any, inputs: list, attrs: dict) -> list:
+    x = inputs[0]
+    try:
+        out = x[spec_key(attrs["spec"])]
+    except IndexError as error:
+        raise InvalidArgumentError(f"slice (node '{attrs['_node_name']}') of shape "
+                                   f"{shape_str(x.shape)}: {error}") from None
+    return [np.array(out, copy=True, order="C")]
+
+
+@register("GatherV2", dtypes=ALL)
+def gather(ctx: Any, inputs: list, attrs: dict) -> list:
+    params, indices = inputs
+    axis = attrs["axis"] % params.ndim
+    _check_indices(indices, params.shape[axis], attrs)
+    return [np.take(params, indices, axis=axis)]
+
+
+def _check_indices(indices: np.ndarray, limit: int, attrs: dict) -> None:
+    if indices.size and (indices.min() < 0 or indices.max() >= limit):
+        bad = indices[(indices < 0) | (indices >= limit)].flat[0]
+        raise InvalidArgumentError(f"indices contains {bad}, which is not in [0, {limit}) "
+                                   f"(node '{attrs['_node_name']}')")
+
+
+@register("SliceGrad", dtypes=NUMERIC)
+def slice_grad(ctx: Any, inputs: list, attrs: dict) -> list:
+    grad, shape = inputs
+    out = np.zeros(shape_input(shape, attrs["_node_name"]), grad.dtype)
+    out[tuple(slice(b, b + n) for b, n in zip(attrs["begin"], grad.shape))] = grad
+    return [out]
+
+
+@register("StridedSliceGrad", dtypes=NUMERIC)
+def strided_slice_grad(ctx: Any, inputs: list, attrs: dict) -> list:
+    grad, shape = inputs
+    out = np.zeros(shape_input(shape, attrs["_node_name"]), grad.dtype)
+    out[spec_key(attrs["spec"])] = grad
+    return [out]
+
+
+@register("GatherGrad", dtypes=NUMERIC)
+def gather_grad(ctx: Any, inputs: list, attrs: dict) -> list:
+    grad, indices, shape = inputs
+    out = np.zeros(shape_input(shape, attrs["_node_name"]), grad.dtype)
+    axis = attrs["axis"] % out.ndim
+    # move the gathered axis first so repeated indices add up with np.add.at
+    moved = np.moveaxis(out, axis, 0)
+    g = np.moveaxis(grad.reshape(out.shape[:axis] + (indices.size,) + out.shape[axis + 1:]), axis, 0)
+    np.add.at(moved, indices.reshape(-1), g)
+    return [out]
