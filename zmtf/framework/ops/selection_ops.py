@@ -189,7 +189,7 @@ def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) ->
 # ---- the gradient helpers: scatter a gradient into zeros of the input's shape ----------------
 @op_def("SliceGrad", "StridedSliceGrad", "GatherGrad")
 def _scatter_grad_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
-    grad, shape = inputs[0], inputs[-1]
+    grad = inputs[0]
     known = attrs.get("_static_shape")
     return [(grad.dtype, TensorShape(known) if known is not None else TensorShape(None))]
 
