@@ -24,7 +24,7 @@ from zmtf.framework.graph import (
 )
 from zmtf.framework.ops.array_ops import (
     broadcast_to, concat, expand_dims, fill, identity, one_hot, ones, ones_like, placeholder,
-    reshape, shape, squeeze, stack, stop_gradient, transpose, zeros, zeros_like,
+    rank, reshape, shape, size, squeeze, stack, stop_gradient, transpose, zeros, zeros_like,
 )
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op, tuple_ as tuple

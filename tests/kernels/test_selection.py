@@ -92,3 +92,11 @@ def test_selection_runs_on_a_remote_session():
         np.testing.assert_array_equal(got[2], X[0:1, 1:2, 0:2])
     finally:
         server.stop()
+
+
+def test_size_and_rank():
+    x = tf.placeholder(tf.float32, [None, 3])
+    with tf.Session() as sess:
+        size, rank, size64 = sess.run([tf.size(x), tf.rank(x), tf.size(x, out_type=tf.int64)],
+                                      {x: np.zeros((4, 3))})
+    assert (size, rank, size64) == (12, 2, 12) and size64.dtype == np.int64

@@ -76,6 +76,27 @@ def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> 
     return apply_op("Shape", [convert_to_tensor(input)], attrs, name=name).outputs[0]
 
 
+@op_def("Size")
+def _size_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(as_dtype(attrs["out_type"]), TensorShape([]))]
+
+
+def size(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:  # noqa: A002
+    """The number of elements of ``input``, as a 0-d ``out_type`` tensor."""
+    attrs = {"out_type": as_dtype(out_type).name}
+    return apply_op("Size", [convert_to_tensor(input)], attrs, name=name).outputs[0]
+
+
+@op_def("Rank")
+def _rank_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(dtypes.int32, TensorShape([]))]
+
+
+def rank(input: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """The number of dimensions of ``input``, as a 0-d int32 tensor."""
+    return apply_op("Rank", [convert_to_tensor(input)], name=name).outputs[0]
+
+
 @op_def("Transpose")
 def _transpose_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     x, perm = inputs[0], attrs["perm"]

@@ -253,6 +253,13 @@ def _mean_grad(op: Operation, grad: Tensor) -> Grads:
     return [sum_grad / factor]
 
 
+@gradient("Prod")
+def _prod_grad(op: Operation, grad: Tensor) -> Grads:
+    """Each element gets the product of the others in its reduction (exact with zeros)."""
+    attrs = {"axis": op.get_attr("axis")}
+    return [apply_op("ProdGrad", [op.inputs[0], keep_reduced_dims(grad, op)], attrs).outputs[0]]
+
+
 @gradient("Max", "Min")
 def _min_or_max_grad(op: Operation, grad: Tensor) -> Grads:
     """The gradient goes to the elements equal to the extreme, split evenly between ties."""

@@ -91,6 +91,12 @@ def _normalize_axis(axis: Any, ndims: int | None) -> tuple[int, ...] | None:
     return tuple(sorted(set(axes)))
 
 
+@op_def("ProdGrad")
+def _prod_grad_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    """ProdGrad(x, grad in keep_dims form): d prod / d x times grad (the gradient of Prod)."""
+    return [(inputs[0].dtype, inputs[0].shape)]
+
+
 @op_def(*REDUCTIONS)
 def _reduction_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     x = inputs[0]

@@ -20,7 +20,7 @@ import numpy as np
 from numba import prange
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import NUMERIC, int_list, normalize_axis, quiet_fp
+from zmtf.kernels.cpu._common import FLOATS, NUMERIC, int_list, normalize_axis, quiet_fp
 from zmtf.kernels.cpu._common import shape_input, shape_str
 from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit, scalar, takes_numba_path
 from zmtf.kernels.cpu._jit import use_threads
@@ -333,3 +333,21 @@ def sum_to_shape_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
         return [x.reshape(target)]
     return _finish(wide_sum(ctx, x, axes), x.dtype, target)
 
+
+@register("ProdGrad", dtypes=FLOATS)
+def prod_grad(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ProdGrad(x, grad): grad times the product of the *other* elements of each reduction,
+    from exclusive cumulative products on both sides (no division: exact when x has zeros)."""
+    x, grad = inputs
+    axis = attrs.get("axis")
+    axes = list(range(x.ndim)) if axis is None else sorted({a % x.ndim for a in axis})
+    kept = [a for a in range(x.ndim) if a not in axes]
+    perm = kept + axes
+    moved = np.transpose(x, perm)
+    rows = moved.reshape(math.prod(moved.shape[:len(kept)]), -1)
+    ones = np.ones((rows.shape[0], 1), x.dtype)
+    left = np.cumprod(np.concatenate([ones, rows[:, :-1]], axis=1), axis=1)
+    right = np.cumprod(np.concatenate([ones, rows[:, :0:-1]], axis=1), axis=1)[:, ::-1]
+    others = np.transpose((left * right).reshape(moved.shape), np.argsort(perm))
+    with quiet_fp():
+        return [np.ascontiguousarray(others * np.broadcast_to(grad, x.shape))]
