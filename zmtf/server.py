@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 
 from zmtf.distributed.cluster_spec import ClusterSpec
+from zmtf.framework.errors import InvalidArgumentError
 from zmtf.distributed.server import Server
 from zmtf.framework.config import ConfigProto
 
@@ -27,6 +29,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--inter-op-threads", type=int, default=0)
     parser.add_argument("--intra-op-threads", type=int, default=0)
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--curve-dir", help="the cluster's CURVE key directory (python -m zmtf.keys "
+                        "DIR makes one): encrypt, and admit only its keys (default: ZMTF_CURVE_DIR)")
     return parser.parse_args(argv)
 
 
@@ -55,7 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     config = ConfigProto(inter_op_parallelism_threads=args.inter_op_threads,
                          intra_op_parallelism_threads=args.intra_op_threads)
-    server = Server(cluster, job_name=job, task_index=task, config=config)
+    if args.curve_dir:
+        os.environ["ZMTF_CURVE_DIR"] = args.curve_dir   # this server and its calls to peers
+    try:
+        server = Server(cluster, job_name=job, task_index=task, config=config)
+    except InvalidArgumentError as error:
+        print(f"zmtf.server: {error.message}", file=sys.stderr)
+        return 2
     logging.getLogger("zmtf.server").info("serving %s; cluster %s", server.target, json.dumps(cluster.as_dict()))
 
     def shutdown(signum: int, _frame: object) -> None:

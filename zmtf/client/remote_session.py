@@ -17,7 +17,7 @@ import zmq
 
 from zmtf.client.fetches import flatten
 from zmtf.client.session_core import feed_arrays, make_placement_log_visible
-from zmtf.distributed import inproc
+from zmtf.distributed import inproc, security
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.transport import Channel
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
@@ -87,6 +87,7 @@ class RemoteSessionCore:
         self._own_context = shared is None
         self._context = shared or zmq.Context()
         self._channel: Channel | None = None
+        self._keys = security.from_env()   # CURVE when ZMTF_CURVE_DIR names the cluster's keys
         self._handle: str | None = None
         self._sent_version = -1
         self._lock: asyncio.Lock | None = None
@@ -107,7 +108,8 @@ class RemoteSessionCore:
     def _chan(self) -> Channel:
         self._check_inproc()
         if self._channel is None:
-            self._channel = Channel(self._context, self.endpoint, asyncio.get_running_loop(), peer=self.target)
+            self._channel = Channel(self._context, self.endpoint, asyncio.get_running_loop(),
+                                    peer=self.target, keys=self._keys)
             self._lock = asyncio.Lock()
         return self._channel
 
@@ -176,7 +178,7 @@ class RemoteSessionCore:
         self._check_inproc()
         channel = getattr(self._threads, "channel", None)
         if channel is None:
-            channel = BlockingChannel(self._context, self.endpoint, peer=self.target)
+            channel = BlockingChannel(self._context, self.endpoint, peer=self.target, keys=self._keys)
             self._threads.channel = channel
             with self._thread_lock:
                 self._blocking.append(channel)

@@ -18,9 +18,11 @@ from typing import Any, Callable
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from zmtf.distributed import security
 from zmtf.distributed.transport import send_frames
 from zmtf.framework.errors import (
-    CancelledError, DeadlineExceededError, InvalidArgumentError, UnavailableError,
+    CancelledError, DeadlineExceededError, InvalidArgumentError, UnauthenticatedError,
+    UnavailableError,
 )
 from zmtf.wire import codec, messages
 
@@ -30,17 +32,22 @@ _ids = itertools.count(1)
 class BlockingChannel:
     """Request/reply to one peer from the calling thread, with deadlines."""
 
-    def __init__(self, ctx: zmq.Context, endpoint: str, peer: str = "") -> None:
+    def __init__(self, ctx: zmq.Context, endpoint: str, peer: str = "",
+                 keys: security.CurveKeys | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
+        self._secured = keys is not None and security.applies(endpoint)
         self._sock = ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.setsockopt(zmq.SNDHWM, 0)
         self._sock.setsockopt(zmq.RCVHWM, 0)
         self._monitor: zmq.Socket | None = None
         self._connected = endpoint.startswith("inproc://")
+        if self._secured:
+            security.secure_client(self._sock, keys)  # type: ignore[arg-type]
         if not self._connected:  # monitor before connect, or a fast CONNECTED event is lost
-            self._monitor = self._sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+            self._monitor = self._sock.get_monitor_socket(
+                zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | security.HANDSHAKE_EVENTS)
         self._sock.connect(endpoint)
         self._poller = zmq.Poller()
         self._poller.register(self._sock, zmq.POLLIN)
@@ -88,9 +95,16 @@ class BlockingChannel:
                 event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
             except zmq.Again:
                 return
-            if event["event"] == zmq.EVENT_CONNECTED:
+            kind = event["event"]
+            if kind == zmq.EVENT_CONNECTED and not self._secured:
                 self._connected = True
-            elif event["event"] == zmq.EVENT_DISCONNECTED and self._connected:
+            elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self._connected = True
+            elif security.handshake_failed(kind):
+                self._connected = False
+                raise UnauthenticatedError(None, None, security.refusal(
+                    kind, self.peer, self.endpoint, self._secured))
+            elif kind == zmq.EVENT_DISCONNECTED and self._connected:
                 self._connected = False
                 raise UnavailableError(None, None, f"lost the connection to {self.peer} at "
                                        f"{self.endpoint}; the task may have died or been stopped")

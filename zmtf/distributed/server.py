@@ -20,7 +20,7 @@ import numpy as np
 import zmq
 
 from zmtf.framework.config import ConfigProto
-from zmtf.distributed import inproc
+from zmtf.distributed import inproc, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import Deferred, then
@@ -45,7 +45,8 @@ class ServerCore:
     """The async server: a ROUTER listener dispatching to the master and worker services."""
 
     def __init__(self, cluster: Any, job_name: str, task_index: int,
-                 config: ConfigProto | None = None, context: zmq.Context | None = None) -> None:
+                 config: ConfigProto | None = None, context: zmq.Context | None = None,
+                 curve_dir: str | None = None) -> None:
         self.cluster = ClusterSpec(cluster)
         if job_name not in self.cluster.jobs:
             raise ValueError(f"job '{job_name}' is not in the cluster spec (jobs: {self.cluster.jobs})")
@@ -65,6 +66,8 @@ class ServerCore:
         self._devices: list[LocalDevice] = []
         self._peer_devices: dict[str, list[str]] = {}   # task -> its device names (ListDevices)
         self.started = False
+        # CURVE: the cluster's credential (curve_dir, else ZMTF_CURVE_DIR), or None: plaintext
+        self.keys = security.load(curve_dir) if curve_dir else security.from_env()
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -85,15 +88,23 @@ class ServerCore:
                                     self._remote_run_graph, DEFAULT_STEP_TIMEOUT,
                                     self.learn_cluster_devices)
         bind = bind_endpoint(self.address)
-        self._listener = Listener(self.context, bind, self.handle, loop)
+        if self.keys is not None:
+            security.start_authenticator(self.context, self.keys)
+        try:
+            self._listener = Listener(self.context, bind, self.handle, loop, self.keys)
+        except BaseException:
+            if self.keys is not None:
+                security.stop_authenticator(self.context)
+            raise
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
         if bind.startswith("inproc://"):
             inproc.register(bind, self.context)
         self.started = True
-        log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d)",
-                 self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
-                 self._pools.threads, intra)
+        log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d; "
+                 "%s)", self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
+                 self._pools.threads, intra,
+                 f"CURVE with the keys in {self.keys.directory}" if self.keys else "plaintext, no CURVE")
 
     async def stop(self) -> None:
         """Close sockets and pools; pending calls fail with UnavailableError."""
@@ -109,6 +120,8 @@ class ServerCore:
         self._channels.clear()
         if self._pools is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._pools.shutdown)
+        if self.keys is not None:
+            security.stop_authenticator(self.context)
         if self._own_context:
             self.context.destroy(linger=0)
         log.info("stopped %s", self.task)
@@ -277,7 +290,7 @@ class ServerCore:
         if channel is None or channel.closed or channel.context is not context:
             if channel is not None:
                 channel.close()
-            channel = Channel(context, address, asyncio.get_running_loop(), peer=task)
+            channel = Channel(context, address, asyncio.get_running_loop(), peer=task, keys=self.keys)
             self._channels[task] = channel
         return channel
 
@@ -315,7 +328,8 @@ class Server:
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
                  task_index: int | None = None, protocol: str | None = None,
-                 config: ConfigProto | None = None, start: bool = True) -> None:
+                 config: ConfigProto | None = None, start: bool = True,
+                 curve_dir: str | None = None) -> None:
         if protocol not in (None, "grpc", "zmtf", "zmq"):
             raise ValueError(f"protocol '{protocol}' is not supported; zmtf speaks ZeroMQ ('zmtf', or "
                              f"'grpc' accepted as an alias for drop-in scripts)")
@@ -329,7 +343,7 @@ class Server:
             if len(indices) != 1:
                 raise ValueError(f"task_index must be given: job '{job_name}' has tasks {indices}")
             task_index = indices[0]
-        self._core = ServerCore(cluster, job_name, task_index, config)
+        self._core = ServerCore(cluster, job_name, task_index, config, curve_dir=curve_dir)
         self._loop: LoopThread | None = None
         _live_servers.add(self)
         self._stopped = threading.Event()

@@ -21,8 +21,10 @@ from zmtf.framework.errors import (
     DeadlineExceededError,
     InvalidArgumentError,
     OpError,
+    UnauthenticatedError,
     UnavailableError,
 )
+from zmtf.distributed import security
 from zmtf.distributed.futures import Deferred, is_outcome, then
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
@@ -184,13 +186,15 @@ class Listener:
     """A ROUTER socket that serves requests: ``handler(message)`` returns a reply or a coroutine."""
 
     def __init__(self, ctx: zmq.Context, endpoint: str, handler: Handler,
-                 loop: asyncio.AbstractEventLoop) -> None:
+                 loop: asyncio.AbstractEventLoop, keys: security.CurveKeys | None = None) -> None:
         self._handler = handler
         self._loop = loop
         self._tasks: set[Any] = set()   # requests being served: tasks, futures, Deferreds
         sock = ctx.socket(zmq.ROUTER)
         _configure(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        if keys is not None and security.applies(endpoint):
+            security.secure_server(sock, keys)
         try:
             sock.bind(endpoint)
         except zmq.ZMQError as error:
@@ -261,19 +265,24 @@ class Channel:
     _ids = itertools.count(1)
 
     def __init__(self, ctx: zmq.Context, endpoint: str, loop: asyncio.AbstractEventLoop,
-                 peer: str = "") -> None:
+                 peer: str = "", keys: security.CurveKeys | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         self.context = ctx
         self._loop = loop
+        self._secured = keys is not None and security.applies(endpoint)
+        self._refused: str | None = None   # why the last handshake failed, until one succeeds
         # call id -> (future of the reply, what to make of the reply or None for the message)
         self._pending: dict[int, tuple[asyncio.Future | Deferred, Callable[[Any], Any] | None]] = {}
         self._connected = endpoint.startswith("inproc://")
         sock = ctx.socket(zmq.DEALER)
         _configure(sock)
+        if self._secured:
+            security.secure_client(sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
         if not self._connected:  # monitor before connect, or a fast CONNECTED event is lost
-            self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+            self._monitor = sock.get_monitor_socket(
+                zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | security.HANDSHAKE_EVENTS)
             self._monitor_fd = self._monitor.FD
             loop.add_reader(self._monitor_fd, self._on_monitor)
         sock.connect(endpoint)
@@ -310,9 +319,16 @@ class Channel:
                 return
             except zmq.ZMQError:
                 return
-            if event["event"] == zmq.EVENT_CONNECTED:
+            kind = event["event"]
+            if kind == zmq.EVENT_CONNECTED and not self._secured:
                 self._connected = True
-            elif event["event"] == zmq.EVENT_DISCONNECTED and self._connected:
+            elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self._connected, self._refused = True, None
+            elif security.handshake_failed(kind):
+                self._connected = False
+                self._refused = security.refusal(kind, self.peer, self.endpoint, self._secured)
+                self._fail_all(UnauthenticatedError(None, None, self._refused))
+            elif kind == zmq.EVENT_DISCONNECTED and self._connected:
                 self._connected = False
                 self._fail_all(UnavailableError(
                     None, None, f"lost the connection to {self.peer} at {self.endpoint} while "
@@ -402,6 +418,8 @@ class Channel:
         deadline = self._loop.time() + timeout
         self._on_monitor()  # the monitor FD is edge-triggered: read what may be queued already
         while not self._connected:
+            if self._refused is not None:
+                raise UnauthenticatedError(None, None, self._refused)
             if self._loop.time() >= deadline:
                 raise UnavailableError(
                     None, None, f"cannot reach {self.peer} at {self.endpoint} within {timeout:.1f} s "

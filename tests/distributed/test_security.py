@@ -1,0 +1,158 @@
+"""CURVE over real tcp sockets: key holders run steps, everyone else is refused at once."""
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+import zmtf as tf
+from zmtf.distributed import security
+from zmtf.testing import free_tcp_ports
+
+
+@pytest.fixture
+def keys(tmp_path):
+    return security.create(tmp_path / "cluster")
+
+
+def make_graph():
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device("/job:ps/task:0"):
+            a = tf.Variable(3.0, name="a")
+        with tf.device("/job:worker/task:0"):
+            b = a * 2.0
+    return graph, a, b
+
+
+def test_a_curve_cluster_runs_steps_for_key_holders(keys, monkeypatch):
+    ps_port, worker_port = free_tcp_ports(2)
+    cluster = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{worker_port}"]}
+    servers = [tf.train.Server(cluster, job, 0, curve_dir=str(keys.directory)) for job in ("ps", "worker")]
+    try:
+        monkeypatch.setenv(security.ENV, str(keys.directory))
+        graph, a, b = make_graph()
+        with tf.Session(servers[1].target, graph=graph) as sess:   # worker -> ps is CURVE too
+            sess.run(a.initializer)
+            assert sess.run(b) == 6.0
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_plaintext_and_foreign_key_clients_are_refused_at_once(keys, tmp_path, monkeypatch):
+    (port,) = free_tcp_ports(1)
+    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
+    try:
+        with tf.Graph().as_default():
+            x = tf.constant(1.0) + 1.0
+            monkeypatch.delenv(security.ENV, raising=False)
+            started = time.monotonic()
+            with pytest.raises(tf.errors.UnauthenticatedError, match="requires CURVE"):
+                tf.Session(server.target).run(x)
+            other = security.create(tmp_path / "other")
+            monkeypatch.setenv(security.ENV, str(other.directory))
+            with pytest.raises(tf.errors.UnauthenticatedError, match="does not use the same cluster key"):
+                tf.Session(server.target).run(x)
+            assert time.monotonic() - started < 8.0    # not a connect timeout
+            monkeypatch.setenv(security.ENV, str(keys.directory))
+            with tf.Session(server.target) as sess:   # the server kept serving
+                assert sess.run(x) == 2.0
+    finally:
+        server.stop()
+
+
+def test_a_raw_plaintext_socket_gets_nothing_through(keys):
+    (port,) = free_tcp_ports(1)
+    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
+    ctx = zmq.Context()
+    try:
+        sock = ctx.socket(zmq.DEALER)
+        sock.linger = 0
+        sock.connect(f"tcp://127.0.0.1:{port}")
+        sock.send(b"\x81\xa1v\x01")   # anything: it never reaches the server's handler
+        assert sock.poll(500) == 0
+    finally:
+        ctx.destroy(linger=0)
+        server.stop()
+
+
+def test_a_client_key_not_in_the_directory_fails_authentication(keys):
+    """The server's ZAP handler admits only the directory's public keys."""
+    from zmq.utils.monitor import recv_monitor_message
+
+    (port,) = free_tcp_ports(1)
+    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
+    ctx = zmq.Context()
+    try:
+        sock = ctx.socket(zmq.DEALER)
+        sock.linger = 0
+        sock.curve_serverkey = keys.public                      # knows the server ...
+        sock.curve_publickey, sock.curve_secretkey = zmq.curve_keypair()   # ... but is a stranger
+        monitor = sock.get_monitor_socket(security.HANDSHAKE_EVENTS)
+        sock.connect(f"tcp://127.0.0.1:{port}")
+        assert monitor.poll(5000), "no handshake outcome"
+        event = recv_monitor_message(monitor)["event"]
+        assert event == zmq.EVENT_HANDSHAKE_FAILED_AUTH
+        assert "not among the server's authorized keys" in security.refusal(event, "w", "tcp://x", True)
+        sock.disable_monitor()
+        monitor.close(linger=0)
+    finally:
+        ctx.destroy(linger=0)
+        server.stop()
+
+
+def test_keys_cli_and_server_flag(tmp_path):
+    directory = tmp_path / "k"
+    out = subprocess.run([sys.executable, "-m", "zmtf.keys", str(directory)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and (directory / "zmtf.key_secret").exists(), out.stderr
+    again = subprocess.run([sys.executable, "-m", "zmtf.keys", str(directory)], capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 2 and "already holds a zmtf key" in again.stderr
+    (port,) = free_tcp_ports(1)
+    bad = subprocess.run([sys.executable, "-m", "zmtf.server", "--cluster",
+                          json.dumps({"w": [f"127.0.0.1:{port}"]}), "--job", "w", "--task", "0",
+                          "--curve-dir", str(tmp_path / "missing")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "python -m zmtf.keys" in bad.stderr
+
+
+def test_values_still_cross_intact(keys, monkeypatch):
+    (port,) = free_tcp_ports(1)
+    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
+    try:
+        monkeypatch.setenv(security.ENV, str(keys.directory))
+        data = np.random.default_rng(0).normal(size=(512, 700)).astype(np.float32)  # > 1 MiB: parts
+        with tf.Graph().as_default():
+            x = tf.placeholder(tf.float32, [None, 700])
+            with tf.Session(server.target) as sess:
+                np.testing.assert_array_equal(sess.run(x * 1.0, {x: data}), data)
+    finally:
+        server.stop()
+
+
+def test_an_async_session_is_refused_and_then_admitted(keys, monkeypatch):
+    import asyncio
+
+    (port,) = free_tcp_ports(1)
+    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
+
+    async def run_once():
+        with tf.Graph().as_default() as graph:
+            x = tf.constant(2.0) * 4.0
+        async with tf.AsyncSession(server.target, graph=graph) as sess:
+            return await sess.run(x)
+
+    try:
+        monkeypatch.delenv(security.ENV, raising=False)
+        with pytest.raises(tf.errors.UnauthenticatedError, match="requires CURVE"):
+            asyncio.run(run_once())
+        monkeypatch.setenv(security.ENV, str(keys.directory))
+        assert asyncio.run(run_once()) == 8.0
+    finally:
+        server.stop()
