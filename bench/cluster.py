@@ -413,7 +413,15 @@ def main() -> None:
     parser.add_argument("--no-tf", action="store_true", help="skip TensorFlow even if installed")
     parser.add_argument("--cpus", help="pin this bench and every task to these CPUs, e.g. '0' or '0,1'")
     parser.add_argument("--runs", type=int, help="latency runs per system (default 2100, quick 500)")
+    parser.add_argument("--curve", action="store_true",
+                        help="zmtf with CURVE encryption (a fresh key directory; raw and TF stay plaintext)")
     args = parser.parse_args()
+    if args.curve:
+        from zmtf.distributed import security
+
+        keys = security.create(Path(tempfile.mkdtemp(prefix="zmtf-bench-keys-")) / "cluster")
+        os.environ[security.ENV] = str(keys.directory)   # the zmtf servers inherit it
+        print(f"  zmtf runs with CURVE (keys in {keys.directory})")
     if args.quick:
         args.rounds, args.warmup, args.max_steps, args.round_budget = 5, 100, 20, 0.06
         sizes = SIZES[:-1]
