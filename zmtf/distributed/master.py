@@ -129,7 +129,7 @@ class MasterService:
         step_id = next(self._step_ids)
         results: dict[str, np.ndarray] = {}
         step = Deferred()
-        parts = list(setup.parts.values())
+        parts = list(setup.parts.values())   # remote ones first (see _plan)
         remaining = len(parts)
         running: list[Any] = []
 
@@ -265,7 +265,9 @@ class MasterService:
         ops = [graph.get_operation_by_name(n.name) for n in plan.nodes]
         parts = partition(ops, plan.placement.devices, master_task=self.task, feeds=feed_t,
                           fetches=fetch_t, targets=target_ops)
-        return _StepSetup(uuid.uuid4().hex[:12], parts, fetches, feeds)
+        # remote partitions first: their requests are on the wire while ours starts running
+        ordered = dict(sorted(parts.items(), key=lambda item: item[0] == self.task))
+        return _StepSetup(uuid.uuid4().hex[:12], ordered, fetches, feeds)
 
     async def _register(self, session: MasterSession, setup: _StepSetup) -> None:
         calls = []
