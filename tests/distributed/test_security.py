@@ -19,6 +19,15 @@ def keys(tmp_path):
     return security.create(tmp_path / "cluster")
 
 
+@pytest.fixture
+def worker(keys):
+    """A one-task CURVE server over tcp, stopped after the test."""
+    (port,) = free_tcp_ports(1)
+    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
+    yield server
+    server.stop()
+
+
 def make_graph():
     graph = tf.Graph()
     with graph.as_default():
@@ -44,49 +53,39 @@ def test_a_curve_cluster_runs_steps_for_key_holders(keys, monkeypatch):
             server.stop()
 
 
-def test_plaintext_and_foreign_key_clients_are_refused_at_once(keys, tmp_path, monkeypatch):
-    (port,) = free_tcp_ports(1)
-    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
-    try:
-        with tf.Graph().as_default():
-            x = tf.constant(1.0) + 1.0
-            monkeypatch.delenv(security.ENV, raising=False)
-            started = time.monotonic()
-            with pytest.raises(tf.errors.UnauthenticatedError, match="requires CURVE"):
-                tf.Session(server.target).run(x)
-            other = security.create(tmp_path / "other")
-            monkeypatch.setenv(security.ENV, str(other.directory))
-            with pytest.raises(tf.errors.UnauthenticatedError, match="does not use the same cluster key"):
-                tf.Session(server.target).run(x)
-            assert time.monotonic() - started < 8.0    # not a connect timeout
-            monkeypatch.setenv(security.ENV, str(keys.directory))
-            with tf.Session(server.target) as sess:   # the server kept serving
-                assert sess.run(x) == 2.0
-    finally:
-        server.stop()
+def test_plaintext_and_foreign_key_clients_are_refused_at_once(keys, worker, tmp_path, monkeypatch):
+    with tf.Graph().as_default():
+        x = tf.constant(1.0) + 1.0
+        monkeypatch.delenv(security.ENV, raising=False)
+        started = time.monotonic()
+        with pytest.raises(tf.errors.UnauthenticatedError, match="requires CURVE"):
+            tf.Session(worker.target).run(x)
+        other = security.create(tmp_path / "other")
+        monkeypatch.setenv(security.ENV, str(other.directory))
+        with pytest.raises(tf.errors.UnauthenticatedError, match="does not use the same cluster key"):
+            tf.Session(worker.target).run(x)
+        assert time.monotonic() - started < 8.0    # not a connect timeout
+        monkeypatch.setenv(security.ENV, str(keys.directory))
+        with tf.Session(worker.target) as sess:   # the server kept serving
+            assert sess.run(x) == 2.0
 
 
-def test_a_raw_plaintext_socket_gets_nothing_through(keys):
-    (port,) = free_tcp_ports(1)
-    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
+def test_a_raw_plaintext_socket_gets_nothing_through(worker):
     ctx = zmq.Context()
     try:
         sock = ctx.socket(zmq.DEALER)
         sock.linger = 0
-        sock.connect(f"tcp://127.0.0.1:{port}")
+        sock.connect(worker.target.replace("zmtf://", "tcp://"))
         sock.send(b"\x81\xa1v\x01")   # anything: it never reaches the server's handler
         assert sock.poll(500) == 0
     finally:
         ctx.destroy(linger=0)
-        server.stop()
 
 
-def test_a_client_key_not_in_the_directory_fails_authentication(keys):
+def test_a_client_key_not_in_the_directory_fails_authentication(keys, worker):
     """The server's ZAP handler admits only the directory's public keys."""
     from zmq.utils.monitor import recv_monitor_message
 
-    (port,) = free_tcp_ports(1)
-    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
     ctx = zmq.Context()
     try:
         sock = ctx.socket(zmq.DEALER)
@@ -94,7 +93,7 @@ def test_a_client_key_not_in_the_directory_fails_authentication(keys):
         sock.curve_serverkey = keys.public                      # knows the server ...
         sock.curve_publickey, sock.curve_secretkey = zmq.curve_keypair()   # ... but is a stranger
         monitor = sock.get_monitor_socket(security.HANDSHAKE_EVENTS)
-        sock.connect(f"tcp://127.0.0.1:{port}")
+        sock.connect(worker.target.replace("zmtf://", "tcp://"))
         assert monitor.poll(5000), "no handshake outcome"
         event = recv_monitor_message(monitor)["event"]
         assert event == zmq.EVENT_HANDSHAKE_FAILED_AUTH
@@ -103,7 +102,6 @@ def test_a_client_key_not_in_the_directory_fails_authentication(keys):
         monitor.close(linger=0)
     finally:
         ctx.destroy(linger=0)
-        server.stop()
 
 
 def test_keys_cli_and_server_flag(tmp_path):
@@ -122,37 +120,26 @@ def test_keys_cli_and_server_flag(tmp_path):
     assert bad.returncode == 2 and "python -m zmtf.keys" in bad.stderr
 
 
-def test_values_still_cross_intact(keys, monkeypatch):
-    (port,) = free_tcp_ports(1)
-    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
-    try:
-        monkeypatch.setenv(security.ENV, str(keys.directory))
-        data = np.random.default_rng(0).normal(size=(512, 700)).astype(np.float32)  # > 1 MiB: parts
-        with tf.Graph().as_default():
-            x = tf.placeholder(tf.float32, [None, 700])
-            with tf.Session(server.target) as sess:
-                np.testing.assert_array_equal(sess.run(x * 1.0, {x: data}), data)
-    finally:
-        server.stop()
+def test_values_still_cross_intact(keys, worker, monkeypatch):
+    monkeypatch.setenv(security.ENV, str(keys.directory))
+    data = np.random.default_rng(0).normal(size=(512, 700)).astype(np.float32)  # > 1 MiB: parts
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 700])
+        with tf.Session(worker.target) as sess:
+            np.testing.assert_array_equal(sess.run(x * 1.0, {x: data}), data)
 
 
-def test_an_async_session_is_refused_and_then_admitted(keys, monkeypatch):
+def test_an_async_session_is_refused_and_then_admitted(keys, worker, monkeypatch):
     import asyncio
-
-    (port,) = free_tcp_ports(1)
-    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0, curve_dir=str(keys.directory))
 
     async def run_once():
         with tf.Graph().as_default() as graph:
             x = tf.constant(2.0) * 4.0
-        async with tf.AsyncSession(server.target, graph=graph) as sess:
+        async with tf.AsyncSession(worker.target, graph=graph) as sess:
             return await sess.run(x)
 
-    try:
-        monkeypatch.delenv(security.ENV, raising=False)
-        with pytest.raises(tf.errors.UnauthenticatedError, match="requires CURVE"):
-            asyncio.run(run_once())
-        monkeypatch.setenv(security.ENV, str(keys.directory))
-        assert asyncio.run(run_once()) == 8.0
-    finally:
-        server.stop()
+    monkeypatch.delenv(security.ENV, raising=False)
+    with pytest.raises(tf.errors.UnauthenticatedError, match="requires CURVE"):
+        asyncio.run(run_once())
+    monkeypatch.setenv(security.ENV, str(keys.directory))
+    assert asyncio.run(run_once()) == 8.0
