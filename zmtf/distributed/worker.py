@@ -33,11 +33,15 @@ from zmtf.runtime.resources import ResourceContainer
 
 log = logging.getLogger("zmtf.worker")
 
-# push(dst_task, step_id, key, value) -> awaitable that completes when the peer has it
+# push(dst_task, step_id, key, value): hands the value to the socket (no acknowledgement)
 Pusher = Callable[[str, int, str, np.ndarray], None]
 TRANSFER_OPS = ("_Send", "_Recv")
 CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are kept
-INLINE_SECONDS = 0.0005   # steps faster than this run on the event loop thread itself
+# Partitions whose kernels took less than this last time run on the event loop thread: every
+# Recv that arrives and every Send then continues without a thread hop. Measured on the
+# MLP training job (bench/train.py, 1 ps + 2 workers): 0.5 ms -> 5 ms took 301 -> 372 steps/s
+# and 5.0 -> 4.1 ms of CPU per step. The price: the loop serves nothing else for that long.
+INLINE_SECONDS = 0.005
 
 
 class StepContext:
@@ -144,8 +148,7 @@ class WorkerService:
             raise InvalidArgumentError(None, None, f"RunGraph carries {len(values)} tensors for "
                                        f"{len(feeds)} feeds")
         # A step whose kernels took under INLINE_SECONDS last time runs right here on the loop
-        # thread (time spent waiting for a Recv does not count): for the small steps of a
-        # parameter server or a worker's b = a + 2 that saves two thread hops per step.
+        # thread (time spent waiting for a Recv does not count): no thread hop per Recv/Send.
         inline = self._last_compute.get(id(step), 1.0) < INLINE_SECONDS
         loop = self.loop
         result = Deferred()
