@@ -330,15 +330,18 @@ def test_a_malformed_push_fails_the_waiting_step_with_the_reason():
         try:
             got = []
             core.worker.rendezvous.recv(7, "x:0;a;b", lambda value, error: got.append((value, error)))
-            reply = core.handle(m.PushTensor(id=0, step_id=7, key="x:0;a;b",
+            reply = core.handle(m.PushTensor(id=0, step_id=7, keys=["x:0;a;b"],
                                              tensors=[np.zeros(1), np.zeros(1)]))
             assert reply is None                      # nobody waits for an Ok
             (value, error), = got
             assert value is None and isinstance(error, InvalidArgumentError)
             assert "carries 2 tensors, expected 1" in str(error)
-            assert core.handle(m.PushTensor(id=0, step_id=8, key="k", tensors=[np.ones(2)])) is None
+            assert core.handle(m.PushTensor(id=0, step_id=8, keys=["k", "j"],
+                                            tensors=[np.ones(2), np.zeros(3)])) is None
             core.worker.rendezvous.recv(8, "k", lambda value, error: got.append((value, error)))
-            np.testing.assert_array_equal(got[-1][0], np.ones(2))
+            core.worker.rendezvous.recv(8, "j", lambda value, error: got.append((value, error)))
+            np.testing.assert_array_equal(got[-2][0], np.ones(2))
+            np.testing.assert_array_equal(got[-1][0], np.zeros(3))
         finally:
             await core.stop()
 

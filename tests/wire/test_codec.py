@@ -39,7 +39,7 @@ SAMPLES = [
     m.DeregisterGraph(id=10, session="abc", graph_key="k1"),
     m.RecvTensor(id=11, step_id=17, key="a:0;/job:ps/replica:0/task:0;/job:w/replica:0/task:0"),
     m.TensorReply(id=11, tensors=[np.zeros((0, 3), np.float16)]),
-    m.PushTensor(id=12, step_id=17, key="a:0;src;dst", tensors=[np.array([True, False])]),
+    m.PushTensor(id=12, step_id=17, keys=["a:0;src;dst"], tensors=[np.array([True, False])]),
     m.Ping(id=2**63 - 1),
     m.CancelStep(id=11, session="s", request_id=7),
     m.Pong(id=13, task="/job:ps/replica:0/task:0", incarnation=123456789),

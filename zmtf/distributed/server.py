@@ -231,14 +231,16 @@ class ServerCore:
         return m.Ok(id=msg.id)
 
     def _push_tensor(self, msg: m.PushTensor) -> None:
-        """A tensor for a step's Recv. No reply (the sender does not wait); a malformed push
+        """Tensors for a step's Recvs. No reply (the sender does not wait); a malformed push
         fails that step here with the reason, instead of an error reply nobody reads."""
-        if len(msg.tensors) != 1:
-            reason = f"PushTensor for '{msg.key}' carries {len(msg.tensors)} tensors, expected 1"
+        if len(msg.tensors) != len(msg.keys):
+            reason = (f"PushTensor for {msg.keys} carries {len(msg.tensors)} tensors, expected "
+                      f"{len(msg.keys)}")
             log.warning("step %d: %s", msg.step_id, reason)
             self.worker.rendezvous.abort_step(msg.step_id, InvalidArgumentError(None, None, reason))
             return None
-        self.worker.push_tensor(msg.step_id, msg.key, msg.tensors[0])
+        for key, value in zip(msg.keys, msg.tensors):
+            self.worker.push_tensor(msg.step_id, key, value)
         return None
 
     def _ping(self, msg: m.Ping) -> m.Pong:
@@ -297,8 +299,8 @@ class ServerCore:
     async def _call(self, task: str, message: Any, timeout: float) -> Any:
         return await self.channel(task).call(message, timeout)
 
-    def _push(self, task: str, step_id: int, key: str, value: np.ndarray) -> None:
-        self.channel(task).send_only(m.PushTensor(id=0, step_id=step_id, key=key, tensors=[value]))
+    def _push(self, task: str, step_id: int, keys: list[str], values: list[np.ndarray]) -> None:
+        self.channel(task).send_only(m.PushTensor(id=0, step_id=step_id, keys=keys, tensors=values))
 
     def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> Any:
         timeout = fields["timeout"]

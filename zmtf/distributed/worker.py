@@ -33,8 +33,8 @@ from zmtf.runtime.resources import ResourceContainer
 
 log = logging.getLogger("zmtf.worker")
 
-# push(dst_task, step_id, key, value): hands the value to the socket (no acknowledgement)
-Pusher = Callable[[str, int, str, np.ndarray], None]
+# push(dst_task, step_id, keys, values): hands the values to the socket (no acknowledgement)
+Pusher = Callable[[str, int, list, list], None]
 TRANSFER_OPS = ("_Send", "_Recv")
 CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are kept
 # Partitions whose kernels took less than this last time run on the event loop thread: every
@@ -114,6 +114,8 @@ class WorkerService:
         self.context = KernelContext(self.resources, intra_op_threads)
         self._pusher = pusher
         self._loop_thread = threading.get_ident()   # built by the server, on its loop thread
+        # (dst task, step id) -> (keys, values, done callbacks) of pushes not yet sent
+        self._outgoing: dict[tuple[str, int], tuple[list, list, list]] = {}
         self._graphs: dict[tuple[str, str], _Registered] = {}
         self._last_compute: dict[int, float] = {}   # id(BoundStep) -> kernel seconds of its last run
         self._running: dict[int, Any] = {}   # step_id -> executor Future, for abort_step
@@ -218,25 +220,41 @@ class WorkerService:
 
     # ---- transfers -------------------------------------------------------------------
     def send(self, dst_task: str, step_id: int, key: str, value: Any, done: Callable) -> None:
-        """Push ``value`` to ``dst_task`` (on the loop thread); ``done`` once it is handed to
-        the socket. No acknowledgement is awaited: a push that cannot arrive (the task died)
-        fails the step through the master's RunGraph to that task, and a refused one aborts
-        the step on the receiver; an Ok per tensor cost two messages per edge per step."""
+        """Push ``value`` to ``dst_task`` (from the loop thread); ``done`` once it is queued.
+
+        No acknowledgement is awaited: a push that cannot arrive (the task died) fails the step
+        through the master's RunGraph to that task, and a refused one aborts the step on the
+        receiver. Pushes queued while the loop runs one callback (an inline partition's burst
+        of Sends) leave as one message per destination when it returns."""
         if self.copy_aliases:
             value = self._owned(value)
 
-        def push() -> None:
-            try:
-                self._pusher(dst_task, step_id, key, value)
-            except BaseException as error:  # noqa: BLE001
-                done(None, error)
-            else:
-                done([], None)
+        def queue() -> None:
+            batch = self._outgoing.get((dst_task, step_id))
+            if batch is None:
+                batch = self._outgoing[(dst_task, step_id)] = ([], [], [])
+                if len(self._outgoing) == 1:
+                    self.loop.call_soon(self._flush_pushes)
+            batch[0].append(key)
+            batch[1].append(value)
+            batch[2].append(done)
 
         if threading.get_ident() == self._loop_thread:
-            push()
+            queue()
         else:
-            self.loop.call_soon_threadsafe(push)
+            self.loop.call_soon_threadsafe(queue)
+
+    def _flush_pushes(self) -> None:
+        outgoing, self._outgoing = self._outgoing, {}
+        for (dst_task, step_id), (keys, values, dones) in outgoing.items():
+            try:
+                self._pusher(dst_task, step_id, keys, values)
+            except BaseException as error:  # noqa: BLE001
+                for done in dones:
+                    done(None, error)
+            else:
+                for done in dones:
+                    done([], None)
 
     def push_tensor(self, step_id: int, key: str, value: np.ndarray) -> None:
         self.rendezvous.put(step_id, key, value)

@@ -214,10 +214,11 @@ class TensorReply(Message):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PushTensor(Message):
-    """Producer -> consumer: the tensor of rendezvous ``key``, unasked (push flow); reply Ok."""
+    """Producer -> consumer: the tensors of rendezvous ``keys`` (one each, in order), unasked
+    (push flow); no reply. One message carries what one step sends one task in one burst."""
 
     step_id: int
-    key: str
+    keys: list[str]
     tensors: Tensors = field(default_factory=list)
 
 
