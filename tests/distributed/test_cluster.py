@@ -279,20 +279,27 @@ def test_intra_op_threads_limit_blas():
 
 
 def test_small_products_use_one_blas_thread_big_ones_the_cap():
-    from zmtf.kernels.cpu.blas import SINGLE_THREAD_FLOPS, _openblas, set_blas_threads, use_threads_for
+    from zmtf.kernels.cpu import blas
 
-    lib = _openblas()
+    lib = blas._openblas()
     if lib is None or not hasattr(lib, "scipy_openblas_get_num_threads64_"):
         pytest.skip("numpy here is not linked to scipy-openblas")
-    before = lib.scipy_openblas_get_num_threads64_()
+    before, threshold = lib.scipy_openblas_get_num_threads64_(), blas._BLAS.single_thread_flops
     try:
-        assert set_blas_threads(2)
-        use_threads_for(SINGLE_THREAD_FLOPS - 1)
+        assert blas.set_blas_threads(2)
+        blas._BLAS.single_thread_flops = blas.SINGLE_THREAD_FLOPS        # a process alone
+        blas.use_threads_for(blas.SINGLE_THREAD_FLOPS - 1)
         assert lib.scipy_openblas_get_num_threads64_() == 1
-        use_threads_for(SINGLE_THREAD_FLOPS)
+        blas.use_threads_for(blas.SINGLE_THREAD_FLOPS)
+        assert lib.scipy_openblas_get_num_threads64_() == 2
+        blas.for_server(0)                                               # a server: higher bar
+        blas.use_threads_for(blas.SINGLE_THREAD_FLOPS)
+        assert lib.scipy_openblas_get_num_threads64_() == 1
+        blas.use_threads_for(blas.SERVER_SINGLE_THREAD_FLOPS)
         assert lib.scipy_openblas_get_num_threads64_() == 2
     finally:
-        set_blas_threads(before)
+        blas._BLAS.single_thread_flops = threshold
+        blas.set_blas_threads(before)
 
 
 def test_one_remote_session_shared_by_threads(cluster):

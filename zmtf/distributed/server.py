@@ -30,6 +30,7 @@ from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import (
     CancelledError, InvalidArgumentError, UnavailableError, UnimplementedError,
 )
+from zmtf.kernels.cpu.blas import for_server as blas_for_server
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
 from zmtf.wire import messages as m
@@ -83,6 +84,7 @@ class ServerCore:
                                       self._pools)
         intra = self.config.intra_op_parallelism_threads or self._pools.threads
         set_blas_threads(self.config.intra_op_parallelism_threads)
+        blas_for_server(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self._remote,
                                     self._remote_run_graph, DEFAULT_STEP_TIMEOUT,

@@ -6,8 +6,9 @@ most of the CPU: 46 ms of CPU per training step on a worker, 5 ms with one BLAS 
 (bench/train.py). So:
 
 * ``intra_op_parallelism_threads`` caps BLAS threads when it is set (``set_blas_threads``);
-* small products run on one BLAS thread (``threads_for``): waking the pool costs more than
-  it saves below ~64 MFLOP, and the executor already runs independent ops side by side;
+* small products run on one BLAS thread (``use_threads_for``): waking the pool costs more
+  than it saves below ~16 MFLOP, and in a server (whose cores other tasks may share) below
+  ~64 MFLOP; the executor already runs independent ops side by side;
 * ``import zmtf`` lowers OpenBLAS's spin before sleeping (OPENBLAS_THREAD_TIMEOUT, unless
   set, and only if numpy was not imported first) from ~0.1 s to a few cycles.
 """
@@ -42,8 +43,12 @@ def _openblas() -> ctypes.CDLL | None:
 _GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
             "openblas_get_num_threads64_", "openblas_get_num_threads")
 
-#: products below this many flops (2*m*n*k) run on one BLAS thread
-SINGLE_THREAD_FLOPS = 1 << 26
+#: products below this many flops (2*m*n*k) run on one BLAS thread. A process alone on the
+#: machine (a local Session) gains from threads from ~16 MFLOP up (the example MLP's steps:
+#: 1,220 -> 1,575/s); a server, which shares the cores with the other tasks of a local
+#: cluster, loses (2-worker training 374 -> 188 steps/s), so servers raise it (see servers()).
+SINGLE_THREAD_FLOPS = 1 << 24
+SERVER_SINGLE_THREAD_FLOPS = 1 << 26
 
 
 class _Blas:
@@ -54,6 +59,7 @@ class _Blas:
         self.setter: Any = None
         self.cap = 0        # threads big products may use
         self.current = 0    # threads OpenBLAS uses now
+        self.single_thread_flops = SINGLE_THREAD_FLOPS
 
     def load(self) -> None:
         if self.loaded:
@@ -94,4 +100,11 @@ def use_threads_for(flops: int) -> None:
     Process-wide and unsynchronized on purpose: a race only costs speed, never results."""
     _BLAS.load()
     if _BLAS.cap > 1:
-        _BLAS.use(1 if flops < SINGLE_THREAD_FLOPS else _BLAS.cap)
+        _BLAS.use(1 if flops < _BLAS.single_thread_flops else _BLAS.cap)
+
+
+def for_server(intra_op_threads: int) -> None:
+    """A server process: products up to SERVER_SINGLE_THREAD_FLOPS stay on one thread, unless
+    its config asks for intra-op threads explicitly (then the machine is assumed its own)."""
+    if intra_op_threads <= 0:
+        _BLAS.single_thread_flops = SERVER_SINGLE_THREAD_FLOPS
