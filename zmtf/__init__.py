@@ -38,6 +38,15 @@ from zmtf.framework.ops.math_ops import (
 )
 from zmtf.framework.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
 from zmtf.framework.ops.selection_ops import gather, newaxis, slice, strided_slice, where
+from zmtf.framework.ops.init_ops import (
+    constant_initializer, glorot_normal_initializer, glorot_uniform_initializer, ones_initializer,
+    random_normal_initializer, random_uniform_initializer, truncated_normal_initializer,
+    zeros_initializer,
+)
+from zmtf.framework.variable_scope import (
+    AUTO_REUSE, PartitionedVariable, VariableScope, fixed_size_partitioner, get_variable,
+    get_variable_scope, variable_scope,
+)
 from zmtf.framework.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from zmtf.framework.scopes import (
     add_to_collection, colocate_with, control_dependencies, device, get_collection, name_scope,

@@ -1,0 +1,274 @@
+"""tf.variable_scope, tf.get_variable and partitioned variables, as TF1 has them.
+
+Each graph keeps a variable store (full name -> Variable or PartitionedVariable) and a
+stack of variable scopes. ``get_variable`` names variables by the variable scopes only
+(name scopes do not prefix them, as in TF1), refuses to create a variable that exists
+unless the scope reuses, and refuses to reuse one that does not exist; the errors are
+TF's, word for word where a user would search for them. A ``partitioner`` (e.g.
+``tf.fixed_size_partitioner(2)``) makes one Variable per shard, "<name>/part_<i>", so a
+replica_device_setter spreads the shards over the ps tasks.
+"""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from zmtf.framework import dtypes
+from zmtf.framework.dtypes import as_dtype
+from zmtf.framework.graph import Graph, Tensor, get_default_graph
+from zmtf.framework.ops import array_ops
+from zmtf.framework.ops.init_ops import GlorotUniform, Zeros
+from zmtf.framework.tensor_shape import TensorShape, as_shape
+from zmtf.framework.variables import Variable
+
+AUTO_REUSE = "AUTO_REUSE"
+
+
+@dataclass(frozen=True)
+class VariableScope:
+    """A variable scope: its name and what get_variable inside it defaults to."""
+
+    name: str = ""
+    reuse: Any = False            # False, True or AUTO_REUSE
+    initializer: Any = None
+    partitioner: Any = None
+    dtype: Any = dtypes.float32
+    name_scope: str = ""          # the name scope its ops went into when it was entered
+
+    @property
+    def original_name_scope(self) -> str:
+        return self.name_scope
+
+    def reuse_variables(self) -> None:
+        """TF1's ``tf.get_variable_scope().reuse_variables()``: reuse from here on."""
+        state = _state(get_default_graph())
+        if state.stack and state.stack[-1].name == self.name:
+            state.stack[-1] = replace(state.stack[-1], reuse=True)
+
+
+class _GraphState:
+    def __init__(self) -> None:
+        self.store: dict[str, Any] = {}
+        self.stack: list[VariableScope] = [VariableScope()]
+        self.scope_uses: dict[str, int] = {}
+
+
+_states: "weakref.WeakKeyDictionary[Graph, _GraphState]" = weakref.WeakKeyDictionary()
+
+
+def _state(graph: Graph) -> _GraphState:
+    state = _states.get(graph)
+    if state is None:
+        state = _states[graph] = _GraphState()
+    return state
+
+
+def get_variable_scope() -> VariableScope:
+    return _state(get_default_graph()).stack[-1]
+
+
+@contextmanager
+def variable_scope(name_or_scope: Any = None, default_name: str | None = None, values: Any = None,
+                   initializer: Any = None, regularizer: Any = None, reuse: Any = None,
+                   partitioner: Any = None, dtype: Any = None, **_unused: Any) -> Iterator[VariableScope]:
+    """Enter a variable scope (and a name scope of the same name for the ops inside)."""
+    graph = get_default_graph()
+    state = _state(graph)
+    parent = state.stack[-1]
+    if isinstance(name_or_scope, VariableScope):
+        base = name_or_scope
+        full = base.name
+    else:
+        if name_or_scope is None:
+            if default_name is None:
+                raise ValueError("variable_scope: give a name_or_scope or a default_name")
+            name = _unique_scope(state, parent, default_name)
+        else:
+            name = str(name_or_scope)
+        full = f"{parent.name}/{name}" if parent.name else name
+        base = parent
+    if parent.reuse is True:                       # reuse cannot be turned off below a reusing scope
+        reusing: Any = True
+    elif reuse is not None and reuse is not False:
+        reusing = reuse
+    elif parent.reuse == AUTO_REUSE:
+        reusing = AUTO_REUSE
+    else:
+        reusing = base.reuse if isinstance(name_or_scope, VariableScope) else False
+    scope = VariableScope(
+        name=full,
+        reuse=reusing,
+        initializer=initializer if initializer is not None else base.initializer,
+        partitioner=partitioner if partitioner is not None else base.partitioner,
+        dtype=as_dtype(dtype) if dtype is not None else base.dtype,
+    )
+    state.scope_uses[full] = state.scope_uses.get(full, 0) + 1
+    op_scope = full.rsplit("/", 1)[-1] if not isinstance(name_or_scope, VariableScope) else full + "/"
+    with graph.name_scope(op_scope) as entered:
+        state.stack.append(replace(scope, name_scope=entered))
+        try:
+            yield state.stack[-1]
+        finally:
+            state.stack.pop()
+
+
+def _unique_scope(state: _GraphState, parent: VariableScope, base: str) -> str:
+    name, i = base, 0
+    while (f"{parent.name}/{name}" if parent.name else name) in state.scope_uses:
+        i += 1
+        name = f"{base}_{i}"
+    return name
+
+
+def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
+                 regularizer: Any = None, trainable: bool = True, collections: Any = None,
+                 caching_device: Any = None, partitioner: Any = None, validate_shape: bool = True,
+                 **_unused: Any) -> Any:
+    """Get an existing variable of the current variable scope, or create it (TF1 rules)."""
+    graph = get_default_graph()
+    state = _state(graph)
+    scope = state.stack[-1]
+    full = f"{scope.name}/{name}" if scope.name else name
+    dt = as_dtype(dtype) if dtype is not None else as_dtype(scope.dtype)
+    wanted = as_shape(shape) if shape is not None else None
+    existing = state.store.get(full)
+    if existing is not None:
+        if scope.reuse is False:
+            raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set "
+                             f"reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+        if wanted is not None and not wanted.is_compatible_with(existing.get_shape()):
+            raise ValueError(f"Trying to share variable {full}, but specified shape {wanted} and "
+                             f"found shape {existing.get_shape()}.")
+        if dtype is not None and existing.dtype != dt:
+            raise ValueError(f"Trying to share variable {full}, but specified dtype {dt.name} and "
+                             f"found dtype {existing.dtype.name}.")
+        return existing
+    if scope.reuse is True:
+        raise ValueError(f"Variable {full} does not exist, or was not created with "
+                         f"tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in VarScope?")
+    init = initializer if initializer is not None else scope.initializer
+    if init is None:
+        init = GlorotUniform() if dt.is_floating else Zeros()
+    partitioner = partitioner if partitioner is not None else scope.partitioner
+    with graph.name_scope(None):   # variables are named by variable scopes only
+        if partitioner is not None:
+            created: Any = _partitioned(full, wanted, dt, init, partitioner, trainable, collections)
+        else:
+            created = Variable(_initial(init, wanted, dt, full), trainable=trainable,
+                               collections=collections, name=full + "/", dtype=dt,
+                               validate_shape=validate_shape)
+    state.store[full] = created
+    return created
+
+
+def _initial(init: Any, shape: TensorShape | None, dt: dtypes.DType, full: str) -> Any:
+    """What Variable() gets: a callable building the initial value, or the value itself."""
+    if callable(init) and not isinstance(init, (Tensor, np.ndarray)):
+        if shape is None or not shape.is_fully_defined():
+            raise ValueError(f"Shape of a new variable ({full}) must be fully defined, but instead "
+                             f"was {shape}.")
+        return lambda: init(shape.as_list(), dtype=dt)
+    if shape is not None and isinstance(init, (Tensor, np.ndarray)):
+        raise ValueError(f"If initializer is a constant, do not specify shape ({full}).")
+    return init
+
+
+# ---- partitioned variables ---------------------------------------------------------------
+def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable[..., list[int]]:
+    """A partitioner: ``num_shards`` shards along ``axis`` (fewer if the axis is shorter)."""
+
+    def partitioner(shape: Any, dtype: Any = None) -> list[int]:
+        dims = as_shape(shape).as_list()
+        parts = [1] * len(dims)
+        parts[axis] = max(1, min(int(num_shards), int(dims[axis])))
+        return parts
+
+    return partitioner
+
+
+def _shard_sizes(total: int, shards: int) -> list[int]:
+    """TF's split: the first total % shards shards get one row more."""
+    base, extra = divmod(total, shards)
+    return [base + (1 if i < extra else 0) for i in range(shards)]
+
+
+def _partitioned(full: str, shape: TensorShape | None, dt: dtypes.DType, init: Any,
+                 partitioner: Callable[..., list[int]], trainable: bool, collections: Any) -> Any:
+    if isinstance(init, Tensor):
+        raise ValueError(f"a partitioned variable ({full}) takes an initializer or an array, not a "
+                         f"tensor: it is cut into shards at graph time")
+    if shape is None and not callable(init):
+        shape = as_shape(np.shape(init))
+    if shape is None or not shape.is_fully_defined():
+        raise ValueError(f"Shape of a new partitioned variable ({full}) must be fully defined, "
+                         f"but instead was {shape}.")
+    dims = shape.as_list()
+    parts = list(partitioner(shape=shape, dtype=dt))
+    axes = [i for i, p in enumerate(parts) if p > 1]
+    if len(parts) != len(dims) or len(axes) > 1:
+        raise ValueError(f"partitioner returned {parts} for {full} of shape {dims}: one entry per "
+                         f"dimension, and only one may be > 1")
+    axis = axes[0] if axes else 0
+    sizes = _shard_sizes(dims[axis], parts[axis]) if axes else [dims[axis]]
+    constant_value = None if callable(init) else np.asarray(init, dt.np)
+    variables, offset = [], 0
+    for i, size in enumerate(sizes):
+        part_shape = dims[:axis] + [size] + dims[axis + 1:]
+        if constant_value is not None:
+            index = [slice(None)] * len(dims)
+            index[axis] = slice(offset, offset + size)
+            initial: Any = constant_value[tuple(index)]
+        else:
+            initial = (lambda s=part_shape: init(s, dtype=dt))
+        variables.append(Variable(initial, trainable=trainable, collections=collections,
+                                  name=f"{full}/part_{i}/", dtype=dt))
+        offset += size
+    return PartitionedVariable(full, dims, dt, variables, axis)
+
+
+class PartitionedVariable:
+    """A variable kept as shards ("<name>/part_<i>"): iterate for the shards; used as a tensor
+    it is their concatenation along the partitioned axis."""
+
+    def __init__(self, name: str, shape: list[int], dtype: dtypes.DType, variables: list[Variable],
+                 axis: int) -> None:
+        self.name = name
+        self._shape = TensorShape(shape)
+        self.dtype = dtype
+        self._variables = variables
+        self.axis = axis
+        self._concat: Tensor | None = None
+
+    def __iter__(self) -> Iterator[Variable]:
+        return iter(self._variables)
+
+    def __len__(self) -> int:
+        return len(self._variables)
+
+    def get_shape(self) -> TensorShape:
+        return self._shape
+
+    shape = property(get_shape)
+
+    def _get_variable_list(self) -> list[Variable]:
+        return list(self._variables)
+
+    def as_tensor(self) -> Tensor:
+        if self._concat is None:
+            graph = self._variables[0].graph
+            with graph.name_scope(None), graph.name_scope(self.name + "/"):
+                self._concat = array_ops.concat([v.value() for v in self._variables], self.axis,
+                                                name="ConcatPartitions")
+        return self._concat
+
+    def _as_graph_element(self) -> Tensor:
+        return self.as_tensor()
+
+    def __repr__(self) -> str:
+        return (f"<zmtf.PartitionedVariable '{self.name}' shape={self._shape} "
+                f"dtype={self.dtype.name} shards={len(self._variables)}>")
