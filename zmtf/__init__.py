@@ -37,7 +37,9 @@ from zmtf.framework.ops.math_ops import (
     squared_difference, subtract, tanh, to_float, truediv,
 )
 from zmtf.framework.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
-from zmtf.framework.ops.selection_ops import gather, newaxis, slice, strided_slice, where
+from zmtf.framework.ops.selection_ops import (
+    gather, newaxis, pad, slice, split, strided_slice, tile, unstack, where,
+)
 from zmtf.framework.ops.init_ops import (
     constant_initializer, glorot_normal_initializer, glorot_uniform_initializer, ones_initializer,
     random_normal_initializer, random_uniform_initializer, truncated_normal_initializer,

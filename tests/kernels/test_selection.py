@@ -100,3 +100,25 @@ def test_size_and_rank():
         size, rank, size64 = sess.run([tf.size(x), tf.rank(x), tf.size(x, out_type=tf.int64)],
                                       {x: np.zeros((4, 3))})
     assert (size, rank, size64) == (12, 2, 12) and size64.dtype == np.int64
+
+
+def test_split_unstack_tile_pad_match_numpy():
+    x = tf.constant(X[0])                          # 3 x 4
+    with tf.Session() as sess:
+        for got, want in zip(sess.run(tf.unstack(x, axis=1)), np.moveaxis(X[0], 1, 0)):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(sess.run(tf.split(x, 2, axis=1)[1]), X[0][:, 2:])
+        np.testing.assert_array_equal(sess.run(tf.split(x, [1, -1])[1]), X[0][1:])
+        np.testing.assert_array_equal(sess.run(tf.tile(x, [2, 3])), np.tile(X[0], [2, 3]))
+        np.testing.assert_array_equal(sess.run(tf.pad(x, [[1, 2], [0, 1]], constant_values=-1)),
+                                      np.pad(X[0], [[1, 2], [0, 1]], constant_values=-1))
+        np.testing.assert_array_equal(sess.run(tf.pad(x, [[2, 2], [1, 1]], mode="SYMMETRIC")),
+                                      np.pad(X[0], [[2, 2], [1, 1]], mode="symmetric"))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="REFLECT mode"):
+            sess.run(tf.pad(x, [[3, 0], [0, 0]], mode="REFLECT"))
+    with pytest.raises(ValueError, match="evenly divisible by 3"):
+        tf.split(x, 3, axis=1)
+    with pytest.raises(ValueError, match="do not add up"):
+        tf.split(x, [1, 1], axis=1)
+    with pytest.raises(LookupError, match="only CONSTANT padding is differentiable"):
+        tf.gradients(tf.pad(x, [[1, 1], [0, 0]], mode="REFLECT"), [x])

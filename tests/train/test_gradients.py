@@ -140,6 +140,13 @@ CASES = [
     Case("gather_axis1", lambda x: tf.gather(x, [[1, 0], [1, 1]], axis=1), [normal(2, 3)]),
     Case("none_batch_getitem", lambda x: x[:, 1], [normal(3, 2)], shapes=[[None, 2]]),
     Case("none_batch_gather", lambda x: tf.gather(x, [0, 0, 2]), [normal(3, 2)], shapes=[[None, 2]]),
+    Case("unstack_axis1", lambda x: tf.unstack(x, axis=1)[2] * 2.0 + tf.unstack(x, axis=1)[0],
+         [normal(2, 3)]),
+    Case("split_sizes", lambda x: tf.concat(tf.split(x, [1, -1], axis=1)[::-1], 1), [normal(2, 3)]),
+    Case("tile", lambda x: tf.tile(x, [2, 3]), [normal(2, 2)]),
+    Case("pad", lambda x: tf.pad(x, [[1, 0], [2, 1]], constant_values=3.0), [normal(2, 2)]),
+    Case("none_batch_tile", lambda x: tf.tile(x, [2, 1]), [normal(3, 2)], shapes=[[None, 2]]),
+    Case("none_batch_pad", lambda x: tf.pad(x, [[0, 2], [1, 1]]), [normal(3, 2)], shapes=[[None, 2]]),
     Case("none_batch_slice", lambda x: tf.slice(x, [1, 0], [-1, 1]), [normal(3, 2)], shapes=[[None, 2]]),
     # nn ops
     Case("bias_add", tf.nn.bias_add, [normal(2, 3), normal(3)]),

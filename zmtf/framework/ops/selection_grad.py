@@ -12,7 +12,7 @@ from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import array_ops
 from zmtf.framework.ops.math_grad import shape_of
-from zmtf.framework.ops.selection_ops import where
+from zmtf.framework.ops.selection_ops import strided_slice_spec, where
 
 Grads = list[Tensor | None]
 
@@ -49,3 +49,19 @@ def _gather_grad(op: Operation, grad: Tensor) -> Grads:
     params, indices = op.inputs
     attrs = {"axis": op.attrs["axis"], "_static_shape": _static(params)}
     return [apply_op("GatherGrad", [grad, indices, shape_of(params)], attrs).outputs[0], None]
+
+
+@gradient("Tile")
+def _tile_grad(op: Operation, grad: Tensor) -> Grads:
+    x = op.inputs[0]
+    attrs = {"multiples": op.attrs["multiples"], "_static_shape": _static(x)}
+    return [apply_op("TileGrad", [grad, shape_of(x)], attrs).outputs[0]]
+
+
+@gradient("Pad")
+def _pad_grad(op: Operation, grad: Tensor) -> Grads:
+    if op.attrs["mode"] != "CONSTANT":
+        raise LookupError(f"No gradient defined for operation '{op.name}' (op type: Pad) in mode "
+                          f"{op.attrs['mode']}: only CONSTANT padding is differentiable in zmtf")
+    spec = [["s", a, -b if b else None, None] for a, b in op.attrs["paddings"]]
+    return [strided_slice_spec(grad, spec)]

@@ -195,3 +195,111 @@ def _scatter_grad_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
 
 
 Tensor.__getitem__ = lambda self, key: strided_slice(self, key)  # type: ignore[method-assign]
+
+
+# ---- split / unstack (static slices), tile, pad --------------------------------------------
+def _axis_size(x: Tensor, axis: int, what: str) -> tuple[int, int]:
+    rank = x.shape.ndims
+    if rank is None:
+        raise ValueError(f"{what}: the rank of {x.name} must be known")
+    axis = axis % rank
+    size = x.shape.as_list()[axis]
+    return axis, size
+
+
+def _along_axis(axis: int, item: list) -> list[list]:
+    return [["s", None, None, None]] * axis + [item]
+
+
+def unstack(value: Any, num: int | None = None, axis: int = 0, name: str = "unstack") -> list[Tensor]:
+    """The slices of ``value`` along ``axis`` (its size there must be known, or ``num`` given)."""
+    x = convert_to_tensor(value)
+    axis, size = _axis_size(x, axis, "tf.unstack")
+    count = size if size is not None else num
+    if count is None:
+        raise ValueError(f"tf.unstack: cannot infer num from shape {x.shape}; pass num=")
+    return [strided_slice_spec(x, _along_axis(axis, ["i", i]), name=name) for i in range(count)]
+
+
+def split(value: Any, num_or_size_splits: Any, axis: int = 0, num: int | None = None,
+          name: str = "split") -> list[Tensor]:
+    """``value`` cut along ``axis`` into equal pieces (an int) or pieces of the given sizes
+    (a list; one entry may be -1 for the rest)."""
+    x = convert_to_tensor(value)
+    axis, size = _axis_size(x, axis, "tf.split")
+    if isinstance(num_or_size_splits, int):
+        pieces = num_or_size_splits
+        if size is None or pieces <= 0 or size % pieces:
+            raise ValueError(f"tf.split: dimension {axis} of {x.name} ({size}) must be evenly "
+                             f"divisible by {pieces}")
+        sizes = [size // pieces] * pieces
+    else:
+        sizes = [int(s) for s in num_or_size_splits]
+        if sizes.count(-1) > 1:
+            raise ValueError("tf.split: at most one size may be -1")
+        if -1 in sizes:
+            if size is None:
+                raise ValueError(f"tf.split: a -1 size needs dimension {axis} of {x.name} known")
+            sizes[sizes.index(-1)] = size - (sum(sizes) + 1)
+        if size is not None and sum(sizes) != size:
+            raise ValueError(f"tf.split: sizes {sizes} do not add up to dimension {axis} ({size})")
+    out, offset = [], 0
+    for n in sizes:
+        out.append(strided_slice_spec(x, _along_axis(axis, ["s", offset, offset + n, None]), name=name))
+        offset += n
+    return out
+
+
+@op_def("Tile")
+def _tile_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, multiples = inputs[0], attrs["multiples"]
+    if x.shape.ndims is None:
+        return [(x.dtype, TensorShape(None))]
+    dims = x.shape.as_list()
+    if len(multiples) != len(dims):
+        raise ValueError(f"tf.tile: multiples {multiples} must have one entry per dimension of "
+                         f"{x.name} {x.shape}")
+    return [(x.dtype, TensorShape([None if d is None else d * m for d, m in zip(dims, multiples)]))]
+
+
+def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    if isinstance(multiples, Tensor):
+        raise TypeError("tf.tile: multiples must be a list of Python ints in zmtf, not a tensor")
+    values = [int(m) for m in multiples]
+    if any(m < 0 for m in values):
+        raise ValueError(f"tf.tile: multiples must be >= 0, got {values}")
+    return apply_op("Tile", [convert_to_tensor(input)], {"multiples": values}, name=name).outputs[0]
+
+
+@op_def("TileGrad")
+def _tile_grad_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    known = attrs.get("_static_shape")
+    return [(inputs[0].dtype, TensorShape(known) if known is not None else TensorShape(None))]
+
+
+_PAD_MODES = ("CONSTANT", "REFLECT", "SYMMETRIC")
+
+
+@op_def("Pad")
+def _pad_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    x, paddings = inputs[0], attrs["paddings"]
+    if x.shape.ndims is None:
+        return [(x.dtype, TensorShape(None))]
+    dims = x.shape.as_list()
+    if len(paddings) != len(dims):
+        raise ValueError(f"tf.pad: paddings {paddings} must have one [before, after] pair per "
+                         f"dimension of {x.name} {x.shape}")
+    return [(x.dtype, TensorShape([None if d is None else d + a + b for d, (a, b) in zip(dims, paddings)]))]
+
+
+def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", name: str | None = None,
+        constant_values: Any = 0) -> Tensor:
+    if isinstance(paddings, Tensor):
+        raise TypeError("tf.pad: paddings must be a list of [before, after] Python ints in zmtf")
+    pairs = [[int(a), int(b)] for a, b in paddings]
+    if any(a < 0 or b < 0 for a, b in pairs):
+        raise ValueError(f"tf.pad: paddings must be >= 0, got {pairs}")
+    if mode.upper() not in _PAD_MODES:
+        raise ValueError(f"tf.pad: mode must be one of {_PAD_MODES}, got {mode!r}")
+    attrs = {"paddings": pairs, "mode": mode.upper(), "constant_values": float(constant_values)}
+    return apply_op("Pad", [convert_to_tensor(tensor)], attrs, name=name).outputs[0]

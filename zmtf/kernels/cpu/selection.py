@@ -128,3 +128,37 @@ def gather_grad(ctx: Any, inputs: list, attrs: dict) -> list:
     g = np.moveaxis(grad.reshape(out.shape[:axis] + (indices.size,) + out.shape[axis + 1:]), axis, 0)
     np.add.at(moved, indices.reshape(-1), g)
     return [out]
+
+
+@register("Tile", dtypes=ALL)
+def tile(ctx: Any, inputs: list, attrs: dict) -> list:
+    return [np.tile(inputs[0], attrs["multiples"])]
+
+
+@register("TileGrad", dtypes=NUMERIC)
+def tile_grad(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Sum the tiled copies: grad viewed as [m0, d0, m1, d1, ...], summed over the m axes."""
+    grad, shape = inputs
+    dims = shape_input(shape, attrs["_node_name"])
+    split = []
+    for m, d in zip(attrs["multiples"], dims):
+        split += [m, d]
+    return [grad.reshape(split).sum(axis=tuple(range(0, 2 * len(dims), 2))).astype(grad.dtype)]
+
+
+@register("Pad", dtypes=ALL)
+def pad(ctx: Any, inputs: list, attrs: dict) -> list:
+    x, mode = inputs[0], attrs["mode"]
+    pairs = [tuple(p) for p in attrs["paddings"]]
+    if len(pairs) != x.ndim:
+        raise InvalidArgumentError(f"Pad (node '{attrs['_node_name']}'): {len(pairs)} padding pairs "
+                                   f"for an input of rank {x.ndim}")
+    if mode == "CONSTANT":
+        return [np.pad(x, pairs, mode="constant", constant_values=np.asarray(attrs["constant_values"]).astype(x.dtype))]
+    limit = 0 if mode == "REFLECT" else 1
+    for (a, b), d in zip(pairs, x.shape):
+        if max(a, b) > d - 1 + limit:
+            raise InvalidArgumentError(f"Pad (node '{attrs['_node_name']}'): paddings {pairs} must be "
+                                       f"less than the dimension size{' minus one' if not limit else ''} "
+                                       f"in {mode} mode, input shape {shape_str(x.shape)}")
+    return [np.pad(x, pairs, mode=mode.lower())]
