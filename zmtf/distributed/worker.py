@@ -39,8 +39,9 @@ TRANSFER_OPS = ("_Send", "_Recv")
 CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are kept
 # Partitions whose kernels took less than this last time run on the event loop thread: every
 # Recv that arrives and every Send then continues without a thread hop. Measured on the
-# MLP training job (bench/train.py, 1 ps + 2 workers): 0.5 ms -> 5 ms took 301 -> 372 steps/s
-# and 5.0 -> 4.1 ms of CPU per step. The price: the loop serves nothing else for that long.
+# MLP training job (bench/train.py, 1 ps + 2 workers): 0.5 ms -> 5 ms took ~300 -> 320-370
+# steps/s and ~5.0 -> 4.1-4.7 ms of CPU per step. The price: the loop serves nothing else
+# for that long.
 INLINE_SECONDS = 0.005
 
 
@@ -185,9 +186,8 @@ class WorkerService:
             self._cleanup_later(step_id)
 
         result.add_done_callback(ended)
-        loop_thread = threading.get_ident()
         running.add_done_callback(
-            lambda done: settle(done) if threading.get_ident() == loop_thread
+            lambda done: settle(done) if threading.get_ident() == self._loop_thread
             else loop.call_soon_threadsafe(settle, done))
         return result
 
