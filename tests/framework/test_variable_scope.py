@@ -146,3 +146,33 @@ def test_shards_spread_over_ps_tasks_and_train_on_a_cluster():
     finally:
         for server in servers:
             server.stop()
+
+
+def test_saver_writes_a_partitioned_variable_whole_and_restores_any_partitioning(tmp_path):
+    table = np.arange(30, dtype=np.float32).reshape(10, 3)
+
+    def build(shards):
+        graph = tf.Graph()
+        with graph.as_default():
+            partitioner = tf.fixed_size_partitioner(shards) if shards else None
+            emb = tf.get_variable("emb", [10, 3], initializer=tf.zeros_initializer(),
+                                  partitioner=partitioner)
+            bias = tf.get_variable("bias", [3], initializer=tf.ones_initializer())
+            saver = tf.train.Saver()
+        return graph, emb, bias, saver
+
+    graph, emb, bias, saver = build(3)
+    with tf.Session(graph=graph) as sess:
+        sess.run([v.initializer for v in list(emb) + [bias]])
+        sess.run([part.assign(chunk) for part, chunk in zip(emb, np.split(table, [4, 7]))])
+        path = saver.save(sess, str(tmp_path / "model"))
+    with np.load(path + ".npz") as archive:
+        assert sorted(archive.files) == ["bias", "emb"]          # whole, not per shard
+        np.testing.assert_array_equal(archive["emb"], table)
+    for shards in (2, None):                                     # another partitioning, or none
+        graph, emb, bias, saver = build(shards)
+        with tf.Session(graph=graph) as sess:
+            saver.restore(sess, path)
+            whole = sess.run(tf.convert_to_tensor(emb)) if shards else sess.run(emb)
+            np.testing.assert_array_equal(whole, table)
+            assert sess.run(bias).tolist() == [1.0, 1.0, 1.0]

@@ -228,7 +228,20 @@ def _partitioned(full: str, shape: TensorShape | None, dt: dtypes.DType, init: A
         variables.append(Variable(initial, trainable=trainable, collections=collections,
                                   name=f"{full}/part_{i}/", dtype=dt))
         offset += size
-    return PartitionedVariable(full, dims, dt, variables, axis)
+    whole = PartitionedVariable(full, dims, dt, variables, axis)
+    for part in variables:
+        _owners[id(part.op)] = whole
+    return whole
+
+
+#: id(shard's Variable op) -> its PartitionedVariable (the Saver saves the whole)
+_owners: "weakref.WeakValueDictionary[int, PartitionedVariable]" = weakref.WeakValueDictionary()
+
+
+def partitioned_owner(variable: Any) -> "PartitionedVariable | None":
+    """The partitioned variable ``variable`` is a shard of, if any."""
+    op = getattr(variable, "op", None)
+    return _owners.get(id(op)) if op is not None else None
 
 
 class PartitionedVariable:

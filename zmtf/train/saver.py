@@ -40,6 +40,7 @@ from zmtf.framework.errors import DataLossError, InvalidArgumentError, NotFoundE
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.ops.array_ops import placeholder
 from zmtf.framework.ops.control_flow_ops import group
+from zmtf.framework.variable_scope import PartitionedVariable, partitioned_owner
 from zmtf.framework.variables import global_variables
 
 __all__ = [
@@ -217,21 +218,41 @@ def _write_arrays(f: IO[bytes], arrays: Mapping[str, np.ndarray]) -> None:
 
 # ---- the Saver ---------------------------------------------------------------------------------
 def _var_name(variable: Any) -> str:
-    return variable.op.name
+    return variable.name if isinstance(variable, PartitionedVariable) else variable.op.name
+
+
+def _with_partitions(variables: list[Any]) -> list[Any]:
+    """Every variable, with the shards of each partitioned variable replaced by the whole."""
+    whole = {}
+    for variable in variables:
+        if isinstance(variable, PartitionedVariable):
+            continue
+        owner = partitioned_owner(variable)
+        if owner is not None:
+            whole.setdefault(id(owner), owner)
+    shards = {id(part) for owner in whole.values() for part in owner}
+    out = [v for v in variables if id(v) not in shards]
+    out.extend(owner for owner in whole.values() if all(owner is not v for v in out))
+    return out
 
 
 def _named_variables(var_list: Any) -> dict[str, Any]:
-    """Checkpoint key -> variable, in a stable order (TF's rules for a list or a dict)."""
+    """Checkpoint key -> variable, in a stable order (TF's rules for a list or a dict).
+
+    A partitioned variable is saved whole under its name (its shards concatenated), as TF
+    saves it, so a checkpoint restores into any partitioning of it, or none."""
     if isinstance(var_list, Mapping):
         named = dict(var_list)
     else:
         named = {}
-        for variable in var_list:
+        for variable in _with_partitions(list(var_list)):
             name = _var_name(variable)
             if name in named:
                 raise ValueError(f"At least two variables have the same name: {name}")
             named[name] = variable
     for key, variable in named.items():
+        if isinstance(variable, PartitionedVariable):
+            continue
         if not hasattr(variable, "value") or not hasattr(variable, "op"):
             raise TypeError(f"Saver var_list['{key}'] must be a tf.Variable, got {variable!r}")
     return named
@@ -272,16 +293,22 @@ class Saver:
             self._build(name or "save")
 
     def _build(self, scope: str) -> None:
-        graph = next(iter(self._variables.values())).graph
+        first = next(iter(self._variables.values()))
+        graph = (list(first)[0] if isinstance(first, PartitionedVariable) else first).graph
         with graph.as_default(), graph.name_scope(scope):
             assigns = []
             for variable in self._variables.values():
-                self._reads.append(variable.value())
-                # NOTE: the fed value goes straight to the variable's task; the Assign runs there
-                with graph.colocate_with(variable.op):
-                    value = placeholder(variable.dtype, variable.shape, name="restore_value")
-                    assigns.append(variable.assign(value))
-                self._feeds.append(value)
+                parts = list(variable) if isinstance(variable, PartitionedVariable) else [variable]
+                self._reads.append(variable.as_tensor() if isinstance(variable, PartitionedVariable)
+                                   else variable.value())
+                feeds = []
+                for part in parts:
+                    # NOTE: the fed value goes straight to the part's task; the Assign runs there
+                    with graph.colocate_with(part.op):
+                        value = placeholder(part.dtype, part.shape, name="restore_value")
+                        assigns.append(part.assign(value))
+                    feeds.append(value)
+                self._feeds.append(feeds)
             self._restore_op = group(*assigns, name="restore_all")
         self._graph = graph
 
@@ -388,8 +415,18 @@ class Saver:
         save_path = os.fspath(save_path)
         arrays = _read_checkpoint(save_path, list(self._variables))
         feeds = {}
-        for (key, variable), feed in zip(self._variables.items(), self._feeds):
-            feeds[feed] = _checked_value(save_path, key, variable, arrays)
+        for (key, variable), placeholders in zip(self._variables.items(), self._feeds):
+            value = _checked_value(save_path, key, variable, arrays)
+            if not isinstance(variable, PartitionedVariable):
+                feeds[placeholders[0]] = value
+                continue
+            offset = 0   # cut the whole value along the axis, as the shards are now
+            for part, feed in zip(variable, placeholders):
+                size = part.shape.as_list()[variable.axis]
+                index = [slice(None)] * value.ndim
+                index[variable.axis] = slice(offset, offset + size)
+                feeds[feed] = value[tuple(index)]
+                offset += size
         sess.run(self._restore_op, feed_dict=feeds)
 
     def __repr__(self) -> str:
