@@ -83,6 +83,7 @@ def _send_kernel(ctx: StepContext, inputs: list, attrs: dict, done: Callable) ->
 
 _recv_kernel.is_async = True  # type: ignore[attr-defined]
 _send_kernel.is_async = True  # type: ignore[attr-defined]
+_send_kernel.dead_unsupported = True  # type: ignore[attr-defined]  # no dead values on the wire
 _TRANSFER_KERNELS = {"_Recv": _recv_kernel, "_Send": _send_kernel}
 
 

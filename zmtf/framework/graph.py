@@ -190,6 +190,8 @@ class Graph:
         self._version = 0  # bumped on every change that can alter a plan
         self.seed: int | None = None
         self._last_op_seed = 0
+        #: the innermost tf.cond branch being built (control_flow_ops.CondContext), or None
+        self._cond_context: Any = None
 
     # ---- ops ------------------------------------------------------------------
     def create_op(
@@ -210,8 +212,15 @@ class Graph:
             unique = name[:-1]
         else:
             unique = self.unique_name(name or op_type)
-        op = Operation(self, unique, op_type, inputs, output_specs, dict(attrs or {}),
-                       self._current_control_inputs(inputs))
+        context = self._cond_context
+        if context is not None:   # inside a tf.cond branch: values from outside enter by a Switch
+            inputs = [context.capture(t) for t in inputs]
+        control = self._current_control_inputs(inputs)
+        if context is not None and not inputs:
+            control.append(context.pivot)   # a source op runs only when its branch is taken
+        op = Operation(self, unique, op_type, inputs, output_specs, dict(attrs or {}), control)
+        if context is not None:
+            context.ops.add(op)
         self._apply_colocation_or_devices(op)
         op._id = len(self._ops)
         self._ops.append(op)

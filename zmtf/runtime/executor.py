@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zmtf.framework import errors
+from zmtf.kernels.dead import DEAD
 from zmtf.placement.plan import StepPlan
 from zmtf.runtime.devices import DevicePools
 
@@ -51,6 +52,7 @@ class BoundStep:
     roots: tuple[int, ...]                  # nodes to start with
     preset: tuple[tuple[int, Any], ...]     # (slot, value) known before any step: constants
     to_run: int                             # nodes a step runs (all but the constants)
+    merges: frozenset[int] | None           # Merge nodes of a plan with tf.cond, else None
 
 
 def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
@@ -85,6 +87,8 @@ def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
         roots,
         tuple(preset),
         len(nodes) - len(constant),
+        frozenset(i for i, n in enumerate(nodes) if n.op_type == "Merge")
+        if any(n.op_type in ("Switch", "Merge") for n in nodes) else None,
     )
 
 
@@ -134,7 +138,7 @@ class _StepRun:
     """The mutable state of one step: value slots, pending counts, the first error."""
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
-                 "future", "failed", "inline", "busy", "cancel_callbacks", "__weakref__")
+                 "future", "failed", "inline", "busy", "cancel_callbacks", "dead", "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -156,6 +160,8 @@ class _StepRun:
         self.busy = 0.0   # seconds spent inside kernels (not waiting for Recv): see compute_seconds
         #: node -> callback of a waiting async kernel, called once if the step aborts first
         self.cancel_callbacks: dict[int, Callable[[BaseException], None]] = {}
+        #: tf.cond plans only: nodes made dead by a dead predecessor (a control edge included)
+        self.dead: bytearray | None = bytearray(len(step.pending)) if step.merges is not None else None
 
     def start(self) -> None:
         if self.remaining == 0:
@@ -172,6 +178,11 @@ class _StepRun:
             i = ready.pop()
             inputs = [slots[s] for s in in_slots[i]]
             kernel = kernels[i]
+            if self.dead is not None and self._is_dead(i, inputs):
+                if not self._skip_dead(i, kernel):
+                    return
+                ready.extend(self._complete(i, pending))
+                continue
             if getattr(kernel, "is_async", False):  # Send/Recv: started here, finished by callback
                 self._start_async(i, inputs, kernel, attrs[i])
                 continue
@@ -181,6 +192,30 @@ class _StepRun:
             if not self._run_node(i, inputs, kernel, attrs[i]):
                 return
             ready.extend(self._complete(i, pending))
+
+    def _is_dead(self, i: int, inputs: list[Any]) -> bool:
+        """A node runs dead (is skipped) when a predecessor was dead, or a data input is; a
+        Merge only when all its inputs are (its kernel then says so)."""
+        if self.dead[i]:  # type: ignore[index]
+            return True
+        return i not in self.step.merges and any(x is DEAD for x in inputs)  # type: ignore[operator]
+
+    def _skip_dead(self, i: int, kernel: Any) -> bool:
+        """Mark node i's outputs and its consumers dead; False if the node cannot be dead."""
+        if getattr(kernel, "dead_unsupported", False):
+            node = self.step.plan.nodes[i]
+            self._fail(i, errors.UnimplementedError(
+                None, None, f"'{node.name}' ({node.op_type}) would carry the dead value of a tf.cond "
+                f"branch that did not run to another task: zmtf keeps a cond's values on one "
+                f"task. Pin the cond and the ops using its results to one task."))
+            return False
+        for slot in self.step.output_slots[i]:
+            self.slots[slot] = DEAD
+        merges, dead = self.step.merges, self.dead
+        for c in self.step.consumers[i]:
+            if c not in merges:  # type: ignore[operator]
+                dead[c] = 1  # type: ignore[index]
+        return True
 
     def _start_async(self, i: int, inputs: list[Any], kernel: Any, attrs: dict[str, Any]) -> None:
         """Start a kernel that completes later through ``done`` (Recv): no thread waits for it."""
@@ -268,6 +303,12 @@ class _StepRun:
 
     def _finish(self) -> None:
         result = [self.slots[s] for s in self.step.plan.fetch_slots]
+        if self.dead is not None and any(v is DEAD for v in result):
+            index = next(k for k, v in enumerate(result) if v is DEAD)
+            _settle(self.future, error=errors.InvalidArgumentError(
+                None, None, f"Retval[{index}] does not have value: the fetched tensor lies in a "
+                f"tf.cond branch that did not run; fetch the cond's result instead"))
+            return
         self.slots = []  # drop intermediates now: their buffers go back to the pool
         self.future.compute_seconds = self.busy  # type: ignore[attr-defined]
         _settle(self.future, result=result)

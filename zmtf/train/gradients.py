@@ -14,7 +14,9 @@ from typing import Any, Iterable, Sequence
 
 from zmtf.framework.gradient_registry import gradient_function
 from zmtf.framework.graph import Graph, Operation, Tensor
-from zmtf.framework.ops import array_grad, math_grad, nn_grad, selection_grad  # noqa: F401  (fill GRADIENTS)
+from zmtf.framework.ops import (  # noqa: F401  (fill GRADIENTS)
+    array_grad, cond_grad, math_grad, nn_grad, selection_grad,
+)
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group
@@ -142,7 +144,9 @@ class _Backprop:
                 # does: e.g. a first layer's MatMul gradient w.r.t. the input batch).
                 in_grads = [g if t.op in self.between else None
                             for t, g in zip(op.inputs, in_grads)]
-                if self.gate and sum(g is not None for g in in_grads) > 1:
+                # a Merge's gradients go into different tf.cond branches, one of them dead: a
+                # gate joining them would make both dead
+                if self.gate and op.type != "Merge" and sum(g is not None for g in in_grads) > 1:
                     in_grads = self._gated(in_grads)
         return in_grads
 

@@ -2,6 +2,7 @@
 
 from zmtf.framework.ops import (  # noqa: F401  (import order fills OP_DEFS)
     array_ops,
+    cond_ops,
     constant_op,
     control_flow_ops,
     math_ops,

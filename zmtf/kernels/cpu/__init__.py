@@ -5,8 +5,10 @@ One module per family: elementwise, reduce, matmul, nn, random, array, selection
 the numba policy (decorator options, caching, thread count, numpy/numba threshold).
 """
 
-from zmtf.kernels.cpu import array, data_flow, elementwise, matmul, nn, random, reduce, selection, state
+from zmtf.kernels.cpu import (
+    array, control_flow, data_flow, elementwise, matmul, nn, random, reduce, selection, state,
+)
 from zmtf.kernels.cpu.state import VariableRef
 
-__all__ = ["VariableRef", "array", "data_flow", "elementwise", "matmul", "nn", "random", "reduce",
+__all__ = ["VariableRef", "array", "control_flow", "data_flow", "elementwise", "matmul", "nn", "random", "reduce",
            "selection", "state"]
