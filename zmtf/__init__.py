@@ -77,6 +77,14 @@ from zmtf.distributed.server import Server as _Server  # noqa: E402
 
 train.ClusterSpec = _ClusterSpec
 train.Server = _Server
+from zmtf.client.monitored_session import (  # noqa: E402  (client layer: added here, as Server)
+    MonitoredSession as _MonitoredSession, MonitoredTrainingSession as _MonitoredTrainingSession,
+    Scaffold as _Scaffold,
+)
+
+train.MonitoredSession = _MonitoredSession
+train.MonitoredTrainingSession = _MonitoredTrainingSession
+train.Scaffold = _Scaffold
 
 from zmtf.train.gradients import gradients  # noqa: E402
 from zmtf.runtime.gpus import list_local_devices as _list_local_devices  # noqa: E402

@@ -172,7 +172,7 @@ def test_misuse_is_reported():
         v = tf.Variable(1.0)
         with pytest.raises(ValueError, match="Global step is required"):
             opt.apply_gradients([(tf.constant(1.0), v)])
-        with pytest.raises(tf.errors.UnimplementedError, match="MonitoredTrainingSession"):
+        with pytest.raises(ValueError, match="apply_gradients should be called before using the hook"):
             opt.make_session_run_hook(True)
         more = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 3,
                                               total_num_replicas=1)

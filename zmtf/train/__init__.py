@@ -1,6 +1,7 @@
 """``tf.train``: training utilities built on the pure graph layer.
 
-The cluster classes (ClusterSpec, Server) are added to this namespace by ``zmtf/__init__``.
+The cluster classes (ClusterSpec, Server) and the session classes (MonitoredTrainingSession,
+MonitoredSession, Scaffold) are added to this namespace by ``zmtf/__init__``.
 """
 
 from zmtf.train.coordinator import Coordinator
@@ -14,10 +15,16 @@ from zmtf.train.saver import (
     CheckpointState, Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint,
     update_checkpoint_state,
 )
+from zmtf.train.session_run_hook import (
+    CheckpointSaverHook, LoggingTensorHook, NanTensorHook, SessionRunArgs, SessionRunContext,
+    SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook,
+)
 from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
 __all__ = [
-    "AdamOptimizer", "CheckpointState", "Coordinator", "GradientDescentOptimizer",
+    "AdamOptimizer", "CheckpointSaverHook", "CheckpointState", "LoggingTensorHook", "NanTensorHook",
+    "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
+    "StopAtStepHook", "Coordinator", "GradientDescentOptimizer",
     "GreedyLoadBalancingStrategy", "MomentumOptimizer", "Optimizer", "QueueRunner", "Saver",
     "SyncReplicasOptimizer", "add_queue_runner", "byte_size_load_fn", "checkpoint_exists",
     "create_global_step", "get_checkpoint_state", "get_global_step", "get_or_create_global_step",

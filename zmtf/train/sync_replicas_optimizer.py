@@ -33,6 +33,7 @@ from zmtf.framework.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
 from zmtf.framework.variables import Variable, global_variables
 from zmtf.train.optimizers import Optimizer
 from zmtf.train.queue_runner import QueueRunner
+from zmtf.train.session_run_hook import SessionRunHook
 
 
 class SyncReplicasOptimizer(Optimizer):
@@ -181,10 +182,12 @@ class SyncReplicasOptimizer(Optimizer):
             return self._sync_token_queue.enqueue_many((tokens,), name="sync_init_tokens")
 
     def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> Any:
-        raise UnimplementedError(
-            "zmtf has no MonitoredTrainingSession, so no session run hooks: on the chief run "
-            "chief_init_op and get_init_tokens_op(), then start get_chief_queue_runner()'s "
-            "threads; on the other workers run local_step_init_op (see this module's docstring)")
+        """A hook for MonitoredTrainingSession: the chief initializes the sync state, fills the
+        token queue and starts the sync queue runner; the others set their local step."""
+        if not self._gradients_applied:
+            raise ValueError("SyncReplicasOptimizer.apply_gradients should be called before "
+                             "using the hook.")
+        return _SyncReplicasHook(self, is_chief, num_tokens)
 
     # ---- the wrapped optimizer's slots ----------------------------------------------------
     def get_slot(self, var: Variable, name: str) -> Variable | None:
@@ -195,3 +198,25 @@ class SyncReplicasOptimizer(Optimizer):
 
     def variables(self) -> list[Variable]:
         return self._opt.variables()
+
+
+class _SyncReplicasHook(SessionRunHook):
+    def __init__(self, opt: SyncReplicasOptimizer, is_chief: bool, num_tokens: int) -> None:
+        self._opt, self._is_chief, self._num_tokens = opt, is_chief, num_tokens
+
+    def begin(self) -> None:
+        self._tokens = self._opt.get_init_tokens_op(self._num_tokens) if self._is_chief else None
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        if not self._is_chief:
+            session.run(self._opt.local_step_init_op)
+            return
+        session.run(self._opt.chief_init_op)
+        session.run(self._tokens)
+        self._opt.get_chief_queue_runner().create_threads(session, coord=coord, daemon=True, start=True)
+
+    def end(self, session: Any) -> None:
+        """The chief stops: one more round of tokens lets a worker waiting for one finish its
+        step and see that training is over (in TF it may wait forever)."""
+        if self._is_chief:
+            session.run(self._tokens)

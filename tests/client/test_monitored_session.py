@@ -1,0 +1,157 @@
+"""tf.train.MonitoredTrainingSession and hooks: local, with checkpoints, and on a tcp cluster."""
+
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+import zmtf as tf
+from zmtf.testing import free_tcp_ports
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+def linear_model():
+    x = tf.constant(np.ones((4, 2), np.float32))
+    w = tf.Variable(tf.zeros([2, 1]), name="w")
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+    step = tf.train.get_or_create_global_step()
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    return loss, train, step
+
+
+class Recorder(tf.train.SessionRunHook):
+    def __init__(self, fetch):
+        self.calls, self.values, self.fetch = [], [], fetch
+
+    def begin(self):
+        self.calls.append("begin")
+
+    def after_create_session(self, session, coord):
+        self.calls.append("after_create_session")
+
+    def before_run(self, run_context):
+        self.calls.append("before_run")
+        return tf.train.SessionRunArgs(self.fetch)
+
+    def after_run(self, run_context, run_values):
+        self.values.append(run_values.results)
+
+    def end(self, session):
+        self.calls.append("end")
+
+
+def test_stop_at_step_hooks_and_extra_fetches():
+    loss, train, step = linear_model()
+    recorder = Recorder(loss)
+    with tf.train.MonitoredTrainingSession(hooks=[tf.train.StopAtStepHook(last_step=5), recorder]) as sess:
+        runs = 0
+        while not sess.should_stop():
+            sess.run(train)
+            runs += 1
+        with pytest.raises(RuntimeError, match="should_stop"):
+            sess.run(train)
+    assert runs == 5
+    assert recorder.calls[:3] == ["begin", "after_create_session", "before_run"]
+    assert recorder.calls[-1] == "end" and len(recorder.values) == 5
+    assert recorder.values[0] > recorder.values[-1]          # the loss fell
+
+
+def test_checkpoints_are_saved_and_a_new_session_resumes(tmp_path):
+    loss, train, step = linear_model()
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_steps=2,
+                                           hooks=[tf.train.StopAtStepHook(last_step=3)]) as sess:
+        while not sess.should_stop():
+            sess.run(train)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-3")
+    assert len(list(tmp_path.glob("model.ckpt-*.npz"))) == 2     # every 2 steps, from the first
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                           hooks=[tf.train.StopAtStepHook(num_steps=2)]) as sess:
+        assert sess.run(step) == 3                                # restored, not re-initialized
+        seen = []
+        while not sess.should_stop():
+            seen.append(sess.run([train, step])[1])
+    assert len(seen) == 2                                         # two more steps: 3 -> 5
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-5")   # saved at the end
+
+
+def test_hook_errors_and_logging(caplog):
+    loss, train, step = linear_model()
+    x = tf.placeholder(tf.float32, [])
+
+    class Feeder(tf.train.SessionRunHook):
+        def before_run(self, run_context):
+            return tf.train.SessionRunArgs(None, feed_dict={x: 1.0})
+
+    with caplog.at_level(logging.INFO, logger="zmtf.train"):
+        with tf.train.MonitoredTrainingSession(hooks=[
+                Feeder(), tf.train.LoggingTensorHook({"loss": loss}, every_n_iter=1)]) as sess:
+            with pytest.raises(RuntimeError, match="Same tensor is fed by a SessionRunHook and user"):
+                sess.run(train, feed_dict={x: 2.0})
+            sess.run(train)
+    assert any(r.getMessage().startswith("loss = ") for r in caplog.records)
+    bad = tf.constant(np.nan)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="NaN loss during training"):
+        with tf.train.MonitoredTrainingSession(hooks=[tf.train.NanTensorHook(bad)]) as sess:
+            sess.run(train)
+
+
+def start_cluster(workers):
+    ports = free_tcp_ports(1 + workers)
+    cluster = {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
+    servers = [tf.train.Server(cluster, "ps", 0)] + [tf.train.Server(cluster, "worker", i)
+                                                     for i in range(workers)]
+    return cluster, servers
+
+
+def worker_graph(task, sync):
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device(tf.train.replica_device_setter(ps_tasks=1, worker_device=f"/job:worker/task:{task}")):
+            x = tf.constant(np.ones((4, 2), np.float32))
+            w = tf.get_variable("w", [2, 1], initializer=tf.zeros_initializer())
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+            step = tf.train.get_or_create_global_step()
+            opt = tf.train.GradientDescentOptimizer(0.1)
+            if sync:
+                opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2, total_num_replicas=2)
+            train = opt.minimize(loss, global_step=step)
+            hooks = [tf.train.StopAtStepHook(last_step=6)]
+            if sync:
+                hooks.append(opt.make_session_run_hook(is_chief=(task == 0)))
+    return graph, train, step, hooks
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["async", "sync_replicas"])
+def test_two_workers_train_with_monitored_sessions_on_a_cluster(sync):
+    cluster, servers = start_cluster(2)
+    results, errors = {}, []
+
+    def run(task):
+        try:
+            graph, train, step, hooks = worker_graph(task, sync)
+            with graph.as_default():
+                with tf.train.MonitoredTrainingSession(master=servers[1 + task].target, is_chief=(task == 0),
+                                                       hooks=hooks, log_step_count_steps=None,
+                                                       max_wait_secs=30) as sess:
+                    while not sess.should_stop():
+                        _, results[task] = sess.run([train, step])
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    try:
+        threads = [threading.Thread(target=run, args=(t,)) for t in (1, 0)]   # non-chief first: it waits
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not any(t.is_alive() for t in threads), "a worker hung"
+        assert not errors, errors
+        assert results[0] >= 5 and results[1] >= 5     # the step read before the last update
+    finally:
+        for server in servers:
+            server.stop()

@@ -1,0 +1,193 @@
+"""tf.train.MonitoredTrainingSession: a session that initializes, recovers, runs hooks, stops.
+
+The TF1 distributed training loop::
+
+    with tf.train.MonitoredTrainingSession(master=server.target, is_chief=(task == 0),
+                                           checkpoint_dir=ckpt, hooks=[StopAtStepHook(last_step=N)]) as s:
+        while not s.should_stop():
+            s.run(train_op)
+
+The chief restores the newest checkpoint in ``checkpoint_dir`` or runs the init op; the
+other workers wait until every global variable is initialized (polling, up to
+``max_wait_secs``: then DeadlineExceededError). Then every worker runs the local init op
+and the hooks' ``after_create_session``. Each ``run`` adds the hooks' fetches and feeds to
+the same ``sess.run``. On the chief, a CheckpointSaverHook (``save_checkpoint_secs`` or
+``save_checkpoint_steps``) and a StepCounterHook are added, as TF adds them. Summaries are
+not written (zmtf has no summary ops); ``save_summaries_*`` are accepted and ignored.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from zmtf.client.session import Session
+from zmtf.framework.errors import DeadlineExceededError, OutOfRangeError
+from zmtf.framework.graph import get_default_graph
+from zmtf.framework.variables import (
+    global_variables, global_variables_initializer, local_variables_initializer,
+)
+from zmtf.train.coordinator import Coordinator
+from zmtf.train.optimizers import get_global_step
+from zmtf.train.saver import Saver, latest_checkpoint
+from zmtf.train.session_run_hook import (
+    CheckpointSaverHook, SessionRunArgs, SessionRunContext, SessionRunValues, StepCounterHook,
+)
+
+
+class Scaffold:
+    """The ops a monitored session needs; what is not given is made by ``finalize()``."""
+
+    def __init__(self, init_op: Any = None, init_feed_dict: dict | None = None,
+                 local_init_op: Any = None, saver: Saver | None = None, ready_op: Any = None,
+                 **_unused: Any) -> None:
+        self.init_op, self.init_feed_dict = init_op, init_feed_dict
+        self.local_init_op, self.saver, self.ready_op = local_init_op, saver, ready_op
+        self._finalized = False
+
+    def finalize(self) -> None:
+        if self._finalized:
+            return
+        if self.init_op is None:
+            self.init_op = global_variables_initializer()
+        if self.local_init_op is None:
+            self.local_init_op = local_variables_initializer()
+        if self.ready_op is None:
+            self.ready_op = [v.is_initialized() for v in global_variables()]
+        if self.saver is None and global_variables():
+            self.saver = Saver()
+        self._finalized = True
+
+
+class MonitoredSession:
+    """A session wrapped with hooks and a coordinator (made by MonitoredTrainingSession)."""
+
+    def __init__(self, master: str, is_chief: bool, checkpoint_dir: str | None, scaffold: Scaffold,
+                 hooks: list[Any], config: Any, max_wait_secs: float,
+                 stop_grace_period_secs: float) -> None:
+        self._hooks = hooks
+        self._scaffold = scaffold
+        scaffold.finalize()
+        for hook in hooks:
+            hook.begin()
+        self._session = Session(master, config=config)
+        self._grace = stop_grace_period_secs
+        self._stop = False
+        try:
+            if is_chief:
+                self._initialize(checkpoint_dir)
+            else:
+                self._wait_until_ready(max_wait_secs)
+            self._session.run(scaffold.local_init_op)
+            self._coord = Coordinator(clean_stop_exception_types=[OutOfRangeError])
+            for hook in hooks:
+                hook.after_create_session(self._session, self._coord)
+        except BaseException:
+            self._session.close()
+            raise
+
+    @property
+    def graph(self) -> Any:
+        return self._session.graph
+
+    def _initialize(self, checkpoint_dir: str | None) -> None:
+        scaffold = self._scaffold
+        path = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
+        if path and scaffold.saver is not None:
+            scaffold.saver.restore(self._session, path)
+        else:
+            self._session.run(scaffold.init_op, feed_dict=scaffold.init_feed_dict)
+
+    def _wait_until_ready(self, max_wait_secs: float) -> None:
+        deadline = time.monotonic() + max_wait_secs
+        ready = self._scaffold.ready_op
+        while True:
+            values = self._session.run(ready)
+            if all(bool(v) for v in (values if isinstance(values, list) else [values])):
+                return
+            if time.monotonic() >= deadline:
+                raise DeadlineExceededError(None, None, f"the chief did not initialize the "
+                                            f"variables within {max_wait_secs} s")
+            time.sleep(0.2)
+
+    # ---- running ---------------------------------------------------------------------
+    def should_stop(self) -> bool:
+        return self._stop or self._coord.should_stop()
+
+    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
+            run_metadata: Any = None) -> Any:
+        if self.should_stop():
+            raise RuntimeError("Run called even after should_stop requested.")
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._session)
+        extra, feeds = {}, dict(feed_dict or {})
+        for index, hook in enumerate(self._hooks):
+            request = hook.before_run(context)
+            if request is None:
+                continue
+            if request.fetches is not None:
+                extra[index] = request.fetches
+            for key, value in (request.feed_dict or {}).items():
+                if key in feeds:
+                    raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user: {key}")
+                feeds[key] = value
+        try:
+            results = self._session.run([fetches, extra], feed_dict=feeds or None, options=options,
+                                        run_metadata=run_metadata)
+        except OutOfRangeError:
+            self._stop = True
+            raise
+        outputs, hook_results = results
+        for index, hook in enumerate(self._hooks):
+            hook.after_run(context, SessionRunValues(hook_results.get(index), options, run_metadata))
+        if context.stop_requested:
+            self._stop = True
+        return outputs
+
+    # ---- closing ---------------------------------------------------------------------
+    def close(self, run_end_hooks: bool = True) -> None:
+        try:
+            if run_end_hooks:
+                for hook in self._hooks:
+                    hook.end(self._session)
+        finally:
+            self._coord.request_stop()
+            self._session.close()      # cancels steps still running (a chief's sync thread)
+            try:
+                self._coord.join(stop_grace_period_secs=self._grace)
+            except OutOfRangeError:
+                pass
+
+    def __enter__(self) -> MonitoredSession:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        self.close(run_end_hooks=exc_type is None or issubclass(exc_type, OutOfRangeError))
+        return exc_type is not None and issubclass(exc_type, OutOfRangeError)
+
+
+def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N802 (TF's name)
+                             checkpoint_dir: str | None = None, scaffold: Scaffold | None = None,
+                             hooks: list[Any] | None = None, chief_only_hooks: list[Any] | None = None,
+                             save_checkpoint_secs: float | None = 600, save_summaries_steps: Any = 100,
+                             save_summaries_secs: Any = None, config: Any = None,
+                             stop_grace_period_secs: float = 120, log_step_count_steps: int | None = 100,
+                             max_wait_secs: float = 7200, save_checkpoint_steps: int | None = None,
+                             summary_dir: str | None = None, **_unused: Any) -> MonitoredSession:
+    """TF1's ``tf.train.MonitoredTrainingSession`` (see the module docstring)."""
+    scaffold = scaffold or Scaffold()
+    all_hooks = list(hooks or [])
+    if is_chief:
+        all_hooks.extend(chief_only_hooks or [])
+        has_step = get_global_step(get_default_graph()) is not None
+        if checkpoint_dir and has_step and (save_checkpoint_steps or save_checkpoint_secs):
+            all_hooks.append(CheckpointSaverHook(
+                checkpoint_dir, save_steps=save_checkpoint_steps,
+                save_secs=None if save_checkpoint_steps else save_checkpoint_secs,
+                scaffold=scaffold))
+        if log_step_count_steps and has_step:
+            all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
+    return MonitoredSession(master, is_chief, checkpoint_dir, scaffold, all_hooks,
+                            config, max_wait_secs, stop_grace_period_secs)
+
+
+__all__ = ["MonitoredSession", "MonitoredTrainingSession", "Scaffold"]

@@ -1,0 +1,218 @@
+"""Session run hooks (TF1's tf.train.SessionRunHook family) and the hooks TF ships most.
+
+A hook sees a MonitoredSession's life: ``begin()`` before the session exists (add ops
+here), ``after_create_session(session, coord)``, ``before_run(run_context)`` returning
+``SessionRunArgs`` (extra fetches and feeds, run in the same ``sess.run``),
+``after_run(run_context, run_values)`` with their results, and ``end(session)``.
+``run_context.request_stop()`` ends the training loop (``should_stop()`` turns True).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.framework.graph import Tensor, get_default_graph
+from zmtf.train.optimizers import get_global_step
+from zmtf.train.saver import Saver
+
+log = logging.getLogger("zmtf.train")
+
+
+@dataclass
+class SessionRunArgs:
+    """What a hook adds to one run: ``fetches`` (any nest) and ``feed_dict``."""
+
+    fetches: Any = None
+    feed_dict: dict | None = None
+    options: Any = None
+
+
+@dataclass
+class SessionRunValues:
+    """The results of a hook's fetches for one run."""
+
+    results: Any = None
+    options: Any = None
+    run_metadata: Any = None
+
+
+@dataclass
+class SessionRunContext:
+    """The run in progress: its original arguments and the session; ``request_stop()``."""
+
+    original_args: SessionRunArgs
+    session: Any
+    _stop_requested: bool = field(default=False)
+
+    def request_stop(self) -> None:
+        self._stop_requested = True
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested
+
+
+class SessionRunHook:
+    """Base class: every method does nothing."""
+
+    def begin(self) -> None:
+        pass
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        pass
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs | None:
+        return None
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        pass
+
+    def end(self, session: Any) -> None:
+        pass
+
+
+def _global_step_tensor() -> Tensor:
+    step = get_global_step(get_default_graph())
+    if step is None:
+        raise RuntimeError("this hook needs a global step: create it with "
+                           "tf.train.get_or_create_global_step() before the session")
+    return step
+
+
+class StopAtStepHook(SessionRunHook):
+    """Request a stop once the global step reaches ``last_step`` (or ``num_steps`` more)."""
+
+    def __init__(self, num_steps: int | None = None, last_step: int | None = None) -> None:
+        if (num_steps is None) == (last_step is None):
+            raise ValueError("Exactly one of num_steps or last_step should be specified.")
+        self._num_steps, self._last_step = num_steps, last_step
+
+    def begin(self) -> None:
+        self._step = _global_step_tensor()
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        if self._last_step is None:
+            self._last_step = int(session.run(self._step)) + int(self._num_steps)  # type: ignore[arg-type]
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        return SessionRunArgs(self._step)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        # The value fetched with the train op may be from before or after its update (as in
+        # TF): when it says "maybe there", read the step again to be sure.
+        if int(run_values.results) + 1 >= self._last_step:  # type: ignore[operator]
+            if int(run_context.session.run(self._step)) >= self._last_step:  # type: ignore[operator]
+                run_context.request_stop()
+
+
+class CheckpointSaverHook(SessionRunHook):
+    """Save a checkpoint every ``save_secs`` seconds or ``save_steps`` steps, and at the end."""
+
+    def __init__(self, checkpoint_dir: str, save_secs: float | None = None,
+                 save_steps: int | None = None, saver: Saver | None = None,
+                 checkpoint_basename: str = "model.ckpt", scaffold: Any = None) -> None:
+        if (save_secs is None) == (save_steps is None):
+            raise ValueError("exactly one of save_secs or save_steps should be set")
+        self._dir, self._secs, self._steps = checkpoint_dir, save_secs, save_steps
+        self._saver, self._scaffold = saver, scaffold
+        self._path = os.path.join(checkpoint_dir, checkpoint_basename)
+        self._last_time, self._last_step = time.monotonic(), None
+
+    def begin(self) -> None:
+        self._step = _global_step_tensor()
+        if self._saver is None:   # the scaffold's (finalized by now), or one of our own
+            self._saver = getattr(self._scaffold, "saver", None) or Saver()
+        os.makedirs(self._dir, exist_ok=True)
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        return SessionRunArgs(self._step)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        if self._due(int(run_values.results) + 1):   # maybe (a stale step): read it to be sure
+            step = int(run_context.session.run(self._step))
+            if self._due(step):
+                self._save(run_context.session, step)
+
+    def _due(self, step: int) -> bool:
+        if self._steps is not None:
+            return self._last_step is None or step - self._last_step >= self._steps
+        return time.monotonic() - self._last_time >= self._secs  # type: ignore[operator]
+
+    def end(self, session: Any) -> None:
+        step = int(session.run(self._step))
+        if step != self._last_step:
+            self._save(session, step)
+
+    def _save(self, session: Any, step: int) -> None:
+        path = self._saver.save(session, self._path, global_step=step)  # type: ignore[union-attr]
+        log.info("saved checkpoint %s", path)
+        self._last_time, self._last_step = time.monotonic(), step
+
+
+class LoggingTensorHook(SessionRunHook):
+    """Log the values of ``tensors`` (a dict or list) every ``every_n_iter`` runs."""
+
+    def __init__(self, tensors: Any, every_n_iter: int = 100, formatter: Any = None) -> None:
+        if every_n_iter is None or every_n_iter < 1:
+            raise ValueError("every_n_iter must be a positive int")
+        self._tensors = tensors if isinstance(tensors, dict) else {getattr(t, "name", str(t)): t
+                                                                   for t in tensors}
+        self._every, self._formatter, self._count = every_n_iter, formatter, 0
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs | None:
+        return SessionRunArgs(self._tensors) if self._count % self._every == 0 else None
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        if self._count % self._every == 0:
+            values = run_values.results
+            text = self._formatter(values) if self._formatter else ", ".join(
+                f"{k} = {np.asarray(v)}" for k, v in values.items())
+            log.info("%s", text)
+        self._count += 1
+
+
+class NanTensorHook(SessionRunHook):
+    """Stop (or fail) when ``loss_tensor`` becomes NaN."""
+
+    def __init__(self, loss_tensor: Tensor, fail_on_nan_loss: bool = True) -> None:
+        self._loss, self._fail = loss_tensor, fail_on_nan_loss
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        return SessionRunArgs(self._loss)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        if math.isnan(float(run_values.results)):
+            if self._fail:
+                raise InvalidArgumentError(None, None, "NaN loss during training.")
+            log.warning("NaN loss during training: stopping")
+            run_context.request_stop()
+
+
+class StepCounterHook(SessionRunHook):
+    """Log global steps per second every ``every_n_steps`` steps."""
+
+    def __init__(self, every_n_steps: int = 100) -> None:
+        self._every = every_n_steps
+        self._last: tuple[int, float] | None = None
+
+    def begin(self) -> None:
+        self._step = _global_step_tensor()
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        return SessionRunArgs(self._step)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        step, now = int(run_values.results) + 1, time.monotonic()
+        if self._last is None:
+            self._last = (step, now)
+        elif step - self._last[0] >= self._every:
+            log.info("global_step/sec: %.3g", (step - self._last[0]) / max(now - self._last[1], 1e-9))
+            self._last = (step, now)
