@@ -93,3 +93,19 @@ def test_async_session_runs_many_steps_at_once():
             return await asyncio.gather(*[sess.run(y, {x: float(i)}) for i in range(100)])
 
     assert asyncio.run(main()) == [float(i * i) for i in range(100)]
+
+
+def test_a_late_value_for_a_cleaned_up_step_is_dropped_not_kept():
+    from zmtf.runtime.rendezvous import Rendezvous
+
+    rendezvous = Rendezvous()
+    rendezvous.put(1, "k", 1.0)
+    assert rendezvous.pending() == 1
+    rendezvous.cleanup_step(1)
+    assert rendezvous.pending() == 0
+    rendezvous.put(1, "k", 2.0)            # arrives after the step was forgotten
+    assert rendezvous.pending() == 0
+    rendezvous.put(2, "k", 3.0)            # other steps are unaffected
+    got = []
+    rendezvous.recv(2, "k", lambda value, error: got.append(value))
+    assert got == [3.0]

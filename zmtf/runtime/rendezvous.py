@@ -2,15 +2,18 @@
 
 Keys are per step (``step_id``, ``key``). A value may arrive before or after the consumer
 asks; a consumer gives a callback instead of blocking a thread. Aborting a step fails every
-waiting consumer of that step and any later one, so no Recv waits forever.
+waiting consumer of that step and any later one, so no Recv waits forever. A value that
+arrives for a step already cleaned up (a late push after an abort) is dropped, not kept.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any, Callable
 
 Callback = Callable[[Any, "BaseException | None"], None]
+FINISHED_REMEMBERED = 100_000   # step ids whose late values are dropped (~10 MB of ints at most)
 
 
 class Rendezvous:
@@ -18,6 +21,9 @@ class Rendezvous:
 
     def __init__(self) -> None:
         self._values: dict[tuple[int, str], Any] = {}
+        # steps cleaned up lately: a value for one of them is dropped (bounded memory)
+        self._finished: set[int] = set()
+        self._finished_order: deque[int] = deque()
         self._waiters: dict[tuple[int, str], Callback] = {}
         self._aborted: dict[int, BaseException] = {}
         self._lock = threading.Lock()
@@ -25,7 +31,7 @@ class Rendezvous:
     def put(self, step_id: int, key: str, value: Any) -> None:
         """Deliver ``value`` for ``key``; a waiting consumer is called on this thread."""
         with self._lock:
-            if step_id in self._aborted:
+            if step_id in self._aborted or step_id in self._finished:
                 return
             waiter = self._waiters.pop((step_id, key), None)
             if waiter is None:
@@ -60,8 +66,12 @@ class Rendezvous:
             callback(None, error)
 
     def cleanup_step(self, step_id: int) -> None:
-        """Forget everything about a finished step."""
+        """Forget everything about a finished step (and refuse its late values from now on)."""
         with self._lock:
+            self._finished.add(step_id)
+            self._finished_order.append(step_id)
+            if len(self._finished_order) > FINISHED_REMEMBERED:
+                self._finished.discard(self._finished_order.popleft())
             self._aborted.pop(step_id, None)
             for table in (self._values, self._waiters):
                 for k in [k for k in table if k[0] == step_id]:
