@@ -176,3 +176,26 @@ def test_saver_writes_a_partitioned_variable_whole_and_restores_any_partitioning
             whole = sess.run(tf.convert_to_tensor(emb)) if shards else sess.run(emb)
             np.testing.assert_array_equal(whole, table)
             assert sess.run(bias).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_layers_dense_and_exponential_decay():
+    x = tf.placeholder(tf.float32, [None, 3])
+    hidden = tf.layers.dense(x, 4, activation=tf.nn.relu)
+    out = tf.layers.dense(hidden, 2, name="out", kernel_initializer=tf.ones_initializer())
+    again = tf.layers.dense(hidden, 2, name="out", reuse=True)          # shares out/kernel
+    assert [v.name for v in tf.trainable_variables()] == [
+        "dense/kernel:0", "dense/bias:0", "out/kernel:0", "out/bias:0"]
+    step = tf.train.get_or_create_global_step()
+    smooth = tf.train.exponential_decay(0.1, step, 10, 0.5)
+    stairs = tf.train.exponential_decay(0.1, step, 10, 0.5, staircase=True)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        data = np.ones((2, 3), np.float32)
+        h, o, a = sess.run([hidden, out, again], {x: data})
+        np.testing.assert_allclose(o, np.repeat(h.sum(axis=1, keepdims=True), 2, axis=1), rtol=1e-6)
+        np.testing.assert_array_equal(o, a)
+        sess.run(step.assign(15))
+        lr, lr_stairs = sess.run([smooth, stairs])
+    np.testing.assert_allclose([lr, lr_stairs], [0.1 * 0.5 ** 1.5, 0.05], rtol=1e-6)
+    with pytest.raises(ValueError, match="known last dimension"):
+        tf.layers.dense(tf.placeholder(tf.float32, None), 2)

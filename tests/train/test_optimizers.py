@@ -230,3 +230,35 @@ def test_integer_loss_is_rejected():
     tf.Variable(1.0)
     with pytest.raises(ValueError, match="Invalid type"):
         GradientDescentOptimizer(0.1).minimize(tf.constant(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adagrad_and_rmsprop_follow_tf_formulas(dtype):
+    import zmtf as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        w = tf.Variable(np.array([1.0, -2.0, 3.0], dtype), name="w")
+        v = tf.Variable(np.array([0.5, 0.5, 0.5], dtype), name="v")
+        grad_w = np.array([0.1, -0.2, 0.3], dtype)
+        loss = tf.reduce_sum(w * tf.constant(grad_w)) + tf.reduce_sum(v * tf.constant(grad_w))
+        ada = tf.train.AdagradOptimizer(0.5, initial_accumulator_value=0.1).minimize(loss, var_list=[w])
+        rms = tf.train.RMSPropOptimizer(0.01, decay=0.9, momentum=0.5, epsilon=1e-6).minimize(
+            loss, var_list=[v])
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        for _ in range(2):
+            sess.run([ada, rms])
+        got_w, got_v = sess.run([w, v])
+    acc, expect_w = np.full(3, 0.1), np.array([1.0, -2.0, 3.0])
+    ms, mom, expect_v = np.ones(3), np.zeros(3), np.full(3, 0.5)
+    for _ in range(2):
+        acc = acc + grad_w ** 2
+        expect_w = expect_w - 0.5 * grad_w / np.sqrt(acc)
+        ms = 0.9 * ms + 0.1 * grad_w ** 2
+        mom = 0.5 * mom + 0.01 * grad_w / np.sqrt(ms + 1e-6)
+        expect_v = expect_v - mom
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got_w, expect_w, rtol=rtol)
+    np.testing.assert_allclose(got_v, expect_v, rtol=rtol)

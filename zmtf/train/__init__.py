@@ -7,9 +7,10 @@ MonitoredSession, Scaffold) are added to this namespace by ``zmtf/__init__``.
 from zmtf.train.coordinator import Coordinator
 from zmtf.train.device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
 from zmtf.train.optimizers import (
-    AdamOptimizer, GradientDescentOptimizer, MomentumOptimizer, Optimizer, create_global_step,
+    AdagradOptimizer, AdamOptimizer, RMSPropOptimizer, GradientDescentOptimizer, MomentumOptimizer, Optimizer, create_global_step,
     get_global_step, get_or_create_global_step, global_step,
 )
+from zmtf.train.learning_rate_decay import exponential_decay
 from zmtf.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from zmtf.train.saver import (
     CheckpointState, Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint,
@@ -22,12 +23,12 @@ from zmtf.train.session_run_hook import (
 from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
 __all__ = [
-    "AdamOptimizer", "CheckpointSaverHook", "CheckpointState", "LoggingTensorHook", "NanTensorHook",
+    "AdagradOptimizer", "AdamOptimizer", "RMSPropOptimizer", "CheckpointSaverHook", "CheckpointState", "LoggingTensorHook", "NanTensorHook",
     "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
     "StopAtStepHook", "Coordinator", "GradientDescentOptimizer",
     "GreedyLoadBalancingStrategy", "MomentumOptimizer", "Optimizer", "QueueRunner", "Saver",
     "SyncReplicasOptimizer", "add_queue_runner", "byte_size_load_fn", "checkpoint_exists",
-    "create_global_step", "get_checkpoint_state", "get_global_step", "get_or_create_global_step",
+    "create_global_step", "exponential_decay", "get_checkpoint_state", "get_global_step", "get_or_create_global_step",
     "global_step", "latest_checkpoint", "replica_device_setter", "start_queue_runners",
     "update_checkpoint_state",
 ]

@@ -150,10 +150,10 @@ class Optimizer:
             return tensor if tensor.dtype == var.dtype else math_ops.cast(tensor, var.dtype)
         return constant(value, dtype=var.dtype, name=name)
 
-    def _zeros_slot(self, var: Variable, slot_name: str, op_name: str) -> Variable:
+    def _zeros_slot(self, var: Variable, slot_name: str, op_name: str, value: float = 0.0) -> Variable:
         named = self._slots.setdefault(slot_name, {})
         if var.op not in named:
-            named[var.op] = _create_zeros_slot(var, op_name)
+            named[var.op] = _create_zeros_slot(var, op_name, value)
         return named[var.op]
 
     def _create_non_slot_variable(self, initial_value: Any, name: str,
@@ -207,6 +207,56 @@ class MomentumOptimizer(Optimizer):
                   self._hyper(self._momentum, "momentum", var)]
         return _apply("ApplyMomentum", inputs,
                       {"use_locking": self._use_locking, "use_nesterov": self._use_nesterov})
+
+
+class AdagradOptimizer(Optimizer):
+    """accum += grad^2; var -= lr * grad / sqrt(accum) (accum starts at
+    ``initial_accumulator_value``)."""
+
+    def __init__(self, learning_rate: Any, initial_accumulator_value: float = 0.1,
+                 use_locking: bool = False, name: str = "Adagrad") -> None:
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value must be positive: {initial_accumulator_value}")
+        super().__init__(use_locking, name)
+        self._learning_rate, self._initial = learning_rate, float(initial_accumulator_value)
+
+    def _create_slots(self, var_list: list[Variable]) -> None:
+        for var in var_list:
+            self._zeros_slot(var, "accumulator", self._name, self._initial)
+
+    def _apply_dense(self, grad: Tensor, var: Variable) -> Operation:
+        accum = self.get_slot(var, "accumulator")
+        assert accum is not None
+        inputs = [var._ref_tensor(), accum._ref_tensor(),
+                  self._hyper(self._learning_rate, "learning_rate", var), grad]
+        return _apply("ApplyAdagrad", inputs, {"use_locking": self._use_locking})
+
+
+class RMSPropOptimizer(Optimizer):
+    """TF1's RMSProp: ms = decay * ms + (1 - decay) * grad^2;
+    mom = momentum * mom + lr * grad / sqrt(ms + epsilon); var -= mom (ms starts at ones)."""
+
+    def __init__(self, learning_rate: Any, decay: Any = 0.9, momentum: Any = 0.0,
+                 epsilon: Any = 1e-10, use_locking: bool = False, centered: bool = False,
+                 name: str = "RMSProp") -> None:
+        if centered:
+            raise ValueError("RMSPropOptimizer(centered=True) is not supported in zmtf")
+        super().__init__(use_locking, name)
+        self._lr, self._decay, self._momentum, self._epsilon = learning_rate, decay, momentum, epsilon
+
+    def _create_slots(self, var_list: list[Variable]) -> None:
+        for var in var_list:
+            self._zeros_slot(var, "rms", self._name, 1.0)
+            self._zeros_slot(var, "momentum", self._name + "_1")
+
+    def _apply_dense(self, grad: Tensor, var: Variable) -> Operation:
+        ms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
+        assert ms is not None and mom is not None
+        inputs = [var._ref_tensor(), ms._ref_tensor(), mom._ref_tensor(),
+                  self._hyper(self._lr, "learning_rate", var), self._hyper(self._decay, "decay", var),
+                  self._hyper(self._momentum, "momentum", var),
+                  self._hyper(self._epsilon, "epsilon", var), grad]
+        return _apply("ApplyRMSProp", inputs, {"use_locking": self._use_locking})
 
 
 class AdamOptimizer(Optimizer):
@@ -310,15 +360,16 @@ def _apply(op_type: str, inputs: list[Tensor], attrs: dict[str, Any]) -> Operati
     return apply_op(op_type, inputs, attrs, name=op_type)
 
 
-def _create_zeros_slot(primary: Variable, name: str) -> Variable:
-    """A zeros variable shaped like ``primary``, on its device, named "<primary>/<name>"."""
+def _create_zeros_slot(primary: Variable, name: str, value: float = 0.0) -> Variable:
+    """A variable filled with ``value``, shaped like ``primary``, on its device, named
+    "<primary>/<name>"."""
     graph = primary.graph
     shape = primary.shape
 
     def zeros() -> Tensor:
         if shape.is_fully_defined():
-            return array_ops.zeros(shape.as_list(), dtype=primary.dtype)
-        return array_ops.zeros_like(primary.initial_value)
+            return array_ops.fill(shape.as_list(), constant(value, dtype=primary.dtype))
+        return array_ops.zeros_like(primary.initial_value) + constant(value, dtype=primary.dtype)
 
     with graph.name_scope(None), graph.control_dependencies(None), graph.colocate_with(primary.op):
         return Variable(zeros, trainable=False, name=f"{primary.op.name}/{name}",

@@ -21,7 +21,7 @@ not_differentiable(
     "StopGradient", "NoOp", "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
     # state: a variable is a leaf, and assignments are not functions of their inputs
     "Variable", "VariableV2", "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub",
-    "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam",
+    "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad", "ApplyRMSProp",
 )
 
 

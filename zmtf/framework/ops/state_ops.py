@@ -11,7 +11,8 @@ from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.tensor_shape import TensorShape
 
-ASSIGN_OPS = ("Assign", "AssignAdd", "AssignSub", "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam")
+ASSIGN_OPS = ("Assign", "AssignAdd", "AssignSub", "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam",
+              "ApplyAdagrad", "ApplyRMSProp")
 
 
 @op_def("Variable", stateful=True)

@@ -204,6 +204,24 @@ def _momentum_update(var, accum, grad, lr, momentum, nesterov):  # type: ignore[
             var[i] -= a * lr
 
 
+@jit()
+def _adagrad_update(var, accum, grad, lr):  # type: ignore[no-untyped-def]
+    for i in range(var.size):
+        a = accum[i] + grad[i] * grad[i]
+        accum[i] = a
+        var[i] -= lr * grad[i] / np.sqrt(a)
+
+
+@jit()
+def _rmsprop_update(var, ms, mom, grad, lr, rho, momentum, epsilon):  # type: ignore[no-untyped-def]
+    for i in range(var.size):
+        m = ms[i] * rho + grad[i] * grad[i] * (1 - rho)
+        ms[i] = m
+        step = mom[i] * momentum + lr * grad[i] / np.sqrt(m + epsilon)
+        mom[i] = step
+        var[i] -= step
+
+
 @register("ApplyGradientDescent")
 def apply_gradient_descent(ctx: Any, inputs: list, attrs: dict) -> list:
     """ApplyGradientDescent(ref, alpha, delta): var -= alpha * delta."""
@@ -248,6 +266,46 @@ def apply_momentum(ctx: Any, inputs: list, attrs: dict) -> list:
         else:
             step = np.multiply(accum, lr)
         np.subtract(var, step, out=var)
+        return [var]
+
+
+@register("ApplyAdagrad")
+def apply_adagrad(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyAdagrad(ref, accum, lr, grad): accum += grad^2; var -= lr * grad / sqrt(accum)."""
+    node_name = attrs["_node_name"]
+    ref, accum_ref = _ref(inputs[0], node_name), _ref(inputs[1], node_name, 1)
+    lr, grad = inputs[2], inputs[3]
+    with _locked([ref, accum_ref]), quiet_fp():
+        var, accum = _read_writable(ref), _read_writable(accum_ref)
+        _check_same_shape(var, accum, "accum", attrs)
+        _check_same_shape(var, grad, "grad", attrs)
+        lr = lr.astype(var.dtype)
+        if _fusable(var, accum, grad):
+            _adagrad_update(var.reshape(-1), accum.reshape(-1), grad.reshape(-1), lr[()])
+        else:
+            accum += np.square(grad, dtype=var.dtype)
+            var -= lr * grad / np.sqrt(accum)
+        return [var]
+
+
+@register("ApplyRMSProp")
+def apply_rmsprop(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyRMSProp(ref, ms, mom, lr, rho, momentum, epsilon, grad), TF's formulas."""
+    node_name = attrs["_node_name"]
+    ref, ms_ref, mom_ref = (_ref(inputs[i], node_name, i) for i in range(3))
+    lr, rho, momentum, epsilon, grad = inputs[3:8]
+    with _locked([ref, ms_ref, mom_ref]), quiet_fp():
+        var, ms, mom = _read_writable(ref), _read_writable(ms_ref), _read_writable(mom_ref)
+        for what, other in (("ms", ms), ("mom", mom), ("grad", grad)):
+            _check_same_shape(var, other, what, attrs)
+        lr, rho, momentum, epsilon = (x.astype(var.dtype) for x in (lr, rho, momentum, epsilon))
+        if _fusable(var, ms, mom, grad):
+            _rmsprop_update(var.reshape(-1), ms.reshape(-1), mom.reshape(-1), grad.reshape(-1),
+                            lr[()], rho[()], momentum[()], epsilon[()])
+        else:
+            ms[...] = ms * rho + np.square(grad) * (1 - rho)
+            mom[...] = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
+            var -= mom
         return [var]
 
 
