@@ -114,3 +114,12 @@ def test_seed_memory_fraction_two_programs_share_a_simulated_gpu_a_third_is_refu
     assert lines[1] == "program 2: running with 40% of /job:localhost/replica:0/task:0/device:GPU:0"
     assert lines[2].startswith("program 3: ResourceExhaustedError: per_process_gpu_memory_fraction "
                                "0.4 cannot be granted: other zmtf processes hold 0.8 of this card")
+
+
+def test_the_tf1_distributed_trainer_runs_as_written(tmp_path):
+    stdout, _ = run_example("tf1_distributed_trainer.py", "--local", "--last_step=60",
+                            f"--checkpoint_dir={tmp_path}")
+    done = sorted(line for line in stdout.splitlines() if line.startswith("worker "))
+    assert [line.split(" done")[0] for line in done] == ["worker 0", "worker 1"]
+    assert all(float(line.rsplit(" ", 1)[1]) > 0.5 for line in done)          # it learned
+    assert (tmp_path / "checkpoint").exists()                                 # the chief saved
