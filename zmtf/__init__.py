@@ -82,6 +82,9 @@ from zmtf.client.monitored_session import (  # noqa: E402  (client layer: added 
     Scaffold as _Scaffold,
 )
 
+from zmtf.client.supervisor import Supervisor as _Supervisor  # noqa: E402
+
+train.Supervisor = _Supervisor
 train.MonitoredSession = _MonitoredSession
 train.MonitoredTrainingSession = _MonitoredTrainingSession
 train.Scaffold = _Scaffold

@@ -155,3 +155,46 @@ def test_two_workers_train_with_monitored_sessions_on_a_cluster(sync):
     finally:
         for server in servers:
             server.stop()
+
+
+def test_supervisor_trains_saves_and_recovers(tmp_path):
+    loss, train, step = linear_model()
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=0)
+    with sv.managed_session() as sess:
+        for _ in range(3):
+            sess.run(train)
+        assert not sv.should_stop()
+    assert sv.should_stop()                                            # stopped on exit
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-3")
+    again = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=0)
+    with again.managed_session() as sess:
+        assert sess.run(step) == 3                                     # recovered
+
+
+def test_supervisor_non_chief_waits_for_the_chief():
+    cluster, servers = start_cluster(2)
+    results, errors = {}, []
+
+    def run(task):
+        try:
+            graph, train, step, _ = worker_graph(task, sync=False)
+            with graph.as_default():
+                sv = tf.train.Supervisor(is_chief=(task == 0), global_step=step)
+                with sv.managed_session(servers[1 + task].target) as sess:
+                    for _ in range(3):
+                        sess.run(train)
+                    results[task] = sess.run(step)
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
+
+    try:
+        threads = [threading.Thread(target=run, args=(t,)) for t in (1, 0)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not any(t.is_alive() for t in threads) and not errors, errors
+        assert max(results.values()) == 6                               # both trained the same step
+    finally:
+        for server in servers:
+            server.stop()

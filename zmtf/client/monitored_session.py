@@ -59,6 +59,30 @@ class Scaffold:
         self._finalized = True
 
 
+def initialize_or_restore(session: Any, scaffold: Scaffold, checkpoint_dir: str | None) -> bool:
+    """The chief's start: restore the newest checkpoint in ``checkpoint_dir``, else run the
+    init op. True if it restored."""
+    path = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
+    if path and scaffold.saver is not None:
+        scaffold.saver.restore(session, path)
+        return True
+    session.run(scaffold.init_op, feed_dict=scaffold.init_feed_dict)
+    return False
+
+
+def wait_until_ready(session: Any, ready_op: Any, max_wait_secs: float) -> None:
+    """A non-chief's start: poll until every global variable is initialized (by the chief)."""
+    deadline = time.monotonic() + max_wait_secs
+    while True:
+        values = session.run(ready_op)
+        if all(bool(v) for v in (values if isinstance(values, list) else [values])):
+            return
+        if time.monotonic() >= deadline:
+            raise DeadlineExceededError(None, None, f"the chief did not initialize the "
+                                        f"variables within {max_wait_secs} s")
+        time.sleep(0.2)
+
+
 class MonitoredSession:
     """A session wrapped with hooks and a coordinator (made by MonitoredTrainingSession)."""
 
@@ -91,24 +115,10 @@ class MonitoredSession:
         return self._session.graph
 
     def _initialize(self, checkpoint_dir: str | None) -> None:
-        scaffold = self._scaffold
-        path = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
-        if path and scaffold.saver is not None:
-            scaffold.saver.restore(self._session, path)
-        else:
-            self._session.run(scaffold.init_op, feed_dict=scaffold.init_feed_dict)
+        initialize_or_restore(self._session, self._scaffold, checkpoint_dir)
 
     def _wait_until_ready(self, max_wait_secs: float) -> None:
-        deadline = time.monotonic() + max_wait_secs
-        ready = self._scaffold.ready_op
-        while True:
-            values = self._session.run(ready)
-            if all(bool(v) for v in (values if isinstance(values, list) else [values])):
-                return
-            if time.monotonic() >= deadline:
-                raise DeadlineExceededError(None, None, f"the chief did not initialize the "
-                                            f"variables within {max_wait_secs} s")
-            time.sleep(0.2)
+        wait_until_ready(self._session, self._scaffold.ready_op, max_wait_secs)
 
     # ---- running ---------------------------------------------------------------------
     def should_stop(self) -> bool:
