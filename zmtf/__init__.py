@@ -10,7 +10,7 @@ import sys as _sys
 if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (see kernels/cpu/blas.py)
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-from zmtf import errors, layers, nn, test, train
+from zmtf import errors, layers, losses, nn, test, train
 from zmtf.client.async_session import AsyncSession
 from zmtf.framework.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from zmtf.client.session import InteractiveSession, Session, get_default_session
@@ -35,7 +35,12 @@ from zmtf.framework.ops.math_ops import (
     greater_equal, less, less_equal, log, logical_and, logical_not, logical_or, matmul, maximum,
     minimum, multiply, negative, not_equal, pow, reciprocal, reduce_all, reduce_any, reduce_max,
     reduce_mean, reduce_min, reduce_prod, reduce_sum, rsqrt, sigmoid, sign, sqrt, square,
-    squared_difference, subtract, tanh, to_float, truediv,
+    squared_difference, subtract, tanh, to_float, truediv, floor, ceil, round, is_nan, is_finite,
+    cumsum,
+)
+from zmtf.framework.ops.composite_ops import (
+    clip_by_global_norm, clip_by_norm, clip_by_value, count_nonzero, global_norm,
+    placeholder_with_default, range_ as range, reduce_logsumexp,
 )
 from zmtf.framework.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
 from zmtf.framework.ops.selection_ops import (

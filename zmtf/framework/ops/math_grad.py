@@ -119,6 +119,15 @@ def _identity_grad(op: Operation, grad: Tensor) -> Grads:
     return [grad]
 
 
+not_differentiable("Floor", "Ceil", "Round", "IsNan", "IsFinite")
+
+
+@gradient("Cumsum")
+def _cumsum_grad(op: Operation, grad: Tensor) -> Grads:
+    return [math_ops.cumsum(grad, op.attrs["axis"], exclusive=op.attrs["exclusive"],
+                            reverse=not op.attrs["reverse"])]
+
+
 @gradient("Neg")
 def _neg_grad(op: Operation, grad: Tensor) -> Grads:
     return [-grad]

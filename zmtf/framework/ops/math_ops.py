@@ -15,7 +15,7 @@ BINARY = ("Add", "AddV2", "Sub", "Mul", "RealDiv", "FloorDiv", "FloorMod", "Maxi
           "Pow", "SquaredDifference", "LogicalAnd", "LogicalOr")
 COMPARISON = ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual")
 UNARY = ("Neg", "Abs", "Sigmoid", "Tanh", "Exp", "Log", "Square", "Sqrt", "Rsqrt", "Reciprocal",
-         "Sign", "LogicalNot", "Relu", "Relu6", "Softplus")
+         "Sign", "LogicalNot", "Relu", "Relu6", "Softplus", "Floor", "Ceil", "Round")
 REDUCTIONS = ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any")
 
 
@@ -43,6 +43,19 @@ def _comparison_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
 
 @op_def(*UNARY, "Identity", "ZerosLike", "OnesLike")
 def _unary_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(inputs[0].dtype, inputs[0].shape)]
+
+
+@op_def("IsNan", "IsFinite")
+def _predicate_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    if not inputs[0].dtype.is_floating:
+        raise TypeError(f"{attrs.get('_op_type', 'IsNan')}: input must be floating point, got "
+                        f"{inputs[0].dtype.name} ({inputs[0].name})")
+    return [(dtypes.bool_, inputs[0].shape)]
+
+
+@op_def("Cumsum")
+def _cumsum_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(inputs[0].dtype, inputs[0].shape)]
 
 
@@ -280,6 +293,33 @@ def reciprocal(x: Any, name: str | None = None) -> Tensor:
 
 def sign(x: Any, name: str | None = None) -> Tensor:
     return _unary("Sign", x, name)
+
+
+def floor(x: Any, name: str | None = None) -> Tensor:
+    return _unary("Floor", x, name)
+
+
+def ceil(x: Any, name: str | None = None) -> Tensor:
+    return _unary("Ceil", x, name)
+
+
+def round(x: Any, name: str | None = None) -> Tensor:  # noqa: A001 (TF's name)
+    """Round half to even, as TF's."""
+    return _unary("Round", x, name)
+
+
+def is_nan(x: Any, name: str | None = None) -> Tensor:
+    return _unary("IsNan", x, name)
+
+
+def is_finite(x: Any, name: str | None = None) -> Tensor:
+    return _unary("IsFinite", x, name)
+
+
+def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+           name: str | None = None) -> Tensor:
+    attrs = {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
+    return apply_op("Cumsum", [convert_to_tensor(x)], attrs, name=name).outputs[0]
 
 
 def logical_not(x: Any, name: str | None = None) -> Tensor:

@@ -541,6 +541,9 @@ _UNARY: tuple[_Unary, ...] = (
     _Unary("Sign", _ufunc1(np.sign), _SIGNED, sign_kernel, quiet=False),
     _Unary("Softplus", _np_softplus, FLOATS),
     _Unary("LogicalNot", _ufunc1(np.logical_not), ("bool",)),
+    _Unary("Floor", _ufunc1(np.floor), FLOATS),
+    _Unary("Ceil", _ufunc1(np.ceil), FLOATS),
+    _Unary("Round", _ufunc1(np.rint), _SIGNED),       # half to even, as TF's Round
 )
 
 

@@ -1,0 +1,208 @@
+"""TF1 functions that are compositions of existing ops (their gradients come with them):
+clipping and norms, dropout, losses, logsumexp, moments, l2_normalize, leaky_relu, elu,
+count_nonzero, range, placeholder_with_default."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from zmtf.framework import dtypes
+from zmtf.framework.dtypes import as_dtype
+from zmtf.framework.graph import Tensor, get_default_graph
+from zmtf.framework.ops import array_ops, math_ops, nn_ops, random_ops
+from zmtf.framework.ops.constant_op import constant, convert_to_tensor
+from zmtf.framework.ops.selection_ops import where
+
+
+def _scope(name: str | None, default: str) -> Any:
+    return get_default_graph().name_scope(name or default)
+
+
+# ---- clipping and norms ------------------------------------------------------------------
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any, name: str | None = None) -> Tensor:
+    with _scope(name, "clip_by_value"):
+        x = convert_to_tensor(t)
+        lo = convert_to_tensor(clip_value_min, dtype=x.dtype)
+        hi = convert_to_tensor(clip_value_max, dtype=x.dtype)
+        return math_ops.minimum(math_ops.maximum(x, lo), hi)
+
+
+def global_norm(t_list: Sequence[Any], name: str | None = None) -> Tensor:
+    """sqrt(sum of every element squared) over the tensors (None entries are skipped)."""
+    with _scope(name, "global_norm"):
+        squares = [math_ops.reduce_sum(math_ops.square(convert_to_tensor(t))) for t in t_list
+                   if t is not None]
+        if not squares:
+            raise ValueError("global_norm: t_list has no tensor")
+        return math_ops.sqrt(math_ops.add_n(squares) if len(squares) > 1 else squares[0])
+
+
+def clip_by_global_norm(t_list: Sequence[Any], clip_norm: Any, use_norm: Any = None,
+                        name: str | None = None) -> tuple[list[Any], Tensor]:
+    """Scale every tensor by clip_norm / max(global_norm, clip_norm); returns (list, norm)."""
+    if isinstance(t_list, Tensor) or not isinstance(t_list, (list, tuple)):
+        raise TypeError("t_list should be a sequence")
+    with _scope(name, "clip_by_global_norm"):
+        norm = use_norm if use_norm is not None else global_norm(t_list)
+        clip = convert_to_tensor(clip_norm, dtype=norm.dtype)
+        scale = clip * math_ops.minimum(math_ops.reciprocal(norm), math_ops.reciprocal(clip))
+        clipped = [None if t is None else convert_to_tensor(t) * math_ops.cast(scale, convert_to_tensor(t).dtype)
+                   for t in t_list]
+        return clipped, norm
+
+
+def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = None) -> Tensor:
+    with _scope(name, "clip_by_norm"):
+        x = convert_to_tensor(t)
+        clip = convert_to_tensor(clip_norm, dtype=x.dtype)
+        norm = math_ops.sqrt(math_ops.reduce_sum(math_ops.square(x), axis=axes, keepdims=True))
+        return x * clip / math_ops.maximum(norm, clip)
+
+
+def l2_normalize(x: Any, axis: Any = None, epsilon: float = 1e-12, name: str | None = None,
+                 dim: Any = None) -> Tensor:
+    with _scope(name, "l2_normalize"):
+        t = convert_to_tensor(x)
+        axis = dim if axis is None else axis
+        square_sum = math_ops.reduce_sum(math_ops.square(t), axis=axis, keepdims=True)
+        return t * math_ops.rsqrt(math_ops.maximum(square_sum, constant(epsilon, dtype=t.dtype)))
+
+
+def l2_loss(t: Any, name: str | None = None) -> Tensor:
+    with _scope(name, "l2_loss"):
+        x = convert_to_tensor(t)
+        return math_ops.reduce_sum(math_ops.square(x)) / constant(2.0, dtype=x.dtype)
+
+
+# ---- activations, dropout ------------------------------------------------------------------
+def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
+    with _scope(name, "LeakyRelu"):
+        x = convert_to_tensor(features)
+        return math_ops.maximum(x * constant(alpha, dtype=x.dtype), x)
+
+
+def elu(features: Any, name: str | None = None) -> Tensor:
+    with _scope(name, "Elu"):
+        x = convert_to_tensor(features)
+        zero = array_ops.zeros_like(x)
+        # exp only of the negative part: the branch not taken must not overflow to inf
+        return where(math_ops.greater(x, zero), x, math_ops.exp(math_ops.minimum(x, zero)) - 1.0)
+
+
+def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: int | None = None,
+            name: str | None = None, rate: Any = None) -> Tensor:
+    """Keep each element with probability keep_prob, scaled by 1 / keep_prob (TF1's)."""
+    if keep_prob is None:
+        if rate is None:
+            raise ValueError("dropout: give keep_prob (or rate)")
+        keep_prob = 1.0 - rate if not isinstance(rate, Tensor) else 1.0 - rate
+    with _scope(name, "dropout"):
+        t = convert_to_tensor(x)
+        keep = convert_to_tensor(keep_prob, dtype=t.dtype)
+        shape = array_ops.shape(t) if noise_shape is None else noise_shape
+        noise = random_ops.random_uniform(shape, dtype=t.dtype, seed=seed) + keep
+        return t / keep * math_ops.floor(noise)
+
+
+# ---- losses and statistics ----------------------------------------------------------------
+def sigmoid_cross_entropy_with_logits(labels: Any = None, logits: Any = None,
+                                      name: str | None = None, _sentinel: Any = None) -> Tensor:
+    """max(x, 0) - x * z + log(1 + exp(-|x|)): stable for any logits."""
+    with _scope(name, "logistic_loss"):
+        x = convert_to_tensor(logits)
+        z = convert_to_tensor(labels, dtype=x.dtype)
+        zero = array_ops.zeros_like(x)
+        return math_ops.maximum(x, zero) - x * z + math_ops.log(1.0 + math_ops.exp(-math_ops.abs(x)))
+
+
+def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+                     name: str | None = None, keep_dims: Any = None) -> Tensor:
+    keepdims = bool(keep_dims) if keep_dims is not None else keepdims
+    with _scope(name, "ReduceLogSumExp"):
+        x = convert_to_tensor(input_tensor)
+        top = array_ops.stop_gradient(math_ops.reduce_max(x, axis=axis, keepdims=True))
+        out = math_ops.log(math_ops.reduce_sum(math_ops.exp(x - top), axis=axis, keepdims=True)) + top
+        if keepdims:
+            return out
+        return array_ops.reshape(out, array_ops.shape(math_ops.reduce_sum(x, axis=axis)))
+
+
+def moments(x: Any, axes: Any, shift: Any = None, name: str | None = None,
+            keep_dims: bool = False, keepdims: Any = None) -> tuple[Tensor, Tensor]:
+    keep = bool(keepdims) if keepdims is not None else keep_dims
+    with _scope(name, "moments"):
+        t = convert_to_tensor(x)
+        mean = math_ops.reduce_mean(t, axis=axes, keepdims=True)
+        variance = math_ops.reduce_mean(math_ops.squared_difference(t, array_ops.stop_gradient(mean)),
+                                        axis=axes, keepdims=True)
+        if not keep:
+            mean = math_ops.reduce_mean(t, axis=axes)
+            variance = array_ops.reshape(variance, array_ops.shape(mean))
+        return mean, variance
+
+
+def count_nonzero(input_tensor: Any, axis: Any = None, keepdims: bool = False,
+                  dtype: Any = dtypes.int64, name: str | None = None) -> Tensor:
+    with _scope(name, "count_nonzero"):
+        x = convert_to_tensor(input_tensor)
+        nonzero = math_ops.not_equal(x, array_ops.zeros_like(x))
+        return math_ops.reduce_sum(math_ops.cast(nonzero, dtype), axis=axis, keepdims=keepdims)
+
+
+def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
+           name: str = "range") -> Tensor:
+    """TF's tf.range for Python numbers (a constant; tensors as bounds are not supported)."""
+    if any(isinstance(v, Tensor) for v in (start, limit, delta)):
+        raise TypeError("tf.range in zmtf takes Python numbers, not tensors")
+    if limit is None:
+        start, limit = 0, start
+    values = np.arange(start, limit, delta)
+    if dtype is None:
+        dtype = dtypes.float32 if values.dtype.kind == "f" else dtypes.int32
+    return constant(values.astype(as_dtype(dtype).np), name=name)
+
+
+def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:  # noqa: A002
+    """``input`` unless fed: zmtf lets any tensor be fed, so this is an Identity by that name."""
+    value = convert_to_tensor(input)
+    out = array_ops.identity(value, name=name or "PlaceholderWithDefault")
+    out.set_shape(shape)
+    return out
+
+
+# ---- tf.losses ----------------------------------------------------------------------------
+def mean_squared_error(labels: Any, predictions: Any, weights: Any = 1.0, scope: str | None = None,
+                       **_unused: Any) -> Tensor:
+    with _scope(scope, "mean_squared_error"):
+        p = convert_to_tensor(predictions)
+        return _weighted_mean(math_ops.squared_difference(p, convert_to_tensor(labels, dtype=p.dtype)),
+                              weights)
+
+
+def softmax_cross_entropy(onehot_labels: Any, logits: Any, weights: Any = 1.0,
+                          scope: str | None = None, **_unused: Any) -> Tensor:
+    with _scope(scope, "softmax_cross_entropy_loss"):
+        return _weighted_mean(nn_ops.softmax_cross_entropy_with_logits(labels=onehot_labels,
+                                                                       logits=logits), weights)
+
+
+def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
+                                 scope: str | None = None, **_unused: Any) -> Tensor:
+    with _scope(scope, "sparse_softmax_cross_entropy_loss"):
+        return _weighted_mean(nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                              logits=logits), weights)
+
+
+def sigmoid_cross_entropy(multi_class_labels: Any, logits: Any, weights: Any = 1.0,
+                          scope: str | None = None, **_unused: Any) -> Tensor:
+    with _scope(scope, "sigmoid_cross_entropy_loss"):
+        return _weighted_mean(sigmoid_cross_entropy_with_logits(labels=multi_class_labels,
+                                                                logits=logits), weights)
+
+
+def _weighted_mean(losses: Tensor, weights: Any) -> Tensor:
+    """TF's default reduction with scalar weights: mean of losses * weights."""
+    w = convert_to_tensor(weights, dtype=losses.dtype)
+    return math_ops.reduce_mean(losses * w)
