@@ -97,7 +97,7 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: int | 
     if keep_prob is None:
         if rate is None:
             raise ValueError("dropout: give keep_prob (or rate)")
-        keep_prob = 1.0 - rate if not isinstance(rate, Tensor) else 1.0 - rate
+        keep_prob = 1.0 - rate
     with _scope(name, "dropout"):
         t = convert_to_tensor(x)
         keep = convert_to_tensor(keep_prob, dtype=t.dtype)
