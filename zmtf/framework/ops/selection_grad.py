@@ -30,32 +30,32 @@ def _select_grad(op: Operation, grad: Tensor) -> Grads:
     return [None, where(cond, grad, zeros), where(cond, zeros, grad)]
 
 
+def _back_to_input(grad_op: str, attr: str, op: Operation, grad: Tensor, x: Tensor,
+                   *extra: Tensor) -> Tensor:
+    """``grad_op(grad, *extra, shape(x))`` with ``op``'s ``attr``: a gradient shaped like x."""
+    attrs = {attr: op.attrs[attr], "_static_shape": _static(x)}
+    return apply_op(grad_op, [grad, *extra, shape_of(x)], attrs).outputs[0]
+
+
 @gradient("Slice")
 def _slice_grad(op: Operation, grad: Tensor) -> Grads:
-    x = op.inputs[0]
-    attrs = {"begin": op.attrs["begin"], "_static_shape": _static(x)}
-    return [apply_op("SliceGrad", [grad, shape_of(x)], attrs).outputs[0]]
+    return [_back_to_input("SliceGrad", "begin", op, grad, op.inputs[0])]
 
 
 @gradient("StridedSlice")
 def _strided_slice_grad(op: Operation, grad: Tensor) -> Grads:
-    x = op.inputs[0]
-    attrs = {"spec": op.attrs["spec"], "_static_shape": _static(x)}
-    return [apply_op("StridedSliceGrad", [grad, shape_of(x)], attrs).outputs[0]]
+    return [_back_to_input("StridedSliceGrad", "spec", op, grad, op.inputs[0])]
 
 
 @gradient("GatherV2")
 def _gather_grad(op: Operation, grad: Tensor) -> Grads:
     params, indices = op.inputs
-    attrs = {"axis": op.attrs["axis"], "_static_shape": _static(params)}
-    return [apply_op("GatherGrad", [grad, indices, shape_of(params)], attrs).outputs[0], None]
+    return [_back_to_input("GatherGrad", "axis", op, grad, params, indices), None]
 
 
 @gradient("Tile")
 def _tile_grad(op: Operation, grad: Tensor) -> Grads:
-    x = op.inputs[0]
-    attrs = {"multiples": op.attrs["multiples"], "_static_shape": _static(x)}
-    return [apply_op("TileGrad", [grad, shape_of(x)], attrs).outputs[0]]
+    return [_back_to_input("TileGrad", "multiples", op, grad, op.inputs[0])]
 
 
 @gradient("Pad")

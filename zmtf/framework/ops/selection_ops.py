@@ -187,7 +187,7 @@ def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) ->
 
 
 # ---- the gradient helpers: scatter a gradient into zeros of the input's shape ----------------
-@op_def("SliceGrad", "StridedSliceGrad", "GatherGrad")
+@op_def("SliceGrad", "StridedSliceGrad", "GatherGrad", "TileGrad")
 def _scatter_grad_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     grad = inputs[0]
     known = attrs.get("_static_shape")
@@ -269,12 +269,6 @@ def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:  # noqa
     if any(m < 0 for m in values):
         raise ValueError(f"tf.tile: multiples must be >= 0, got {values}")
     return apply_op("Tile", [convert_to_tensor(input)], {"multiples": values}, name=name).outputs[0]
-
-
-@op_def("TileGrad")
-def _tile_grad_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
-    known = attrs.get("_static_shape")
-    return [(inputs[0].dtype, TensorShape(known) if known is not None else TensorShape(None))]
 
 
 _PAD_MODES = ("CONSTANT", "REFLECT", "SYMMETRIC")
