@@ -12,8 +12,9 @@ other workers wait until every global variable is initialized (polling, up to
 ``max_wait_secs``: then DeadlineExceededError). Then every worker runs the local init op
 and the hooks' ``after_create_session``. Each ``run`` adds the hooks' fetches and feeds to
 the same ``sess.run``. On the chief, a CheckpointSaverHook (``save_checkpoint_secs`` or
-``save_checkpoint_steps``) and a StepCounterHook are added, as TF adds them. Summaries are
-not written (zmtf has no summary ops); ``save_summaries_*`` are accepted and ignored.
+``save_checkpoint_steps``), a StepCounterHook and, when the graph has summaries, a
+SummarySaverHook writing to ``summary_dir`` (default ``checkpoint_dir``) are added, as TF
+adds them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from zmtf.client.session import Session
 from zmtf.framework.errors import DeadlineExceededError, OutOfRangeError
-from zmtf.framework.graph import get_default_graph
+from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.framework.variables import (
     global_variables, global_variables_initializer, local_variables_initializer,
 )
@@ -32,6 +33,7 @@ from zmtf.train.optimizers import get_global_step
 from zmtf.train.saver import Saver, latest_checkpoint
 from zmtf.train.session_run_hook import (
     CheckpointSaverHook, SessionRunArgs, SessionRunContext, SessionRunValues, StepCounterHook,
+    SummarySaverHook,
 )
 
 
@@ -196,6 +198,13 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
                 scaffold=scaffold))
         if log_step_count_steps and has_step:
             all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
+        output_dir = summary_dir or checkpoint_dir
+        summaries = get_default_graph().get_collection(GraphKeys.SUMMARIES)
+        if output_dir and has_step and summaries and (save_summaries_steps or save_summaries_secs):
+            all_hooks.append(SummarySaverHook(
+                save_steps=save_summaries_steps,
+                save_secs=None if save_summaries_steps else save_summaries_secs,
+                output_dir=output_dir))
     return MonitoredSession(master, is_chief, checkpoint_dir, scaffold, all_hooks,
                             config, max_wait_secs, stop_grace_period_secs)
 

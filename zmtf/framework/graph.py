@@ -33,6 +33,7 @@ class GraphKeys:
     LOSSES = "losses"
     SAVERS = "savers"
     QUEUE_RUNNERS = "queue_runners"
+    SUMMARIES = "summaries"
 
 
 class Tensor:

@@ -18,14 +18,14 @@ from zmtf.train.saver import (
 )
 from zmtf.train.session_run_hook import (
     CheckpointSaverHook, LoggingTensorHook, NanTensorHook, SessionRunArgs, SessionRunContext,
-    SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook,
+    SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook,
 )
 from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "RMSPropOptimizer", "CheckpointSaverHook", "CheckpointState", "LoggingTensorHook", "NanTensorHook",
     "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
-    "StopAtStepHook", "Coordinator", "GradientDescentOptimizer",
+    "StopAtStepHook", "SummarySaverHook", "Coordinator", "GradientDescentOptimizer",
     "GreedyLoadBalancingStrategy", "MomentumOptimizer", "Optimizer", "QueueRunner", "Saver",
     "SyncReplicasOptimizer", "add_queue_runner", "byte_size_load_fn", "checkpoint_exists",
     "create_global_step", "exponential_decay", "get_checkpoint_state", "get_global_step", "get_or_create_global_step",

@@ -216,3 +216,55 @@ class StepCounterHook(SessionRunHook):
         elif step - self._last[0] >= self._every:
             log.info("global_step/sec: %.3g", (step - self._last[0]) / max(now - self._last[1], 1e-9))
             self._last = (step, now)
+
+
+class SummarySaverHook(SessionRunHook):
+    """Run ``summary_op`` (default: the merged summaries of the graph) every ``save_steps``
+    steps or ``save_secs`` seconds and write it with a FileWriter in ``output_dir``."""
+
+    def __init__(self, save_steps: int | None = None, save_secs: float | None = None,
+                 output_dir: str | None = None, summary_writer: Any = None, scaffold: Any = None,
+                 summary_op: Any = None) -> None:
+        if (save_steps is None) == (save_secs is None):
+            raise ValueError("exactly one of save_steps or save_secs should be set")
+        if output_dir is None and summary_writer is None:
+            raise ValueError("give output_dir or summary_writer")
+        self._steps, self._secs = save_steps, save_secs
+        self._dir, self._writer, self._op = output_dir, summary_writer, summary_op
+        self._own_writer = summary_writer is None
+        self._last_step: int | None = None
+        self._last_time = time.monotonic()
+
+    def begin(self) -> None:
+        from zmtf.framework.ops.summary_ops import merge_all
+        from zmtf.train.summary_writer import FileWriter
+
+        if self._op is None:
+            self._op = merge_all()
+        if self._writer is None:
+            self._writer = FileWriter(self._dir)  # type: ignore[arg-type]
+        self._step = _global_step_tensor()
+
+    def _due(self, step: int) -> bool:
+        if self._steps is not None:
+            return self._last_step is None or step - self._last_step >= self._steps
+        return time.monotonic() - self._last_time >= self._secs  # type: ignore[operator]
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        fetches = {"step": self._step}
+        if self._op is not None:
+            fetches["summary"] = self._op
+        return SessionRunArgs(fetches)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        step = int(run_values.results["step"])
+        if "summary" in run_values.results and self._due(step):
+            self._writer.add_summary(run_values.results["summary"], step)  # type: ignore[union-attr]
+            self._last_step, self._last_time = step, time.monotonic()
+
+    def end(self, session: Any) -> None:
+        if self._writer is not None:
+            if self._own_writer:
+                self._writer.close()
+            else:
+                self._writer.flush()

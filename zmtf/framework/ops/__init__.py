@@ -10,4 +10,5 @@ from zmtf.framework.ops import (  # noqa: F401  (import order fills OP_DEFS)
     random_ops,
     selection_ops,
     state_ops,
+    summary_ops,
 )

@@ -7,8 +7,9 @@ the numba policy (decorator options, caching, thread count, numpy/numba threshol
 
 from zmtf.kernels.cpu import (
     array, control_flow, data_flow, elementwise, matmul, nn, random, reduce, selection, state,
+    summary,
 )
 from zmtf.kernels.cpu.state import VariableRef
 
 __all__ = ["VariableRef", "array", "control_flow", "data_flow", "elementwise", "matmul", "nn", "random", "reduce",
-           "selection", "state"]
+           "selection", "state", "summary"]
