@@ -40,7 +40,7 @@ from zmtf.framework.ops.math_ops import (
 )
 from zmtf.framework.ops.composite_ops import (
     clip_by_global_norm, clip_by_norm, clip_by_value, count_nonzero, global_norm,
-    placeholder_with_default, range_ as range, reduce_logsumexp,
+    placeholder_with_default, print_ as Print, range_ as range, reduce_logsumexp,
 )
 from zmtf.framework.ops.random_ops import random_normal, random_uniform, set_random_seed, truncated_normal
 from zmtf.framework.ops.selection_ops import (

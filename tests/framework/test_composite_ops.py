@@ -103,3 +103,17 @@ def test_gradients_flow_through_the_compositions():
     softmax = np.exp([0.5, -3.0, 2.0]) / np.exp([0.5, -3.0, 2.0]).sum()
     np.testing.assert_allclose(run(g), np.array([1.0, 0.0, 0.0]) + softmax + np.array([1.0, 2.0, 3.0]),
                                rtol=1e-6)
+
+
+def test_print_logs_first_n_and_passes_values_and_gradients(caplog):
+    import logging
+
+    x = tf.constant([1.0, 2.0])
+    y = tf.Print(x, [x, tf.reduce_sum(x)], "values: ", first_n=2)
+    (g,) = gradients(tf.reduce_sum(y * 3.0), [x])
+    with caplog.at_level(logging.INFO, logger="zmtf.print"), tf.Session() as sess:
+        for _ in range(3):
+            value, grad = sess.run([y, g])
+    assert value.tolist() == [1.0, 2.0] and grad.tolist() == [3.0, 3.0]
+    printed = [r.getMessage() for r in caplog.records if r.name == "zmtf.print"]
+    assert printed == ["values: [1. 2.] 3."] * 2                      # first_n=2: not a third time

@@ -25,6 +25,11 @@ not_differentiable(
 )
 
 
+@gradient("Print")
+def _print_grad(op: Operation, grad: Tensor) -> Grads:
+    return [grad] + [None] * (len(op.inputs) - 1)
+
+
 @gradient("Reshape")
 def _reshape_grad(op: Operation, grad: Tensor) -> Grads:
     return [array_ops.reshape(grad, shape_of(op.inputs[0])), None]

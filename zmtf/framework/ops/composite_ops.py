@@ -11,6 +11,7 @@ import numpy as np
 from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.graph import Tensor, get_default_graph
+from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops import array_ops, math_ops, nn_ops, random_ops
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.selection_ops import where
@@ -206,3 +207,20 @@ def _weighted_mean(losses: Tensor, weights: Any) -> Tensor:
     """TF's default reduction with scalar weights: mean of losses * weights."""
     w = convert_to_tensor(weights, dtype=losses.dtype)
     return math_ops.reduce_mean(losses * w)
+
+
+# ---- debugging ------------------------------------------------------------------------------
+@op_def("Print", stateful=True)
+def _print_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(inputs[0].dtype, inputs[0].shape)]
+
+
+def print_(input_: Any, data: Sequence[Any], message: str | None = None, first_n: int | None = None,
+           summarize: int | None = None, name: str | None = None) -> Tensor:
+    """TF1's ``tf.Print``: ``input_`` itself, logging ``message`` and the ``data`` values when
+    it runs (logger "zmtf.print", wherever the op is placed: its task's log)."""
+    x = convert_to_tensor(input_)
+    values = [convert_to_tensor(d) for d in data]
+    attrs = {"message": message or "", "first_n": -1 if first_n is None else int(first_n),
+             "summarize": 3 if summarize is None else int(summarize)}
+    return apply_op("Print", [x, *values], attrs, name=name or "Print").outputs[0]

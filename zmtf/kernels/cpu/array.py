@@ -8,6 +8,7 @@ return new C-contiguous arrays.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -19,6 +20,8 @@ from zmtf.kernels.cpu._common import ALL, first_input_or_attr, int_list, normali
 from zmtf.kernels.cpu._common import quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.registry import register
+
+_print_log = logging.getLogger("zmtf.print")
 
 
 @register("NoOp")
@@ -39,6 +42,18 @@ def const(ctx: Any, inputs: list, attrs: dict) -> list:
 
 
 const.constant_output = True  # type: ignore[attr-defined] # the executor evaluates it once per plan
+
+
+@register("Print")
+def print_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Print(input, data...): input itself; logs the message and the data (first_n times)."""
+    count = attrs.setdefault("_printed", [0])
+    if attrs["first_n"] < 0 or count[0] < attrs["first_n"]:
+        count[0] += 1
+        shown = " ".join(np.array2string(np.asarray(d), threshold=attrs["summarize"],
+                                         edgeitems=attrs["summarize"]) for d in inputs[1:])
+        _print_log.info("%s%s", attrs["message"], shown)
+    return [inputs[0]]
 
 
 @register("Identity")
