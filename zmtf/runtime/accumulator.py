@@ -11,18 +11,15 @@ on it.
 
 from __future__ import annotations
 
-import copy
-import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu._common import quiet_fp, shape_str
-
-Done = Callable[[Any, "BaseException | None"], None]
+from zmtf.runtime.parking import Completion, Done, Parking, run
 
 
 @dataclass(eq=False, slots=True)
@@ -33,12 +30,13 @@ class _Taker:
     done: Done
 
 
-class ConditionalAccumulator:
+class ConditionalAccumulator(Parking):
     """Averages ``num_required`` fresh gradients of one dtype and (partially known) shape."""
 
     resource_kind = "ConditionalAccumulator"
 
     def __init__(self, name: str, dtype: str, shape: Sequence[int | None] | None) -> None:
+        super().__init__()
         self.name = name
         self.dtype = np.dtype(dtype)
         self.shape = None if shape is None else tuple(shape)
@@ -46,7 +44,6 @@ class ConditionalAccumulator:
         self._count = 0
         self._global_step = 0
         self._takers: deque[_Taker] = deque()
-        self._lock = threading.Lock()
 
     def check_matches(self, dtype: str, node_name: str) -> None:
         """A second accumulator op with the same shared_name must want the same dtype."""
@@ -81,7 +78,7 @@ class ConditionalAccumulator:
                     np.add(self._sum, grad, out=self._sum, casting="unsafe")
             self._count += 1
             completions = self._serve()
-        _run(completions)
+        run(completions)
         return True
 
     def take_grad(self, num_required: int, done: Done) -> _Taker | None:
@@ -90,34 +87,18 @@ class ConditionalAccumulator:
             raise InvalidArgumentError(
                 f"take_grad on accumulator '{self.name}': num_required must be >= 1, got "
                 f"{num_required}")
-        with self._lock:
-            waiter: _Taker | None = _Taker(int(num_required), done)
-            self._takers.append(waiter)
-            completions = self._serve()
-            if waiter not in self._takers:
-                waiter = None
-        _run(completions)
-        return waiter
+        return self._park(self._takers, _Taker(int(num_required), done))
 
     def cancel(self, waiter: _Taker, error: BaseException) -> None:
         """Withdraw a parked take_grad (its step was aborted) and fail it with ``error``."""
-        with self._lock:
-            try:
-                self._takers.remove(waiter)
-            except ValueError:
-                return
-        waiter.done(None, error)
+        self._withdraw(self._takers, waiter, error)
 
     def cancel_all(self, error: BaseException) -> None:
         """Fail every parked take_grad (the session closed or was reset)."""
-        with self._lock:
-            waiters = list(self._takers)
-            self._takers.clear()
-        # one error each: the executor writes its waiter's node name into it
-        _run([(w.done, None, copy.copy(error)) for w in waiters])
+        self._fail_all([self._takers], error)
 
-    def _serve(self) -> list[tuple[Done, Any, BaseException | None]]:
-        completions: list[tuple[Done, Any, BaseException | None]] = []
+    def _serve(self) -> list[Completion]:
+        completions: list[Completion] = []
         while self._takers and self._count >= self._takers[0].num_required:
             taker = self._takers.popleft()
             assert self._sum is not None
@@ -145,7 +126,3 @@ class ConditionalAccumulator:
 def _shape_text(shape: Sequence[int | None]) -> str:
     return "[" + ",".join("?" if d is None or d < 0 else str(d) for d in shape) + "]"
 
-
-def _run(completions: list[tuple[Done, Any, BaseException | None]]) -> None:
-    for done, outputs, error in completions:
-        done(outputs, error)

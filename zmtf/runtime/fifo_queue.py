@@ -11,21 +11,17 @@ on it.
 
 from __future__ import annotations
 
-import copy
-import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from zmtf.framework.errors import CancelledError, InvalidArgumentError, OutOfRangeError
 from zmtf.kernels.cpu._common import shape_str
+from zmtf.runtime.parking import Completion, Done, Parking, run
 
-Done = Callable[[Any, "BaseException | None"], None]
 Element = tuple[np.ndarray, ...]
-# (callback, outputs, error) to run once the lock is released
-Completion = tuple[Done, Any, "BaseException | None"]
 
 
 @dataclass(eq=False, slots=True)
@@ -45,13 +41,14 @@ class _Putter:
     done: Done
 
 
-class FIFOQueue:
+class FIFOQueue(Parking):
     """A bounded (``capacity`` < 0: unbounded) first-in first-out queue of tuples of arrays."""
 
     resource_kind = "FIFOQueue"
 
     def __init__(self, name: str, dtypes: Sequence[str], shapes: Sequence[Any] | None,
                  capacity: int) -> None:
+        super().__init__()
         self.name = name
         self.dtypes = tuple(np.dtype(d) for d in dtypes)
         self.shapes = None if not shapes else tuple(tuple(s) for s in shapes)
@@ -60,7 +57,6 @@ class FIFOQueue:
         self._takers: deque[_Taker] = deque()
         self._putters: deque[_Putter] = deque()
         self._closed = False
-        self._lock = threading.Lock()
 
     # ---- what the kernels call ---------------------------------------------------------
     def check_matches(self, dtypes: Sequence[str], shapes: Sequence[Any] | None, capacity: int,
@@ -82,29 +78,14 @@ class FIFOQueue:
         """Add ``elements`` in order; ``done([], None)`` once all are in. Returns the waiter."""
         for element in elements:
             self._check(element)
-        with self._lock:
-            if self._closed:
-                error: BaseException | None = CancelledError(f"FIFOQueue '{self.name}' is closed.")
-                waiter, completions = None, [(done, None, error)]
-            else:
-                waiter = _Putter(deque(elements), done)
-                self._putters.append(waiter)
-                completions = self._serve()
-                if waiter not in self._putters:
-                    waiter = None
-        _run(completions)
-        return waiter
+        return self._park(self._putters, _Putter(deque(elements), done), refuse=self._refuse_enqueue)
+
+    def _refuse_enqueue(self) -> BaseException | None:
+        return CancelledError(f"FIFOQueue '{self.name}' is closed.") if self._closed else None
 
     def dequeue(self, count: int, many: bool, done: Done) -> _Taker | None:
         """``done(components, None)`` once ``count`` elements are there. Returns the waiter."""
-        with self._lock:
-            waiter: _Taker | None = _Taker(count, many, done)
-            self._takers.append(waiter)
-            completions = self._serve()
-            if waiter not in self._takers:
-                waiter = None
-        _run(completions)
-        return waiter
+        return self._park(self._takers, _Taker(count, many, done))
 
     def close(self, cancel_pending_enqueues: bool) -> None:
         """No more enqueues; dequeues that can never be satisfied fail with OutOfRangeError."""
@@ -112,30 +93,18 @@ class FIFOQueue:
             self._closed = True
             completions = []
             if cancel_pending_enqueues:
-                completions = [(p.done, None, CancelledError(f"FIFOQueue '{self.name}' is closed."))
-                               for p in self._putters]
+                completions = [(p.done, None, self._refuse_enqueue()) for p in self._putters]
                 self._putters.clear()
             completions += self._serve()
-        _run(completions)
+        run(completions)
 
     def cancel(self, waiter: _Taker | _Putter, error: BaseException) -> None:
         """Withdraw a parked enqueue or dequeue (its step aborted); fail it with ``error``."""
-        with self._lock:
-            table: deque[Any] = self._takers if isinstance(waiter, _Taker) else self._putters
-            try:
-                table.remove(waiter)
-            except ValueError:
-                return  # already completed
-        waiter.done(None, error)
+        self._withdraw(self._takers if isinstance(waiter, _Taker) else self._putters, waiter, error)
 
     def cancel_all(self, error: BaseException) -> None:
         """Fail every parked enqueue and dequeue (the session closed or was reset)."""
-        with self._lock:
-            waiters = [*self._takers, *self._putters]
-            self._takers.clear()
-            self._putters.clear()
-        # one error each: the executor writes its waiter's node name into it
-        _run([(w.done, None, copy.copy(error)) for w in waiters])
+        self._fail_all([self._takers, self._putters], error)
 
     # ---- the rules, under the lock -------------------------------------------------------
     def _serve(self) -> list[Completion]:
@@ -185,7 +154,3 @@ class FIFOQueue:
                     f"Shape mismatch in tuple component {i} of FIFOQueue '{self.name}'. Expected "
                     f"{shape_str(self.shapes[i])}, got {shape_str(value.shape)}")
 
-
-def _run(completions: list[Completion]) -> None:
-    for done, outputs, error in completions:
-        done(outputs, error)
