@@ -647,3 +647,13 @@ def add_n(ctx: Any, inputs: list, attrs: dict) -> list:
         for x in inputs[2:]:
             np.add(out, x, out=out, casting="unsafe")
     return [out]
+
+
+@register("IsNan", dtypes=FLOATS)
+def is_nan(ctx: Any, inputs: list, attrs: dict) -> list:
+    return [np.isnan(inputs[0])]
+
+
+@register("IsFinite", dtypes=FLOATS)
+def is_finite(ctx: Any, inputs: list, attrs: dict) -> list:
+    return [np.isfinite(inputs[0])]

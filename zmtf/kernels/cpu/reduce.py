@@ -351,3 +351,16 @@ def prod_grad(ctx: Any, inputs: list, attrs: dict) -> list:
     others = np.transpose((left * right).reshape(moved.shape), np.argsort(perm))
     with quiet_fp():
         return [np.ascontiguousarray(others * np.broadcast_to(grad, x.shape))]
+
+
+@register("Cumsum", dtypes=NUMERIC)
+def cumsum(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Cumulative sum along ``axis``; ``exclusive`` starts at 0, ``reverse`` from the end."""
+    x = inputs[0]
+    axis = attrs["axis"] % max(x.ndim, 1)
+    y = np.flip(x, axis) if attrs["reverse"] else x
+    out = np.cumsum(y, axis=axis, dtype=x.dtype)
+    if attrs["exclusive"]:
+        out = np.concatenate([np.zeros_like(np.take(out, [0], axis=axis)),
+                              np.take(out, range(out.shape[axis] - 1), axis=axis)], axis=axis)
+    return [np.ascontiguousarray(np.flip(out, axis) if attrs["reverse"] else out)]

@@ -1,4 +1,4 @@
-"""Selection kernels: Select, Where, Slice, StridedSlice, GatherV2 and their gradient scatters.
+"""Selection kernels: Select, Where, Slice, StridedSlice, GatherV2, Tile, Pad and the gradient scatters.
 
 Slices return copies (C-contiguous, owned): a view would keep a whole variable's storage
 alive and alias it. The *Grad kernels build zeros of the input's shape and put (Slice,
@@ -163,25 +163,3 @@ def pad(ctx: Any, inputs: list, attrs: dict) -> list:
                                        f"in {mode} mode, input shape {shape_str(x.shape)}")
     return [np.pad(x, pairs, mode=mode.lower())]
 
-
-@register("IsNan", dtypes=("float16", "float32", "float64"))
-def is_nan(ctx: Any, inputs: list, attrs: dict) -> list:
-    return [np.isnan(inputs[0])]
-
-
-@register("IsFinite", dtypes=("float16", "float32", "float64"))
-def is_finite(ctx: Any, inputs: list, attrs: dict) -> list:
-    return [np.isfinite(inputs[0])]
-
-
-@register("Cumsum", dtypes=NUMERIC)
-def cumsum(ctx: Any, inputs: list, attrs: dict) -> list:
-    """Cumulative sum along ``axis``; ``exclusive`` starts at 0, ``reverse`` from the end."""
-    x = inputs[0]
-    axis = attrs["axis"] % max(x.ndim, 1)
-    y = np.flip(x, axis) if attrs["reverse"] else x
-    out = np.cumsum(y, axis=axis, dtype=x.dtype)
-    if attrs["exclusive"]:
-        out = np.concatenate([np.zeros_like(np.take(out, [0], axis=axis)),
-                              np.take(out, range(out.shape[axis] - 1), axis=axis)], axis=axis)
-    return [np.ascontiguousarray(np.flip(out, axis) if attrs["reverse"] else out)]
