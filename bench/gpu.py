@@ -1,10 +1,13 @@
 """GPU benchmark (needs a real GPU; under numba's simulator it only checks that it runs).
 
-Prints elementwise add GB/s against the card's theoretical memory bandwidth (when the
-driver reports it) and matmul TFLOP/s against numpy on the CPU and, when installed,
-CuPy/cuBLAS, as ratios, all in one run. zmtf runs the ops in a session with inputs and
-outputs pinned to /gpu:0 (variables on the GPU, a reduction fetched so no copy dominates).
-Run: python bench/gpu.py [--n 67108864] [--m 4096] [--reps 10]
+Prints, in one run and as ratios:
+* elementwise ``a + b`` (then summed, so only a scalar comes home) GB/s at several sizes,
+  against the card's theoretical memory bandwidth (from the driver's clock and bus width)
+  and against CuPy doing the same two ops, when CuPy is installed;
+* matmul TFLOP/s (float32) against numpy on the CPU and CuPy/cuBLAS.
+zmtf runs each op in a session with its variables and the op pinned to /gpu:0, so a step
+is a session call: launch and session overhead are part of what is measured.
+Run: python bench/gpu.py [--sizes 1048576,16777216,268435456] [--m 4096] [--reps 20]
 """
 
 from __future__ import annotations
@@ -28,51 +31,95 @@ def median(fn, reps: int) -> float:
     return statistics.median(times)
 
 
-def zmtf_cases(n: int, m: int, reps: int) -> dict[str, float]:
+def zmtf_add(n: int, reps: int) -> float:
     tf.reset_default_graph()
     with tf.device("/gpu:0"):
         a = tf.Variable(tf.random_uniform([n], seed=1))
         b = tf.Variable(tf.random_uniform([n], seed=2))
-        add = tf.reduce_sum(a + b)
-        x = tf.Variable(tf.random_uniform([m, m], seed=3))
-        mm = tf.reduce_sum(tf.matmul(x, x))
-    config = tf.ConfigProto(device_count={"GPU": 1})
-    with tf.Session(config=config) as sess:
+        total = tf.reduce_sum(a + b)
+    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 1})) as sess:
         sess.run(tf.global_variables_initializer())
-        return {"add": median(lambda: sess.run(add), reps), "matmul": median(lambda: sess.run(mm), reps)}
+        expected = float(np.sum(sess.run(a), dtype=np.float64) + np.sum(sess.run(b), dtype=np.float64))
+        got = float(sess.run(total))
+        assert abs(got - expected) <= 1e-3 * abs(expected), (got, expected)
+        return median(lambda: sess.run(total), reps)
+
+
+def zmtf_matmul(m: int, reps: int) -> float:
+    tf.reset_default_graph()
+    with tf.device("/gpu:0"):
+        x = tf.Variable(tf.random_uniform([m, m], seed=3))
+        total = tf.reduce_sum(tf.matmul(x, x))
+    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 1})) as sess:
+        sess.run(tf.global_variables_initializer())
+        host = sess.run(x).astype(np.float64)
+        expected = float((host @ host).sum())
+        got = float(sess.run(total))
+        assert abs(got - expected) <= 1e-3 * abs(expected), (got, expected)
+        return median(lambda: sess.run(total), reps)
+
+
+def theoretical_bandwidth() -> float | None:
+    """Bytes/s the card's memory can move (double data rate x bus width), or None."""
+    try:
+        from numba import cuda
+
+        device = cuda.get_current_device()
+        clock_hz = device.MEMORY_CLOCK_RATE * 1e3
+        return 2 * clock_hz * device.GLOBAL_MEMORY_BUS_WIDTH / 8
+    except Exception:  # noqa: BLE001 - the simulator, or a driver without the attributes
+        return None
+
+
+def cupy_or_none():
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=64 * 2**20)
+    parser.add_argument("--sizes", default=f"{2**20},{2**24},{2**28}")
     parser.add_argument("--m", type=int, default=4096)
-    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args()
     if not tf.test.is_gpu_available():
         print("no GPU visible to zmtf (python -m zmtf.devices); nothing to measure")
         return
-    z = zmtf_cases(args.n, args.m, args.reps)
-    add_gbs = 3 * args.n * 4 / z["add"] / 1e9
+    cupy = cupy_or_none()
+    peak = theoretical_bandwidth()
+    print(f"card memory bandwidth: {peak / 1e9:.0f} GB/s (theoretical)" if peak else
+          "card memory bandwidth: not reported by the driver")
+    for n in (int(s) for s in args.sizes.split(",")):
+        moved = 4 * n * 4     # a+b reads 2 arrays, writes 1; the sum reads it again
+        t = zmtf_add(n, args.reps)
+        line = f"add+sum n={n:>10}: zmtf {t * 1e3:8.3f} ms {moved / t / 1e9:7.1f} GB/s"
+        if peak:
+            line += f" ({moved / t / peak:.0%} of peak)"
+        if cupy is not None:
+            a = cupy.random.random(n, dtype=cupy.float32)
+            b = cupy.random.random(n, dtype=cupy.float32)
+            t_cu = median(lambda: float((a + b).sum()), args.reps)
+            line += f"; CuPy {t_cu * 1e3:8.3f} ms {moved / t_cu / 1e9:7.1f} GB/s -> zmtf/CuPy {t_cu / t:.2f}x"
+            del a, b
+        print(line)
     flops = 2 * args.m ** 3
-    print(f"zmtf add ({args.n} float32): {z['add'] * 1e3:.2f} ms, {add_gbs:.1f} GB/s (3 arrays moved)")
-    print(f"zmtf matmul ({args.m}^2 float32): {z['matmul'] * 1e3:.2f} ms, {flops / z['matmul'] / 1e12:.2f} TFLOP/s")
+    t = zmtf_matmul(args.m, max(3, args.reps // 4))
+    print(f"matmul {args.m}^2 float32: zmtf {t * 1e3:.2f} ms, {flops / t / 1e12:.2f} TFLOP/s")
     host = np.random.default_rng(0).random((min(args.m, 2048),) * 2, dtype=np.float32)
     t_np = median(lambda: host @ host, 3)
     np_tflops = 2 * host.shape[0] ** 3 / t_np / 1e12
     print(f"numpy CPU matmul ({host.shape[0]}^2): {np_tflops:.3f} TFLOP/s -> zmtf GPU is "
-          f"{flops / z['matmul'] / 1e12 / np_tflops:.1f}x")
-    try:
-        import cupy
-    except ImportError:
-        print("CuPy not installed: no cuBLAS baseline")
+          f"{flops / t / 1e12 / np_tflops:.1f}x")
+    if cupy is None:
+        print("CuPy not installed: no CuPy/cuBLAS baseline")
         return
     dx = cupy.random.random((args.m, args.m), dtype=cupy.float32)
-
-    def cublas() -> None:
-        (dx @ dx).sum().get()
-
-    t_cu = median(cublas, args.reps)
-    print(f"cuBLAS matmul: {flops / t_cu / 1e12:.2f} TFLOP/s -> zmtf/cuBLAS {t_cu / z['matmul']:.2f}x")
+    t_cu = median(lambda: float((dx @ dx).sum()), max(3, args.reps // 4))
+    print(f"cuBLAS matmul (CuPy, float32, default math mode): {flops / t_cu / 1e12:.2f} TFLOP/s "
+          f"-> zmtf/cuBLAS {t_cu / t:.2f}x")
 
 
 if __name__ == "__main__":

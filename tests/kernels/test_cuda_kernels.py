@@ -28,7 +28,7 @@ if not gpu.AVAILABLE:
 
 from numba import cuda  # noqa: E402  (only once we know numba.cuda imports)
 
-from zmtf.kernels.cuda._plan import broadcast_plan, chunking, reduce_plan  # noqa: E402
+from zmtf.kernels.cuda._plan import broadcast_plan, chunking, contiguous_reduction, reduce_plan  # noqa: E402
 
 RNG = np.random.default_rng(0)
 STATE_OPS = ("Assign", "AssignAdd", "AssignSub", "ApplyGradientDescent")
@@ -260,6 +260,16 @@ def test_reduce_plan_and_chunking() -> None:
     assert chunks == 8 and chunks * chunk_len >= 1000 > (chunks - 1) * chunk_len
 
 
+def test_adjacent_reduced_axes_view_the_input_as_rows_or_columns() -> None:
+    assert contiguous_reduction((64, 10), (1,)) == (64, 10, 1)        # softmax rows
+    assert contiguous_reduction((64, 10), (0,)) == (1, 64, 10)        # bias gradient
+    assert contiguous_reduction((2, 3, 4), (0, 1, 2)) == (1, 24, 1)   # a loss
+    assert contiguous_reduction((2, 3, 4, 5), (1, 2)) == (2, 12, 5)
+    assert contiguous_reduction((2, 1, 3, 4), (0, 2)) == (1, 6, 4)    # size-1 axes do not split
+    assert contiguous_reduction((5, 6), ()) == (30, 1, 1)
+    assert contiguous_reduction((2, 3, 4), (0, 2)) is None            # scattered: general kernel
+
+
 # ---------------------------------------------------------------------------------------
 # elementwise
 
@@ -382,6 +392,13 @@ def test_reduction_matches_cpu(compare, op_type, axis, keep_dims) -> None:
 )
 @pytest.mark.parametrize("op_type", ["Sum", "Mean", "Max"])
 def test_reduction_two_pass_scalar_and_empty(compare, op_type, shape, axis) -> None:
+    compare(op_type, [normal(shape, np.float64)], axis=axis)
+
+
+@pytest.mark.parametrize("shape,axis", [((1 << 16,), None), ((4, 1 << 14), (1,)), ((1 << 14, 3), (0,))],
+                         ids=str)
+@pytest.mark.parametrize("op_type", ["Sum", "Max"])
+def test_long_reductions_split_into_two_passes(compare, op_type, shape, axis) -> None:
     compare(op_type, [normal(shape, np.float64)], axis=axis)
 
 

@@ -79,7 +79,20 @@ REASON: str = _probe()
 #: True when the GPU kernels below are registered.
 AVAILABLE: bool = not REASON
 
+
+def _quiet_small_grid_warnings() -> None:
+    """Small tensors launch small grids by nature; numba warns on each such launch
+    (NumbaPerformanceWarning, "grid size ... under-utilization"), which a TF user reads as
+    a fault. Off unless the user set NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS themselves."""
+    if "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS" in os.environ:
+        return
+    from numba import config
+
+    config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+
+
 if AVAILABLE:
+    _quiet_small_grid_warnings()
     from zmtf.kernels.cuda import array, elementwise, matmul, nn, random, reduce, state
     from zmtf.kernels.cuda._device import SIMULATOR
 

@@ -91,9 +91,28 @@ def to_host(ctx: Any, value: Any) -> np.ndarray:
     return np.asarray(host)
 
 
+#: Most index arrays one context keeps (a graph has a bounded set of shapes; this bounds
+#: a program that makes new shapes forever).
+_INDEX_CACHE_LIMIT = 4096
+
+
 def index_array(ctx: Any, values: Any) -> Any:
-    """A small int64 device array (shapes, strides) for a kernel's index arithmetic."""
-    return to_device(ctx, np.asarray(values, dtype=np.int64).reshape(-1))
+    """A small int64 device array (shapes, strides) for a kernel's index arithmetic.
+
+    Cached in ``ctx.gpu_const_cache`` per GPU (a GPU's thread has its own stream), since a
+    step asks for the same few every time and a device allocation plus copy costs tens of
+    microseconds. Kernels only read them."""
+    host = np.asarray(values, dtype=np.int64).reshape(-1)
+    cache = getattr(ctx, "gpu_const_cache", None)
+    if not isinstance(cache, dict):
+        return to_device(ctx, host)
+    key = ("index", id(stream(ctx)), host.tobytes())
+    device = cache.get(key)
+    if device is None:
+        device = to_device(ctx, host)
+        if len(cache) < _INDEX_CACHE_LIMIT:
+            cache[key] = device   # NOTE: a race here only copies twice; both copies are equal
+    return device
 
 
 def flat(value: Any) -> Any:
@@ -147,6 +166,15 @@ def launch(ctx: Any, kernel: Any, count: int, *args: Any) -> None:
     threads = min(_THREADS, count)
     with launching(ctx):
         kernel[blocks_for(count, threads), threads, stream(ctx)](*args)
+
+
+def launch_blocks(ctx: Any, kernel: Any, count: int, threads: int, *args: Any) -> None:
+    """Launch ``kernel(*args)`` with a block of ``threads`` per work item, ``count`` items
+    (capped; the kernels loop over blocks); nothing if count is 0."""
+    if count <= 0:
+        return
+    with launching(ctx):
+        kernel[max(1, min(count, _MAX_BLOCKS)), threads, stream(ctx)](*args)
 
 
 def parallel_width() -> int:

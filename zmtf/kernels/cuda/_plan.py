@@ -144,3 +144,24 @@ def chunking(out_count: int, red_count: int, width: int, min_chunk: int = 32) ->
     chunks = min(math.ceil(width / out_count), math.ceil(red_count / min_chunk))
     chunk_len = math.ceil(red_count / chunks)
     return math.ceil(red_count / chunk_len), chunk_len
+
+
+def contiguous_reduction(shape: Sequence[int], axes: Sequence[int]) -> tuple[int, int, int] | None:
+    """(A, R, B) when reducing ``shape`` over ``axes`` is reducing the middle axis of the
+    array seen as [A, R, B] (the reduced axes are adjacent once size-1 axes are dropped):
+    a loss, a batch mean, a bias gradient, a softmax row. None for scattered axes."""
+    reduced = set(axes)
+    run: list[int] = []     # positions (among the size>1 dims) of reduced dims
+    sizes = [(int(d), i in reduced) for i, d in enumerate(shape) if int(d) != 1]
+    for position, (_, is_reduced) in enumerate(sizes):
+        if is_reduced:
+            if run and run[-1] != position - 1:
+                return None
+            run.append(position)
+    if not run:
+        return math.prod(d for d, _ in sizes), 1, 1
+    before = math.prod(d for d, _ in sizes[: run[0]])
+    middle = math.prod(d for d, _ in sizes[run[0] : run[-1] + 1])
+    after = math.prod(d for d, _ in sizes[run[-1] + 1 :])
+    return before, middle, after
+

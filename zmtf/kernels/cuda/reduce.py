@@ -1,6 +1,13 @@
 """Reductions on the GPU: Sum, Mean, Max over any set of axes, ArgMax, SumToShape.
 
-One general kernel: a thread per (output, chunk) pair walks the chunk's reduced elements
+Adjacent reduced axes (nearly every reduction a model makes) view the input as [A, R, B]
+and reduce R with no index arrays: for B == 1 (rows, or everything) a block of threads
+reduces each output, reading coalesced and summing in shared memory; for B > 1 (columns)
+a thread per output walks R, neighbouring threads reading neighbouring elements. Long
+reductions with few outputs are split into chunks whose float64 partials a second launch
+reduces.
+
+Scattered axes use one general kernel: a thread per (output, chunk) pair walks the chunk's reduced elements
 (``_plan.reduce_plan`` gives the index arithmetic) and accumulates in float64. When there
 are few outputs (a reduce over all axes, a loss), each output's elements are split into
 chunks so the GPU has enough threads, and a second launch of the same kernel reduces the
@@ -14,13 +21,13 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import cuda
+from numba import cuda, float64
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu._common import normalize_axis, shape_str
 from zmtf.kernels.cpu.reduce import reduction_axes
 from zmtf.kernels.cuda import _device
-from zmtf.kernels.cuda._plan import ReducePlan, chunking, reduce_plan
+from zmtf.kernels.cuda._plan import ReducePlan, chunking, contiguous_reduction, reduce_plan
 from zmtf.kernels.cuda.array import fill_with
 from zmtf.kernels.cuda.elementwise import MATH
 from zmtf.kernels.registry import register
@@ -62,6 +69,71 @@ def reduce_kernel(  # type: ignore[no-untyped-def]
         out[p] = acc / divisor
 
 
+#: Threads per block of ``row_reduce_kernel``: a power of two (the shared-memory tree).
+_ROW_THREADS = 8 if _device.SIMULATOR else 256
+
+
+@cuda.jit
+def row_reduce_kernel(x, out, length, chunks, chunk_len, is_max, divisor):  # type: ignore[no-untyped-def]
+    """out[a * chunks + c] = the sum (or max) of chunk c of row a of x ([rows, length]),
+    / divisor: one block per output, coalesced reads, a tree in shared memory."""
+    partial = cuda.shared.array(_ROW_THREADS, float64)
+    tid = cuda.threadIdx.x
+    for p in range(cuda.blockIdx.x, out.size, cuda.gridDim.x):
+        a = p // chunks
+        lo = (p - a * chunks) * chunk_len
+        hi = lo + chunk_len
+        if hi > length:
+            hi = length
+        acc = -math.inf if is_max else 0.0
+        for j in range(lo + tid, hi, _ROW_THREADS):
+            v = x[a * length + j]
+            if is_max:
+                if v > acc or v != v:
+                    acc = v
+            else:
+                acc += float(v)
+        partial[tid] = acc
+        cuda.syncthreads()
+        step = _ROW_THREADS // 2
+        while step > 0:
+            if tid < step:
+                other = partial[tid + step]
+                if is_max:
+                    if other > partial[tid] or other != other:
+                        partial[tid] = other
+                else:
+                    partial[tid] += other
+            cuda.syncthreads()
+            step //= 2
+        if tid == 0:
+            out[p] = partial[0] / divisor
+        cuda.syncthreads()   # partial[] is reused by this block's next output
+
+
+@cuda.jit
+def column_reduce_kernel(x, out, length, width, chunks, chunk_len, is_max, divisor):  # type: ignore[no-untyped-def]
+    """out[(a * chunks + c) * width + b] = the sum (or max) over chunk c of
+    x[a, :, b] (x is [rows, length, width]), / divisor: a thread per output."""
+    for p in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        q = p // width
+        b = p - q * width
+        a = q // chunks
+        lo = (q - a * chunks) * chunk_len
+        hi = lo + chunk_len
+        if hi > length:
+            hi = length
+        acc = -math.inf if is_max else 0.0
+        for r in range(lo, hi):
+            v = x[(a * length + r) * width + b]
+            if is_max:
+                if v > acc or v != v:
+                    acc = v
+            else:
+                acc += float(v)
+        out[p] = acc / divisor
+
+
 @cuda.jit
 def arg_max_kernel(  # type: ignore[no-untyped-def]
     x, out, out_dims, out_strides, axis_len, axis_stride
@@ -77,6 +149,35 @@ def arg_max_kernel(  # type: ignore[no-untyped-def]
                 best = v
                 best_index = j
         out[o] = best_index
+
+
+#: Blocks a row reduction aims for (each SM of an H100 holds several).
+_ROW_BLOCKS = 4 if _device.SIMULATOR else 1024
+
+
+def _reduce_rows(ctx: Any, x: Any, out: Any, rows: int, length: int, is_max: bool,
+                 divisor: float) -> None:
+    """out[a] = reduce of row a of flat ``x`` seen as [rows, length]."""
+    chunks, chunk_len = chunking(rows, length, _ROW_BLOCKS, 4 * _ROW_THREADS)
+    target = out if chunks == 1 else _device.empty(ctx, (rows * chunks,), np.float64)
+    _device.launch_blocks(ctx, row_reduce_kernel, target.size, _ROW_THREADS, x, target,
+                          length, chunks, chunk_len, is_max, divisor if chunks == 1 else 1.0)
+    if chunks > 1:
+        _reduce_rows(ctx, target, out, rows, chunks, is_max, divisor)
+
+
+def _reduce_columns(ctx: Any, x: Any, out: Any, rows: int, length: int, width: int,
+                    is_max: bool, divisor: float) -> None:
+    """out[a, b] = reduce of flat ``x`` seen as [rows, length, width] over its middle axis."""
+    chunks, chunk_len = chunking(rows * width, length, _device.parallel_width())
+    if chunks == 1:
+        _device.launch(ctx, column_reduce_kernel, out.size, x, out, length, width, 1, length,
+                       is_max, divisor)
+        return
+    partials = _device.empty(ctx, (rows * chunks * width,), np.float64)
+    _device.launch(ctx, column_reduce_kernel, partials.size, x, partials, length, width, chunks,
+                   chunk_len, is_max, 1.0)
+    _reduce_columns(ctx, partials, out, rows, chunks, width, is_max, divisor)
 
 
 def _run_reduce(ctx: Any, x: Any, out: Any, plan: ReducePlan, is_max: bool, divisor: float) -> None:
@@ -97,8 +198,7 @@ def _run_reduce(ctx: Any, x: Any, out: Any, plan: ReducePlan, is_max: bool, divi
         ctx, reduce_kernel, partials.size, xf, partials, *index, plan.red_count, chunks,
         chunk_len, is_max, 1.0,
     )
-    second = reduce_plan((plan.out_count, chunks), (1,))
-    _run_reduce(ctx, partials, out, second, is_max, divisor)
+    _reduce_rows(ctx, partials, _device.flat(out), plan.out_count, chunks, is_max, divisor)
 
 
 def _reduce(ctx: Any, inputs: list, attrs: dict, kind: str) -> list:
@@ -132,7 +232,14 @@ def reduce_to(ctx: Any, x: Any, axes: tuple[int, ...], shape: tuple[int, ...], k
         return out
     if plan.red_count == 0:
         return fill_with(ctx, out, empty_value)
-    _run_reduce(ctx, x, out, plan, is_max, plan.red_count if mean else 1)
+    divisor = plan.red_count if mean else 1
+    view = contiguous_reduction(x.shape, axes)
+    if view is None:
+        _run_reduce(ctx, x, out, plan, is_max, divisor)
+    elif view[2] == 1:
+        _reduce_rows(ctx, _device.flat(x), _device.flat(out), view[0], view[1], is_max, divisor)
+    else:
+        _reduce_columns(ctx, _device.flat(x), _device.flat(out), *view, is_max, divisor)
     return out
 
 
