@@ -31,7 +31,8 @@ from numba import cuda  # noqa: E402  (only once we know numba.cuda imports)
 from zmtf.kernels.cuda._plan import broadcast_plan, chunking, contiguous_reduction, reduce_plan  # noqa: E402
 
 RNG = np.random.default_rng(0)
-STATE_OPS = ("Assign", "AssignAdd", "AssignSub", "ApplyGradientDescent")
+STATE_OPS = ("Assign", "AssignAdd", "AssignSub", "ApplyGradientDescent", "ApplyMomentum",
+             "ApplyAdagrad", "ApplyRMSProp", "ApplyAdam")
 
 
 # ---------------------------------------------------------------------------------------
@@ -365,6 +366,16 @@ def test_matmul_matches_cpu(compare, mkn, transpose_a, transpose_b) -> None:
     compare("MatMul", [a, b], transpose_a=transpose_a, transpose_b=transpose_b)
 
 
+@pytest.mark.skipif(gpu.SIMULATOR, reason="several 128-wide tiles: too slow on the simulator, whose "
+                    "tiles (8 wide) the cases above already cross")
+@pytest.mark.parametrize("transposes", [(False, False), (True, True)], ids=str)
+def test_matmul_crosses_real_gpu_tiles(compare, transposes) -> None:
+    m, k, n = 300, 37, 257
+    a = normal((k, m) if transposes[0] else (m, k))
+    b = normal((n, k) if transposes[1] else (k, n))
+    compare("MatMul", [a, b], transpose_a=transposes[0], transpose_b=transposes[1])
+
+
 def test_matmul_float64_one_full_tile_and_errors(compare, gctx) -> None:
     compare("MatMul", [normal((16, 16), np.float64), normal((16, 16), np.float64)])
     with pytest.raises(InvalidArgumentError, match="Matrix size-incompatible"):
@@ -636,6 +647,55 @@ def test_apply_gradient_descent_matches_cpu(run_in, make_ctx, gctx, dtype) -> No
     tolerance = 2e-3 if dtype == "float16" else 1e-6
     np.testing.assert_allclose(out, expected, rtol=tolerance)
     np.testing.assert_allclose(stored.copy_to_host(), expected, rtol=tolerance)
+
+
+#: op -> (slot count, hyperparameters before the gradient, hyperparameters after it, attrs)
+OPTIMIZERS = {
+    "ApplyMomentum": (1, [0.1], [0.9], {}),
+    "ApplyMomentum-nesterov": (1, [0.1], [0.9], {"use_nesterov": True}),
+    "ApplyAdagrad": (1, [0.1], [], {}),
+    "ApplyRMSProp": (2, [0.01, 0.9, 0.5, 1e-7], [], {}),
+    "ApplyAdam": (2, [0.9 ** 3, 0.999 ** 3, 0.01, 0.9, 0.999, 1e-8], [], {}),
+    "ApplyAdam-nesterov": (2, [0.81, 0.998, 0.01, 0.9, 0.999, 1e-8], [], {"use_nesterov": True}),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", list(OPTIMIZERS))
+def test_fused_optimizer_updates_match_cpu(run_in, make_ctx, gctx, case, dtype) -> None:
+    op_type = case.split("-")[0]
+    slots, before, after, attrs = OPTIMIZERS[case]
+    values = [normal((5, 3), dtype)] + [np.abs(normal((5, 3), dtype)) for _ in range(slots)]
+    grad = normal((5, 3), dtype)
+    scalars = [[np.asarray(h, dtype) for h in part] for part in (before, after)]
+    cpu = make_ctx()
+    results = []
+    for ctx, run in ((gctx, run_gpu), (cpu, run_in)):
+        refs = []
+        for i, value in enumerate(values):
+            ref = VariableRef(ctx.resources, f"s{i}", [5, 3])
+            run(ctx, "Assign", [ref, value])
+            refs.append(ref)
+        run(ctx, op_type, refs + scalars[0] + [grad] + scalars[1], **attrs)
+        stored = [ctx.resources.read(f"s{i}") for i in range(len(values))]
+        results.append([v.copy_to_host() if _is_device(v) else np.asarray(v) for v in stored])
+    tolerance = 1e-5 if dtype == "float32" else 1e-12
+    for got, expected in zip(*results):
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)
+    assert not np.allclose(results[0][0], values[0])      # the variable moved
+
+
+def test_optimizer_update_names_a_mismatched_gradient(gctx) -> None:
+    refs = []
+    for name in ("var", "accum"):
+        ref = VariableRef(gctx.resources, name, [4])
+        run_gpu(gctx, "Assign", [ref, normal((4,))])
+        refs.append(ref)
+    with pytest.raises(InvalidArgumentError, match=r"grad \(node 'gpu_applymomentum'\) must have the "
+                                                   r"variable's shape \[4\], got \[3\]"):
+        run_gpu(gctx, "ApplyMomentum", refs + [np.asarray(0.1, np.float32), normal((3,)),
+                                              np.asarray(0.9, np.float32)])
 
 
 def test_uninitialized_gpu_variable_fails_on_read(gctx) -> None:

@@ -228,3 +228,40 @@ def test_size_classes_round_up_by_at_most_an_eighth():
     for n in (4097, 100_000, 3 << 20, (1 << 30) + 1):
         assert n <= size_class(n) <= n * 1.125 + 1
     assert size_class(100_000) == size_class(99_000)
+
+
+@pytest.mark.parametrize("optimizer", ["GradientDescent", "Momentum", "Adam", "RMSProp", "Adagrad"])
+def test_training_runs_on_the_gpu_with_every_optimizer(optimizer, caplog):
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(16, 4)).astype(np.float32)
+    ys = (xs @ np.array([1.0, -2.0, 0.5, 3.0], np.float32)).reshape(16, 1)
+    x, y = tf.constant(xs), tf.constant(ys)
+    w = tf.Variable(tf.zeros([4, 1]), name="w")
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+    make = {"GradientDescent": lambda: tf.train.GradientDescentOptimizer(0.1),
+            "Momentum": lambda: tf.train.MomentumOptimizer(0.05, 0.9),
+            "Adam": lambda: tf.train.AdamOptimizer(0.1),
+            "RMSProp": lambda: tf.train.RMSPropOptimizer(0.05),
+            "Adagrad": lambda: tf.train.AdagradOptimizer(0.5)}[optimizer]
+    step = make().minimize(loss)
+    config = tf.ConfigProto(device_count={"GPU": 1}, log_device_placement=True)
+    with caplog.at_level(logging.INFO, logger="zmtf.placement"):
+        with tf.Session(config=config) as sess:
+            sess.run(tf.global_variables_initializer())   # places w before its update op runs
+            first = sess.run(loss)
+            for _ in range(5):   # few: each simulated kernel launch costs milliseconds
+                sess.run(step)
+            assert sess.run(loss) < 0.8 * first
+    placed = placements(caplog)
+    assert placed["w"] == GPU0
+    assert placed[f"{optimizer}/update_w/Apply{optimizer}"] == GPU0
+
+
+def test_a_variable_goes_where_its_update_op_has_a_kernel_though_init_runs_first():
+    x = tf.constant(np.ones((2, 3), np.float32))
+    w = tf.Variable(tf.ones([3, 2]), name="w")
+    step = tf.train.FtrlOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)))  # no GPU kernel
+    with tf.Session(config=GPU) as sess:
+        sess.run(tf.global_variables_initializer())   # a step without ApplyFtrl places w
+        sess.run(step)                                 # ... where ApplyFtrl can run too
+        assert sess.run(w).shape == (3, 2)

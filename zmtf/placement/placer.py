@@ -49,15 +49,22 @@ def kernel_dtype(op: Operation) -> str | None:
 
 def place(ops: Sequence[Operation], devices: Sequence[str], supports: Supports, *,
           task: DeviceSpec, previous: dict[str, str] | None = None,
-          allow_soft_placement: bool = False) -> Placement:
-    """Place ``ops`` on ``devices`` (full names, preferred default first: GPU:0 before CPU:0)."""
+          allow_soft_placement: bool = False, universe: Sequence[Operation] = ()) -> Placement:
+    """Place ``ops`` on ``devices`` (full names, preferred default first: GPU:0 before CPU:0).
+
+    ``universe`` (the whole graph) widens each colocation group with the members this step
+    does not run, as TF places the whole graph: a variable first placed by its initializer
+    step must land where its optimizer's update op (ApplyAdam, say) has a kernel too.
+    """
     previous = previous or {}
     specs = [DeviceSpec.from_string(d) for d in devices]
     chosen: dict[str, str] = {}
     lines: list[str] = []
+    wider = _groups_by_member(universe) if universe else {}
     for group in colocation_groups(ops):
         kept = next((previous[o.name] for o in group if o.name in previous), None)
-        device = kept or _place_group(group, specs, supports, task, allow_soft_placement)
+        device = kept or _place_with_colocated(group, wider.get(group[0].name, group), specs,
+                                               supports, task, allow_soft_placement)
         for op in group:
             chosen[op.name] = device
             if op.name not in previous:
@@ -92,6 +99,22 @@ def colocation_groups(ops: Sequence[Operation]) -> list[list[Operation]]:
     for op in ops:
         groups.setdefault(find(op.name), []).append(op)
     return list(groups.values())
+
+
+def _groups_by_member(ops: Sequence[Operation]) -> dict[str, list[Operation]]:
+    return {op.name: group for group in colocation_groups(ops) for op in group}
+
+
+def _place_with_colocated(group: list[Operation], whole: list[Operation], devices: list[DeviceSpec],
+                          supports: Supports, task: DeviceSpec, allow_soft: bool) -> str:
+    """Place ``group`` where its whole colocation group (members outside this step too)
+    has kernels; if no device runs them all, where this step's members run."""
+    if len(whole) > len(group):
+        try:
+            return _place_group(whole, devices, supports, task, allow_soft)
+        except InvalidArgumentError:
+            pass
+    return _place_group(group, devices, supports, task, allow_soft)
 
 
 def _requested(group: list[Operation]) -> tuple[DeviceSpec, Operation | None]:

@@ -52,7 +52,8 @@ def plan_step(fetches: Sequence[Tensor], feeds: Sequence[Tensor], targets: Seque
     ops = prune(fetches, targets, fed)
     _check_placeholders_fed(ops, fed)
     placement = place(ops, devices, supports, task=task, previous=previous,
-                      allow_soft_placement=allow_soft_placement)
+                      allow_soft_placement=allow_soft_placement,
+                      universe=ops[0].graph.get_operations() if ops else ())
     builder = _Builder(placement.devices, feeds)
     for op in ops:
         builder.add_op(op, fed)

@@ -1,4 +1,5 @@
-"""Variables on the GPU: Variable, Assign, AssignAdd, AssignSub, ApplyGradientDescent.
+"""Variables on the GPU: Variable, Assign, AssignAdd, AssignSub, and the fused optimizer
+updates ApplyGradientDescent, ApplyMomentum, ApplyAdagrad, ApplyRMSProp and ApplyAdam.
 
 The store protocol is the CPU one (``zmtf.kernels.cpu.state``): a Variable op outputs a
 ``VariableRef`` into ``ctx.resources``, which for a GPU variable holds a device array.
@@ -8,17 +9,23 @@ outputs are copies, so later updates never show through them.
 Registered for float16/32/64 only, deliberately: TF has no GPU kernels for integer
 variables, so ``tf.Variable(3)`` pinned to /gpu:0 cannot be placed (soft placement moves
 it to the CPU).
+
+The optimizers' hyperparameters (learning rate, Adam's beta powers, ...) are read by the
+kernel from 1-element device arrays, never pulled to the host: a step does not wait on
+the GPU. The formulas are the CPU kernels' (TF's), in the variable's dtype where numba
+keeps it; hyperparameter arithmetic is float64, as the CPU's Python floats are.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from numba import cuda
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu._common import shape_str
-from zmtf.kernels.cpu.state import VariableRef, _ref, _shape_error, _shapes_match
+from zmtf.kernels.cpu.state import VariableRef, _locked, _ref, _shape_error, _shapes_match
 from zmtf.kernels.cuda import _device
 from zmtf.kernels.cuda.elementwise import BINARY_OPS, binary
 from zmtf.kernels.registry import register
@@ -32,6 +39,67 @@ def gradient_descent_kernel(var, alpha, delta):  # type: ignore[no-untyped-def]
     step = alpha[0]
     for i in range(cuda.grid(1), var.size, cuda.gridsize(1)):
         var[i] -= step * delta[i]
+
+
+@cuda.jit
+def momentum_kernel(var, accum, grad, lr, momentum, nesterov):  # type: ignore[no-untyped-def]
+    """accum = accum * momentum + grad; var -= lr * accum (Nesterov: lr * grad + lr *
+    momentum * accum)."""
+    rate = lr[0]
+    mu = momentum[0]
+    for i in range(cuda.grid(1), var.size, cuda.gridsize(1)):
+        a = accum[i] * mu + grad[i]
+        accum[i] = a
+        if nesterov:
+            var[i] -= grad[i] * rate + a * (mu * rate)
+        else:
+            var[i] -= a * rate
+
+
+@cuda.jit
+def adagrad_kernel(var, accum, grad, lr):  # type: ignore[no-untyped-def]
+    """accum += grad^2; var -= lr * grad / sqrt(accum)."""
+    rate = lr[0]
+    for i in range(cuda.grid(1), var.size, cuda.gridsize(1)):
+        a = accum[i] + grad[i] * grad[i]
+        accum[i] = a
+        var[i] -= rate * grad[i] / math.sqrt(a)
+
+
+@cuda.jit
+def rmsprop_kernel(var, ms, mom, grad, lr, rho, momentum, epsilon):  # type: ignore[no-untyped-def]
+    """ms = rho * ms + (1 - rho) * grad^2; mom = momentum * mom + lr * grad / sqrt(ms + eps);
+    var -= mom."""
+    rate = lr[0]
+    decay = rho[0]
+    mu = momentum[0]
+    eps = epsilon[0]
+    for i in range(cuda.grid(1), var.size, cuda.gridsize(1)):
+        g = grad[i]
+        m = ms[i] * decay + g * g * (1 - decay)
+        ms[i] = m
+        step = mom[i] * mu + rate * g / math.sqrt(m + eps)
+        mom[i] = step
+        var[i] -= step
+
+
+@cuda.jit
+def adam_kernel(var, m, v, grad, beta1_power, beta2_power, lr, beta1, beta2, epsilon,  # type: ignore[no-untyped-def]
+                nesterov):
+    """TF's Adam: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t); m += (g - m) * (1 - beta1);
+    v += (g^2 - v) * (1 - beta2); var -= lr_t * m / (sqrt(v) + epsilon)."""
+    b1 = float(beta1[0])
+    b2 = float(beta2[0])
+    eps = float(epsilon[0])
+    lr_t = float(lr[0]) * math.sqrt(1.0 - float(beta2_power[0])) / (1.0 - float(beta1_power[0]))
+    for i in range(cuda.grid(1), var.size, cuda.gridsize(1)):
+        g = grad[i]
+        mi = m[i] + (g - m[i]) * (1.0 - b1)
+        vi = v[i] + (g * g - v[i]) * (1.0 - b2)
+        m[i] = mi
+        v[i] = vi
+        direction = mi * b1 + g * (1.0 - b1) if nesterov else mi
+        var[i] -= direction * lr_t / (math.sqrt(vi) + eps)
 
 
 @register("Variable", "GPU", FLOATS)
@@ -122,3 +190,57 @@ def apply_gradient_descent(ctx: Any, inputs: list, attrs: dict) -> list:
             _device.flat(_device.on_device(ctx, delta)),
         )
         return [_device.copy(ctx, var)]
+
+
+def _apply(ctx: Any, inputs: list, attrs: dict, slots: int, grad_index: int, kernel: Any,
+           scalar_names: tuple[str, ...], scalar_indices: tuple[int, ...], *flags: bool) -> list:
+    """Run a fused optimizer update in place: inputs[0] is the variable and inputs[1:slots]
+    its slots (accumulators), all GPU variables of one shape, locked for the update."""
+    node_name = attrs["_node_name"]
+    refs = [_ref(inputs[i], node_name) for i in range(slots)]
+    grad = _device.on_device(ctx, inputs[grad_index])
+    with _locked(refs):
+        arrays = [_read_device(ctx, ref) for ref in refs]
+        var = arrays[0]
+        for ref, array in zip(refs[1:], arrays[1:]):
+            if tuple(array.shape) != tuple(var.shape):
+                raise InvalidArgumentError(
+                    f"slot '{ref.name}' (node '{node_name}') must have the variable's shape "
+                    f"{shape_str(var.shape)}, got {shape_str(array.shape)}")
+        if tuple(grad.shape) != tuple(var.shape):
+            raise InvalidArgumentError(
+                f"grad (node '{node_name}') must have the variable's shape "
+                f"{shape_str(var.shape)}, got {shape_str(grad.shape)}")
+        scalars = [_device.scalar_view(inputs[i], ctx, f"{what} of node '{node_name}'", var.dtype)
+                   for what, i in zip(scalar_names, scalar_indices)]
+        _device.launch(ctx, kernel, var.size, *(_device.flat(a) for a in arrays),
+                       _device.flat(grad), *scalars, *flags)
+        return [_device.copy(ctx, var)]
+
+
+@register("ApplyMomentum", "GPU", FLOATS)
+def apply_momentum(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyMomentum(ref, accum, lr, grad, momentum), with ``use_nesterov``."""
+    return _apply(ctx, inputs, attrs, 2, 3, momentum_kernel, ("lr", "momentum"), (2, 4),
+                  bool(attrs.get("use_nesterov", False)))
+
+
+@register("ApplyAdagrad", "GPU", FLOATS)
+def apply_adagrad(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyAdagrad(ref, accum, lr, grad)."""
+    return _apply(ctx, inputs, attrs, 2, 3, adagrad_kernel, ("lr",), (2,))
+
+
+@register("ApplyRMSProp", "GPU", FLOATS)
+def apply_rmsprop(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyRMSProp(ref, ms, mom, lr, rho, momentum, epsilon, grad)."""
+    return _apply(ctx, inputs, attrs, 3, 7, rmsprop_kernel, ("lr", "rho", "momentum", "epsilon"),
+                  (3, 4, 5, 6))
+
+
+@register("ApplyAdam", "GPU", FLOATS)
+def apply_adam(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyAdam(ref, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad)."""
+    return _apply(ctx, inputs, attrs, 3, 9, adam_kernel,
+                  ("beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"),
+                  (3, 4, 5, 6, 7, 8), bool(attrs.get("use_nesterov", False)))
