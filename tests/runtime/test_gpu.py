@@ -265,3 +265,34 @@ def test_a_variable_goes_where_its_update_op_has_a_kernel_though_init_runs_first
         sess.run(tf.global_variables_initializer())   # a step without ApplyFtrl places w
         sess.run(step)                                 # ... where ApplyFtrl can run too
         assert sess.run(w).shape == (3, 2)
+
+
+async def test_a_cluster_of_gpu_tasks_trains_with_two_workers_at_once(caplog):
+    import asyncio
+
+    from zmtf.testing import local_cluster
+
+    rng = np.random.default_rng(1)
+    xs = rng.normal(size=(8, 3)).astype(np.float32)
+    ys = xs @ np.array([[1.0], [-1.0], [2.0]], np.float32)
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1)):
+        w = tf.Variable(tf.zeros([3, 1]), name="w")
+        loss = tf.reduce_mean(tf.square(tf.matmul(tf.constant(xs), w, name="predict") - ys))
+        step = tf.train.MomentumOptimizer(0.05, 0.9).minimize(loss)
+    config = tf.ConfigProto(device_count={"GPU": 1}, log_device_placement=True)
+    async with local_cluster({"ps": 1, "worker": 2}, config=config) as cluster:
+        with caplog.at_level(logging.INFO, logger="zmtf.placement"):
+            async with tf.AsyncSession(cluster.target("worker", 0), config=config) as chief:
+                await chief.run(tf.global_variables_initializer())
+                first = await chief.run(loss)
+
+                async def train(task):
+                    async with tf.AsyncSession(cluster.target("worker", task), config=config) as sess:
+                        for _ in range(3):
+                            await sess.run(step)
+
+                await asyncio.gather(train(0), train(1))      # both workers' GPUs at once
+                assert await chief.run(loss) < first
+    placed = placements(caplog)
+    assert placed["w"] == "/job:ps/replica:0/task:0/device:GPU:0"           # a task's GPU:0 first
+    assert placed["predict"] == "/job:worker/replica:0/task:0/device:GPU:0"

@@ -24,7 +24,7 @@ from zmtf.framework.errors import FetchNotFoundError, InvalidArgumentError, NotF
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition
-from zmtf.placement.plan import plan_step
+from zmtf.placement.plan import COPY_OPS, plan_step
 from zmtf.distributed.futures import Deferred, chain, failed
 from zmtf.distributed.worker import WorkerService, supports
 
@@ -262,7 +262,8 @@ class MasterService:
         if session.config.get("log_device_placement"):
             for line in plan.placement.log_lines:
                 placement_log.info("%s", line)
-        ops = [graph.get_operation_by_name(n.name) for n in plan.nodes]
+        # the plan's host<->GPU copies are not graph ops: each worker plans its own
+        ops = [graph.get_operation_by_name(n.name) for n in plan.nodes if n.op_type not in COPY_OPS]
         parts = partition(ops, plan.placement.devices, master_task=self.task, feeds=feed_t,
                           fetches=fetch_t, targets=target_ops)
         # remote partitions first: their requests are on the wire while ours starts running

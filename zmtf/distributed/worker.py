@@ -68,6 +68,10 @@ class StepContext:
     def gpu_stream(self) -> Any:
         return self.base.gpu_stream
 
+    @property
+    def gpu_launch_lock(self) -> Any:
+        return self.base.gpu_launch_lock
+
 
 def _recv_kernel(ctx: StepContext, inputs: list, attrs: dict, done: Callable) -> None:
     def arrived(value: Any, error: BaseException | None) -> None:

@@ -62,6 +62,10 @@ def plan_step(fetches: Sequence[Tensor], feeds: Sequence[Tensor], targets: Seque
     return plan
 
 
+#: The op types of the copy nodes a plan inserts on host<->GPU edges (not graph ops).
+COPY_OPS = frozenset({"_HostToDevice", "_DeviceToHost"})
+
+
 def _is_gpu(device: str) -> bool:
     return "device:GPU:" in device
 
@@ -111,7 +115,7 @@ class _Builder:
         key = (slot, want)
         if key not in self.copies:
             gpu = want or here
-            op_type = "_HostToDevice" if want else "_DeviceToHost"
+            op_type = "_HostToDevice" if want else "_DeviceToHost"   # COPY_OPS
             producer = self.producer_of_slot.get(slot)
             source = self.nodes[producer]["name"] if producer is not None else self.feed_names[slot]
             name = f"{source}/_copy{slot}_to_{(want or 'host').rsplit('/', 1)[-1]}"

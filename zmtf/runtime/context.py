@@ -11,6 +11,11 @@ from zmtf.runtime.gpu_memory import current_memory, current_stream
 from zmtf.runtime.resources import ResourceContainer
 
 
+#: One simulated kernel launch at a time in the whole process: the simulator cannot run two,
+#: even from two servers' GPU:0 of an in-process cluster. Unused on a real GPU.
+SIMULATOR_LAUNCH_LOCK = threading.Lock()
+
+
 class KernelContext:
     """Per-session state shared by kernels: the variable store and per-node random generators."""
 
@@ -37,6 +42,11 @@ class KernelContext:
     @property
     def gpu_stream(self) -> object:
         return current_stream()
+
+    @property
+    def gpu_launch_lock(self) -> threading.Lock:
+        """Held around kernel launches under numba's simulator (kernels.cuda._device)."""
+        return SIMULATOR_LAUNCH_LOCK
 
     def random_generator(self, key: str, seed: int, seed2: int) -> np.random.Generator:
         """One generator per node, so repeated runs draw fresh numbers; seeded ones repeat per session."""

@@ -151,9 +151,9 @@ def launching(ctx: Any) -> contextlib.AbstractContextManager[Any]:
 
     NOTE: the simulator keeps a launch's configuration on the kernel object and swaps module
     globals while a kernel runs, so two launches at once fail ("concurrent simulated kernel
-    not supported"). The runtime serializes them by running a GPU's kernels on one thread,
-    or by giving contexts one process-wide ``gpu_launch_lock``. (Kernels own no locks.) A
-    real GPU needs none: its stream orders the work.
+    not supported"), even from two servers' GPU:0 in one process (an in-process cluster).
+    The runtime's contexts give one process-wide ``gpu_launch_lock`` under the simulator.
+    (Kernels own no locks.) A real GPU needs none: each GPU thread's stream orders its work.
     """
     lock = getattr(ctx, "gpu_launch_lock", None) if SIMULATOR else None
     return contextlib.nullcontext() if lock is None else lock
