@@ -1,8 +1,8 @@
 """Reductions on the GPU: Sum, Mean, Max over any set of axes, ArgMax, SumToShape.
 
 Adjacent reduced axes (nearly every reduction a model makes) view the input as [A, R, B]
-and reduce R with no index arrays: for B == 1 (rows, or everything) a block of threads
-reduces each output, reading coalesced and summing in shared memory; for B > 1 (columns)
+and reduce R with no index arrays: for long rows (B == 1) a block of threads reduces each
+output, reading coalesced and summing in shared memory; otherwise (columns, short rows)
 a thread per output walks R, neighbouring threads reading neighbouring elements. Long
 reductions with few outputs are split into chunks whose float64 partials a second launch
 reduces.
@@ -236,7 +236,7 @@ def reduce_to(ctx: Any, x: Any, axes: tuple[int, ...], shape: tuple[int, ...], k
     view = contiguous_reduction(x.shape, axes)
     if view is None:
         _run_reduce(ctx, x, out, plan, is_max, divisor)
-    elif view[2] == 1:
+    elif view[2] == 1 and view[1] >= 4 * _ROW_THREADS:   # long rows: a block each
         _reduce_rows(ctx, _device.flat(x), _device.flat(out), view[0], view[1], is_max, divisor)
     else:
         _reduce_columns(ctx, _device.flat(x), _device.flat(out), *view, is_max, divisor)
