@@ -1,7 +1,7 @@
 """The main local job: an MLP (784-256-10) forward pass over generated data on a local session.
 
 Shows the single-machine runtime end to end: variables on /cpu:0, feeds, fetch structures,
-parallel inter-op threads. Training (gradients, optimizers) is not built yet.
+parallel inter-op threads. Training is examples/train_mlp.py.
 Run: python examples/local_mlp.py [--batches N] [--batch-size B]
 """
 
