@@ -28,6 +28,7 @@ if not gpu.AVAILABLE:
 
 from numba import cuda  # noqa: E402  (only once we know numba.cuda imports)
 
+from zmtf.kernels.cuda import _device  # noqa: E402
 from zmtf.kernels.cuda._plan import broadcast_plan, chunking, contiguous_reduction, reduce_plan  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -485,13 +486,24 @@ def test_bias_add_matches_cpu(compare, shapes, data_format) -> None:
 # array ops
 
 
+def test_shapes_are_shared_small_constants_read_back_without_the_device(gctx) -> None:
+    x = cuda.to_device(np.zeros((4, 5), np.float32))
+    (first,) = run_gpu(gctx, "Shape", [x])
+    (again,) = run_gpu(gctx, "Shape", [cuda.to_device(np.ones((4, 5), np.float32))])
+    assert again is first and first.dtype == np.int32
+    np.testing.assert_array_equal(_device.to_host(gctx, first), [4, 5])
+    (other,) = run_gpu(gctx, "Shape", [x], out_type="int64")
+    assert other is not first and other.copy_to_host().tolist() == [4, 5]
+
+
 def test_const_is_copied_once_per_node_and_context(gctx, make_ctx) -> None:
     value = np.arange(6, dtype=np.float32).reshape(2, 3)
     value.flags.writeable = False
     (first,) = run_gpu(gctx, "Const", [], value=value, dtype="float32", _node_name="c")
     (again,) = run_gpu(gctx, "Const", [], value=value, dtype="float32", _node_name="c")
-    assert again is first and len(gctx.gpu_const_cache) == 1
+    assert again is first and [k[0] for k in gctx.gpu_const_cache] == ["c", "host"]
     np.testing.assert_array_equal(first.copy_to_host(), value)
+    np.testing.assert_array_equal(_device.to_host(gctx, first), value)   # no device read
     bare = make_ctx()  # no cache: a fresh copy each call, through cuda.device_array
     (a,) = run_gpu(bare, "Const", [], value=value, dtype="float32", _node_name="c")
     (b,) = run_gpu(bare, "Const", [], value=value, dtype="float32", _node_name="c")

@@ -85,34 +85,46 @@ def to_host(ctx: Any, value: Any) -> np.ndarray:
     waits. Only for values of a few elements: kernels never pull whole tensors back."""
     if not is_device_array(value):
         return np.asarray(value)
+    cache = getattr(ctx, "gpu_const_cache", None)
+    known = cache.get(("host", id(value))) if isinstance(cache, dict) else None
+    if known is not None:
+        return known
     host = value.copy_to_host(stream=stream(ctx))
     if stream(ctx):
         stream(ctx).synchronize()
     return np.asarray(host)
 
 
-#: Most index arrays one context keeps (a graph has a bounded set of shapes; this bounds
-#: a program that makes new shapes forever).
-_INDEX_CACHE_LIMIT = 4096
+#: Most small constants one context keeps (a graph has a bounded set of shapes; this
+#: bounds a program that makes new shapes forever).
+_CACHE_LIMIT = 4096
 
 
-def index_array(ctx: Any, values: Any) -> Any:
-    """A small int64 device array (shapes, strides) for a kernel's index arithmetic.
+def small_constant(ctx: Any, values: Any, dtype: Any) -> Any:
+    """A small read-only device array (a shape, strides, an index list) of ``values``.
 
-    Cached in ``ctx.gpu_const_cache`` per GPU (a GPU's thread has its own stream), since a
-    step asks for the same few every time and a device allocation plus copy costs tens of
-    microseconds. Kernels only read them."""
-    host = np.asarray(values, dtype=np.int64).reshape(-1)
+    Cached in ``ctx.gpu_const_cache`` per GPU (a GPU's thread has its own stream) with its
+    host copy, since a step asks for the same few every time: a device allocation plus a
+    copy costs tens of microseconds, and ``to_host`` of a cached one needs no device read
+    (which would wait for the GPU). Consumers never mutate inputs, so sharing is safe.
+    """
+    host = np.asarray(values, dtype=dtype)
     cache = getattr(ctx, "gpu_const_cache", None)
     if not isinstance(cache, dict):
         return to_device(ctx, host)
-    key = ("index", id(stream(ctx)), host.tobytes())
+    key = ("small", id(stream(ctx)), host.dtype.str, host.shape, host.tobytes())
     device = cache.get(key)
     if device is None:
         device = to_device(ctx, host)
-        if len(cache) < _INDEX_CACHE_LIMIT:
-            cache[key] = device   # NOTE: a race here only copies twice; both copies are equal
+        if len(cache) < _CACHE_LIMIT:   # NOTE: a race here only copies twice; both are equal
+            cache[key] = device
+            cache[("host", id(device))] = host
     return device
+
+
+def index_array(ctx: Any, values: Any) -> Any:
+    """A small int64 device array (shapes, strides) for a kernel's index arithmetic."""
+    return small_constant(ctx, np.asarray(values, dtype=np.int64).reshape(-1), np.int64)
 
 
 def flat(value: Any) -> Any:

@@ -99,6 +99,8 @@ def const(ctx: Any, inputs: list, attrs: dict) -> list:
     if entry is None or entry[0] is not value:
         entry = (value, _device.to_device(ctx, value))
         cache[key] = entry  # NOTE: a race here only copies twice; both copies are equal
+        if np.size(value) <= 64:   # an axis list or a shape: to_host reads it with no wait
+            cache[("host", id(entry[1]))] = np.asarray(value)
     return [entry[1]]
 
 
@@ -124,9 +126,10 @@ def reshape(ctx: Any, inputs: list, attrs: dict) -> list:
 
 @register("Shape", "GPU", DATA)
 def shape(ctx: Any, inputs: list, attrs: dict) -> list:
-    """Shape(x) -> 1-D ``out_type`` (int32 by default) device array."""
+    """Shape(x) -> 1-D ``out_type`` (int32 by default) device array, shared by every Shape
+    of that value in the context (its consumers read it back with no device read)."""
     dtype = np.dtype(as_dtype(attrs.get("out_type") or "int32").name)
-    return [_device.to_device(ctx, np.asarray(tuple(inputs[0].shape), dtype=dtype))]
+    return [_device.small_constant(ctx, tuple(inputs[0].shape), dtype)]
 
 
 @register("Cast", "GPU", DATA)

@@ -3,8 +3,10 @@ updates ApplyGradientDescent, ApplyMomentum, ApplyAdagrad, ApplyRMSProp and Appl
 
 The store protocol is the CPU one (``zmtf.kernels.cpu.state``): a Variable op outputs a
 ``VariableRef`` into ``ctx.resources``, which for a GPU variable holds a device array.
-Assign stores a private device copy; updates run in place under the variable's lock; the
-outputs are copies, so later updates never show through them.
+Assign stores a private device copy; updates run in place under the variable's lock.
+Assign/AssignAdd/AssignSub output copies, so later updates never show through them; the
+optimizer updates output the variable itself, as TF's return the ref (and the CPU kernels
+the array): a training step would otherwise copy every variable it updates, for nothing.
 
 Registered for float16/32/64 only, deliberately: TF has no GPU kernels for integer
 variables, so ``tf.Variable(3)`` pinned to /gpu:0 cannot be placed (soft placement moves
@@ -189,7 +191,7 @@ def apply_gradient_descent(ctx: Any, inputs: list, attrs: dict) -> list:
             ctx, gradient_descent_kernel, var.size, _device.flat(var), step,
             _device.flat(_device.on_device(ctx, delta)),
         )
-        return [_device.copy(ctx, var)]
+        return [var]
 
 
 def _apply(ctx: Any, inputs: list, attrs: dict, slots: int, grad_index: int, kernel: Any,
@@ -215,7 +217,7 @@ def _apply(ctx: Any, inputs: list, attrs: dict, slots: int, grad_index: int, ker
                    for what, i in zip(scalar_names, scalar_indices)]
         _device.launch(ctx, kernel, var.size, *(_device.flat(a) for a in arrays),
                        _device.flat(grad), *scalars, *flags)
-        return [_device.copy(ctx, var)]
+        return [var]
 
 
 @register("ApplyMomentum", "GPU", FLOATS)
