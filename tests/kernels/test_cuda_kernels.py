@@ -755,3 +755,14 @@ def test_concurrent_kernel_calls_are_serialized_by_the_context_lock(gctx) -> Non
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_numpy_2_5_with_numba_cuda_0_30_is_named_not_crashed() -> None:
+    from zmtf.kernels.cuda import numpy_conflict
+
+    reason = numpy_conflict("2.5.2", "0.30.4")
+    assert "numba-cuda 0.30.4 cannot compile kernels with numpy 2.5.2" in reason
+    assert "numpy<2.5" in reason
+    assert numpy_conflict("2.4.6", "0.30.4") == ""
+    assert numpy_conflict("2.5.0", "0.31.0") == ""
+    assert numpy_conflict("2.5.0rc1", "") == ""          # no numba-cuda: numba's built-in target

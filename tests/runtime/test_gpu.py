@@ -296,3 +296,19 @@ async def test_a_cluster_of_gpu_tasks_trains_with_two_workers_at_once(caplog):
     placed = placements(caplog)
     assert placed["w"] == "/job:ps/replica:0/task:0/device:GPU:0"           # a task's GPU:0 first
     assert placed["predict"] == "/job:worker/replica:0/task:0/device:GPU:0"
+
+
+def test_gpu_found_but_kernels_unusable_runs_on_cpu_after_one_warning(monkeypatch, caplog):
+    import zmtf.kernels.cuda as cuda_kernels
+
+    monkeypatch.setattr(cuda_kernels, "AVAILABLE", False)
+    monkeypatch.setattr(cuda_kernels, "REASON", "numba-cuda 0.30.4 cannot compile kernels with numpy 2.5.2")
+    c = tf.constant(2.0) * 3.0
+    with caplog.at_level(logging.WARNING, logger="zmtf.devices"):
+        for _ in range(2):
+            with tf.Session(config=GPU) as sess:
+                assert [d.device_type for d in sess.list_devices()] == ["CPU"]
+                assert sess.run(c) == 6.0
+    warnings = [r.getMessage() for r in caplog.records if r.name == "zmtf.devices"]
+    assert len(warnings) == 1 and "cannot compile kernels with numpy 2.5.2" in warnings[0]
+    assert "running on CPU only" in warnings[0]

@@ -7,11 +7,14 @@ process-wide ``SHARED_POOLS``; per-session pools belong to their session.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+
+log = logging.getLogger("zmtf.devices")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,15 @@ class _SharedPools:
 SHARED_POOLS = _SharedPools()
 
 
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
+
+
 def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, int],
                   pools: DevicePools) -> list[LocalDevice]:
     """This task's devices, GPUs first (the default device is GPU:0 when there is one).
@@ -105,7 +117,9 @@ def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, in
         from zmtf.kernels import cuda as cuda_kernels  # registers the GPU kernels, once
 
         if not cuda_kernels.AVAILABLE:
-            raise RuntimeError(f"GPU kernels are unavailable: {cuda_kernels.REASON}")
+            _warn_once(f"GPU(s) found but zmtf's GPU kernels cannot run: {cuda_kernels.REASON}; "
+                       f"running on CPU only")
+            gpus = []
     for gpu in gpus:
         name = f"{task_prefix}/device:GPU:{gpu.index}"
         if gpu_ledger.enabled_for(gpu.simulated):   # 0.4 + 0.4 share a card; a third is refused

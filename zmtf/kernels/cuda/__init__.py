@@ -56,11 +56,47 @@ def _probe() -> str:
         )
     from numba import config
 
+    if not config.ENABLE_CUDASIM:
+        conflict = numpy_conflict(_version("numpy"), _version("numba-cuda"))
+        if conflict:
+            return conflict
     if not config.ENABLE_CUDASIM and not _nvvm_available():
         return (
             "a CUDA GPU is present but kernels cannot be compiled: libNVVM (the CUDA "
             "toolkit's compiler) was not found; install the toolkit or numba-cuda[cu12]"
         )
+    return ""
+
+
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def numpy_conflict(numpy_version: str, numba_cuda_version: str) -> str:
+    """Why this numpy and numba-cuda cannot compile kernels together, or "".
+
+    numba-cuda 0.30.4 (the newest in 2026-11) refers to ``np.row_stack``, which numpy 2.5
+    removed: every kernel compile fails with an AttributeError deep in numba. Seen on an
+    H100 with numpy 2.5.2.
+    """
+    def parts(text: str) -> tuple[int, ...]:
+        numbers = []
+        for piece in text.split(".")[:3]:
+            digits = "".join(ch for ch in piece if ch.isdigit())
+            numbers.append(int(digits or 0))
+        return tuple(numbers)
+
+    if not numpy_version or not numba_cuda_version:
+        return ""
+    if parts(numpy_version) >= (2, 5) and parts(numba_cuda_version) <= (0, 30, 4):
+        return (f"numba-cuda {numba_cuda_version} cannot compile kernels with numpy "
+                f"{numpy_version} (it uses np.row_stack, gone in numpy 2.5); install "
+                f"numpy<2.5, as pip install 'zmtf[gpu]' does")
     return ""
 
 
