@@ -312,3 +312,19 @@ def test_gpu_found_but_kernels_unusable_runs_on_cpu_after_one_warning(monkeypatc
     warnings = [r.getMessage() for r in caplog.records if r.name == "zmtf.devices"]
     assert len(warnings) == 1 and "cannot compile kernels with numpy 2.5.2" in warnings[0]
     assert "running on CPU only" in warnings[0]
+
+
+def test_gpu_nodes_run_on_their_gpus_thread_within_its_budget():
+    # a small step runs inline on the caller's thread, but not its GPU nodes: those need
+    # the GPU thread's CUDA context, stream and memory budget
+    x = tf.placeholder(tf.float32, [2, 3], name="x")
+    w = tf.Variable(tf.ones([3, 2]), name="w")
+    y = tf.reduce_sum(tf.matmul(x, w, name="product"), name="total")
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    with tf.Session(config=GPU) as sess:
+        sess.run(w.initializer)
+        metadata = tf.RunMetadata()
+        assert sess.run(y, {x: np.ones((2, 3), np.float32)}, options=options, run_metadata=metadata) == 12.0
+    threads = {t.node_name: t.thread for t in metadata.step_stats if t.device == GPU0}
+    assert {"product", "total"} <= set(threads)
+    assert all(name.startswith("zmtf-inter-op-GPU:0") for name in threads.values()), threads

@@ -28,6 +28,7 @@ from zmtf.kernels.dead import DEAD
 from zmtf.kernels.fp import quiet_section
 from zmtf.placement.plan import StepPlan
 from zmtf.runtime.devices import DevicePools
+from zmtf.runtime.gpu_memory import on_gpu_thread
 
 KernelLookup = Callable[[str, str, "str | None"], Callable[..., list]]
 
@@ -54,6 +55,7 @@ class BoundStep:
     preset: tuple[tuple[int, Any], ...]     # (slot, value) known before any step: constants
     to_run: int                             # nodes a step runs (all but the constants)
     merges: frozenset[int] | None           # Merge nodes of a plan with tf.cond, else None
+    gpu: tuple[bool, ...]                   # nodes on a GPU: they run on that GPU's thread
 
 
 def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
@@ -90,6 +92,7 @@ def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
         len(nodes) - len(constant),
         frozenset(i for i, n in enumerate(nodes) if n.op_type == "Merge")
         if any(n.op_type in ("Switch", "Merge") for n in nodes) else None,
+        tuple("/device:GPU:" in n.device for n in nodes),
     )
 
 
@@ -191,7 +194,8 @@ class _StepRun:
             if getattr(kernel, "is_async", False):  # Send/Recv: started here, finished by callback
                 self._start_async(i, inputs, kernel, attrs[i])
                 continue
-            if ready and self._expensive(i, inputs):
+            if (ready and self._expensive(i, inputs)) or (step.gpu[i] and not on_gpu_thread(step.devices[i])):
+                # NOTE: a GPU node needs its GPU's thread: its CUDA context, stream and budget
                 self.pools.pool(step.devices[i]).submit(self._run_dispatched, i, inputs)
                 continue
             if not self._run_node(i, inputs, kernel, attrs[i]):

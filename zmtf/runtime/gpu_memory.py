@@ -219,5 +219,11 @@ def current_memory() -> GpuMemory | None:
     return getattr(_thread, "memory", None)
 
 
+def on_gpu_thread(device: str) -> bool:
+    """Whether the calling thread is ``device``'s GPU thread (bound by ``bind_thread``)."""
+    memory = getattr(_thread, "memory", None)
+    return memory is not None and memory.device == device
+
+
 def current_stream() -> Any:
     return getattr(_thread, "stream", 0)
