@@ -407,7 +407,8 @@ def test_reduction_two_pass_scalar_and_empty(compare, op_type, shape, axis) -> N
     compare(op_type, [normal(shape, np.float64)], axis=axis)
 
 
-@pytest.mark.parametrize("shape,axis", [((1 << 16,), None), ((4, 1 << 14), (1,)), ((1 << 14, 3), (0,))],
+@pytest.mark.parametrize("shape,axis", [((1 << 16,), None), ((4, 1 << 14), (1,)), ((1 << 14, 3), (0,)),
+                                        ((40, 3, 50), (0, 2))],    # scattered axes: general kernel
                          ids=str)
 @pytest.mark.parametrize("op_type", ["Sum", "Max"])
 def test_long_reductions_split_into_two_passes(compare, op_type, shape, axis) -> None:
