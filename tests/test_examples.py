@@ -132,3 +132,16 @@ def test_sharded_embedding_example_learns_with_sparse_updates():
     loss = float(done.split("loss ")[1].split(" -> ")[1].split(",")[0])
     accuracy = float(done.rsplit("accuracy ", 1)[1])
     assert loss < 0.5 and accuracy > 0.8, done
+
+
+def test_gpu_bench_checks_its_results_on_a_simulated_gpu():
+    # bench/gpu.py asserts zmtf's sums against numpy before timing; tiny sizes on the simulator
+    import os
+
+    bench = pathlib.Path(__file__).resolve().parents[1] / "bench" / "gpu.py"
+    out = subprocess.run([sys.executable, str(bench), "--sizes", "300", "--m", "9", "--reps", "1"],
+                         capture_output=True, text=True, timeout=180,
+                         env=dict(os.environ, **SIMULATED_GPU))
+    assert out.returncode == 0, out.stderr
+    assert "add+sum n=       300: zmtf" in out.stdout
+    assert "matmul 9^2 float32: zmtf" in out.stdout
