@@ -289,10 +289,61 @@ def test_ema_rejects_what_it_cannot_average():
         ema.apply([w])
     with pytest.raises(TypeError, match="half, float, or double"):
         ema.apply([tf.Variable([1], name="n")])
-    with pytest.raises(NotImplementedError, match="zero-debiasing"):
-        ema.apply([tf.constant([1.0])])
-    with pytest.raises(NotImplementedError):
-        tf.train.ExponentialMovingAverage(0.9, zero_debias=True)
+    with pytest.raises(ValueError, match="needs its full static shape"):
+        ema.apply([tf.placeholder(tf.float32, [None])])
+    with pytest.raises(TypeError, match="takes variables and tensors"):
+        ema.apply([3.0])
+
+
+def _debiased_reference(values, decay):
+    """TF's zero-debiased average after each value: biased / (1 - decay^t)."""
+    biased, out = np.zeros_like(values[0], dtype=np.float64), []
+    for t, value in enumerate(values, start=1):
+        biased = decay * biased + (1 - decay) * np.asarray(value, np.float64)
+        out.append(biased / (1 - decay ** t))
+    return out
+
+
+def test_ema_of_tensors_starts_at_zero_and_zero_debias_corrects_it():
+    # TF 2.21 (tf.compat.v1) gives the same values and variable names (scratch cross-check)
+    x = tf.placeholder(tf.float32, [2])
+    loss = tf.reduce_sum(x * x, name="loss")
+    w = tf.Variable([1.0, 2.0], name="w")
+    plain = tf.train.ExponentialMovingAverage(0.9, name="avg")
+    debiased = tf.train.ExponentialMovingAverage(0.8, zero_debias=True, name="zd")
+    update = tf.group(plain.apply([loss]), debiased.apply([loss, w]))
+    names = sorted(v.op.name for v in tf.global_variables())
+    assert names == ["loss/avg", "loss/zd", "loss/zd/biased", "loss/zd/local_step", "w", "w/zd"]
+    feeds = [[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]]
+    losses = [sum(v * v for v in f) for f in feeds]
+    want = _debiased_reference(losses, 0.8)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got_plain, got_debiased = [], []
+        for f in feeds:
+            sess.run(update, {x: f})
+            got_plain.append(sess.run(plain.average(loss)))
+            got_debiased.append(sess.run(debiased.average(loss)))
+        np.testing.assert_allclose(sess.run(debiased.average(w)), [1.0, 2.0])   # a variable: no debias
+    np.testing.assert_allclose(got_debiased, want, rtol=1e-6)
+    np.testing.assert_allclose(got_plain[0], 0.1 * losses[0], rtol=1e-6)       # from zero, not debiased
+    assert abs(got_debiased[0] - losses[0]) < 1e-5
+
+
+def test_assign_moving_average_zero_debiases_by_default():
+    from zmtf.train import moving_averages
+
+    x = tf.placeholder(tf.float32, [2])
+    v = tf.Variable([0.0, 0.0], name="v")
+    update = moving_averages.assign_moving_average(v, x, 0.7)
+    plain = moving_averages.assign_moving_average(tf.Variable([0.0, 0.0], name="u"), x, 0.7,
+                                                  zero_debias=False)
+    feeds = [[1.0, 2.0], [3.0, -1.0], [0.5, 0.5]]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = [sess.run([update, plain], {x: f}) for f in feeds]
+    np.testing.assert_allclose([g[0] for g in got], _debiased_reference(feeds, 0.7), rtol=1e-6)
+    np.testing.assert_allclose(got[0][1], [0.3, 0.6], rtol=1e-6)
 
 
 def test_variables_to_restore_names(graph):
