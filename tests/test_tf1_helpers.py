@@ -71,7 +71,13 @@ def test_flags_are_defined_once():
     (lambda s: tf.train.natural_exp_decay(0.1, s, 5, 0.5, staircase=True),
      [0.1, 0.1, 0.1 * np.exp(-1), 0.1 * np.exp(-1.5)]),
     (lambda s: tf.train.piecewise_constant(s, [3, 6], [1.0, 0.5, 0.1]), [1.0, 1.0, 0.1, 0.1]),
-], ids=["polynomial", "polynomial_cycle", "inverse_time", "natural_exp_staircase", "piecewise"])
+    # cosine values as TF 2.21 printed them (scratch cross-check), for steps 0, 3, 10, 15
+    (lambda s: tf.train.cosine_decay(0.1, s, 10, alpha=0.1),
+     [0.1, 0.1 * (0.9 * 0.5 * (1 + np.cos(np.pi * 0.3)) + 0.1), 0.01, 0.01]),
+    (lambda s: tf.train.linear_cosine_decay(0.1, s, 10, num_periods=2.0, alpha=0.05, beta=0.002),
+     [0.1052, 0.1 * ((0.05 + 0.7) * 0.5 * (1 + np.cos(np.pi * 1.2)) + 0.002), 0.0052, 0.0052]),
+], ids=["polynomial", "polynomial_cycle", "inverse_time", "natural_exp_staircase", "piecewise",
+        "cosine", "linear_cosine"])
 def test_learning_rate_schedules_follow_tfs_formulas(schedule, expected):
     step = tf.placeholder(tf.int64, [])
     lr = schedule(step)

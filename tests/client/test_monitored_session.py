@@ -68,7 +68,8 @@ def test_checkpoints_are_saved_and_a_new_session_resumes(tmp_path):
         while not sess.should_stop():
             sess.run(train)
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-3")
-    assert len(list(tmp_path.glob("model.ckpt-*.npz"))) == 2     # every 2 steps, from the first
+    saved = sorted(int(p.name.split("-")[1].split(".")[0]) for p in tmp_path.glob("model.ckpt-*.npz"))
+    assert saved == [0, 2, 3]          # at the start (as TF), every 2 steps, and at the end
     with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
                                            hooks=[tf.train.StopAtStepHook(num_steps=2)]) as sess:
         assert sess.run(step) == 3                                # restored, not re-initialized
@@ -237,3 +238,75 @@ def test_tf1_session_creators_chief_restores_and_worker_waits(tmp_path):
             server.stop()
     with pytest.raises(ValueError, match="checkpoint_filename_with_path"):
         tf.train.ChiefSessionCreator(checkpoint_filename_with_path="x")
+
+
+def test_second_or_step_timer():
+    timer = tf.train.SecondOrStepTimer(every_steps=3)
+    assert timer.should_trigger_for_step(0) and timer.last_triggered_step() is None
+    assert timer.update_last_triggered_step(0) == (None, None)
+    assert [timer.should_trigger_for_step(s) for s in (0, 1, 2, 3)] == [False, False, False, True]
+    assert timer.update_last_triggered_step(3)[1] == 3
+    with pytest.raises(ValueError, match="exactly one"):
+        tf.train.SecondOrStepTimer(every_secs=1, every_steps=1)
+
+
+def test_final_ops_feed_fn_and_checkpoint_listener_hooks(tmp_path):
+    loss, train, step = linear_model()
+    scale = tf.placeholder(tf.float32, [], name="scale")
+    scaled = loss * scale
+    fed = tf.train.FeedFnHook(lambda: {scale: 2.0})
+    final = tf.train.FinalOpsHook([step, loss])
+
+    class Listener(tf.train.CheckpointSaverListener):
+        def __init__(self):
+            self.events = []
+
+        def begin(self):
+            self.events.append("begin")
+
+        def before_save(self, session, global_step_value):
+            self.events.append(("before_save", global_step_value))
+
+        def after_save(self, session, global_step_value):
+            self.events.append(("after_save", global_step_value))
+            return global_step_value >= 4          # stop training after the save at step 4
+
+        def end(self, session, global_step_value):
+            self.events.append(("end", global_step_value))
+
+    listener = Listener()
+    saver_hook = tf.train.CheckpointSaverHook(str(tmp_path), save_steps=2, listeners=[listener])
+    with tf.train.MonitoredSession(hooks=[fed, final, saver_hook]) as sess:
+        values = []
+        while not sess.should_stop():
+            _, value = sess.run([train, scaled])      # scale comes from FeedFnHook
+            values.append(value)
+    assert len(values) == 4 and values[0] == pytest.approx(2.0)
+    assert listener.events == ["begin", ("before_save", 0), ("after_save", 0), ("before_save", 2),
+                               ("after_save", 2), ("before_save", 4), ("after_save", 4), ("end", 4)]
+    assert final.final_ops_values[0] == 4 and final.final_ops_values[1] < values[0] / 2
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-4")
+
+
+def test_global_step_waiter_hook_holds_the_first_run_until_the_step_arrives():
+    loss, train, step = linear_model()
+    bump = step.assign_add(1)
+    with tf.Session() as plain:
+        plain.run(tf.global_variables_initializer())
+        waiter = tf.train.GlobalStepWaiterHook(wait_until_step=2)
+        waiter.begin()
+        context = tf.train.SessionRunContext(tf.train.SessionRunArgs(None), plain)
+        done = threading.Event()
+
+        def first_run():
+            waiter.before_run(context)
+            done.set()
+
+        thread = threading.Thread(target=first_run)
+        thread.start()
+        assert not done.wait(0.3)                 # step 0: still waiting
+        plain.run(bump)
+        plain.run(bump)                           # step 2: released
+        assert done.wait(5)
+        thread.join()
+        waiter.before_run(context)                # later runs never wait

@@ -16,7 +16,8 @@ from zmtf.train.input import (
     batch, input_producer, limit_epochs, range_input_producer, shuffle_batch, slice_input_producer,
 )
 from zmtf.train.learning_rate_decay import (
-    exponential_decay, inverse_time_decay, natural_exp_decay, piecewise_constant, polynomial_decay,
+    cosine_decay, exponential_decay, inverse_time_decay, linear_cosine_decay, natural_exp_decay,
+    piecewise_constant, polynomial_decay,
 )
 from zmtf.train.checkpoint_reader import NewCheckpointReader, list_variables, load_variable
 from zmtf.train.moving_averages import ExponentialMovingAverage
@@ -26,7 +27,8 @@ from zmtf.train.saver import (
     update_checkpoint_state,
 )
 from zmtf.train.session_run_hook import (
-    CheckpointSaverHook, LoggingTensorHook, NanTensorHook, SessionRunArgs, SessionRunContext,
+    CheckpointSaverHook, CheckpointSaverListener, FeedFnHook, FinalOpsHook, GlobalStepWaiterHook,
+    LoggingTensorHook, NanTensorHook, SecondOrStepTimer, SessionRunArgs, SessionRunContext,
     SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook,
 )
 from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
@@ -44,3 +46,5 @@ __all__ = [
     "shuffle_batch", "slice_input_producer",
 ]
 __all__ += ["NewCheckpointReader", "list_variables", "load_variable"]
+__all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",
+            "SecondOrStepTimer", "cosine_decay", "linear_cosine_decay"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from zmtf.framework import dtypes
@@ -88,3 +90,29 @@ def piecewise_constant(x: Any, boundaries: list[Any], values: list[Any], name: s
             below = math_ops.less_equal(xt, math_ops.cast(convert_to_tensor(boundary), xt.dtype))
             result = where(below, math_ops.cast(convert_to_tensor(value), result.dtype), result)
         return result
+
+
+def cosine_decay(learning_rate: Any, global_step: Any, decay_steps: Any, alpha: float = 0.0,
+                 name: str | None = None) -> Tensor:
+    """learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * step / decay_steps)) + alpha), the
+    step capped at decay_steps (SGDR without restarts)."""
+    with get_default_graph().name_scope(name or "CosineDecay"):
+        lr, step = _schedule_inputs(learning_rate, global_step, "cosine_decay")
+        steps = math_ops.cast(convert_to_tensor(decay_steps), lr.dtype)
+        fraction = math_ops.minimum(step, steps) / steps
+        cosine = 0.5 * (1.0 + math_ops.cos(math.pi * fraction))
+        return lr * ((1.0 - alpha) * cosine + alpha)
+
+
+def linear_cosine_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
+                        num_periods: float = 0.5, alpha: float = 0.0, beta: float = 0.001,
+                        name: str | None = None) -> Tensor:
+    """learning_rate * ((alpha + (decay_steps - step) / decay_steps) * 0.5 * (1 + cos(2 pi
+    num_periods step / decay_steps)) + beta), the step capped at decay_steps."""
+    with get_default_graph().name_scope(name or "LinearCosineDecay"):
+        lr, step = _schedule_inputs(learning_rate, global_step, "linear_cosine_decay")
+        steps = math_ops.cast(convert_to_tensor(decay_steps), lr.dtype)
+        step = math_ops.minimum(step, steps)
+        linear = (steps - step) / steps
+        cosine = 0.5 * (1.0 + math_ops.cos(math.pi * 2.0 * num_periods * step / steps))
+        return lr * ((alpha + linear) * cosine + beta)

@@ -87,6 +87,44 @@ def _global_step_tensor() -> Tensor:
     return step
 
 
+class SecondOrStepTimer:
+    """Triggers every ``every_secs`` seconds or every ``every_steps`` steps (exactly one)."""
+
+    def __init__(self, every_secs: float | None = None, every_steps: int | None = None) -> None:
+        if (every_secs is None) == (every_steps is None):
+            raise ValueError("exactly one of every_secs or every_steps should be set")
+        if every_steps is not None and every_steps < 1:
+            raise ValueError(f"every_steps must be positive, got {every_steps}")
+        self._every_secs, self._every_steps = every_secs, every_steps
+        self.reset()
+
+    def reset(self) -> None:
+        self._last_time: float | None = None
+        self._last_step: int | None = None
+
+    def should_trigger_for_step(self, step: int) -> bool:
+        """True for the first step seen, then once the interval has passed since the last
+        triggered step (never twice for one step)."""
+        if self._last_step is None:
+            return True
+        if step == self._last_step:
+            return False
+        if self._every_steps is not None:
+            return step >= self._last_step + self._every_steps
+        return time.monotonic() - self._last_time >= self._every_secs  # type: ignore[operator]
+
+    def update_last_triggered_step(self, step: int) -> tuple[float | None, int | None]:
+        """Mark ``step`` triggered; (seconds, steps) since the previous trigger, or Nones."""
+        now = time.monotonic()
+        elapsed = (None, None) if self._last_time is None else (
+            now - self._last_time, step - self._last_step)  # type: ignore[operator]
+        self._last_time, self._last_step = now, step
+        return elapsed
+
+    def last_triggered_step(self) -> int | None:
+        return self._last_step
+
+
 class StopAtStepHook(SessionRunHook):
     """Request a stop once the global step reaches ``last_step`` (or ``num_steps`` more)."""
 
@@ -113,48 +151,77 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
+class CheckpointSaverListener:
+    """Called around the saves of a CheckpointSaverHook; ``after_save`` returning True
+    asks the training loop to stop."""
+
+    def begin(self) -> None:
+        pass
+
+    def before_save(self, session: Any, global_step_value: int) -> None:
+        pass
+
+    def after_save(self, session: Any, global_step_value: int) -> bool | None:
+        return None
+
+    def end(self, session: Any, global_step_value: int) -> None:
+        pass
+
+
 class CheckpointSaverHook(SessionRunHook):
     """Save a checkpoint every ``save_secs`` seconds or ``save_steps`` steps, and at the end."""
 
     def __init__(self, checkpoint_dir: str, save_secs: float | None = None,
                  save_steps: int | None = None, saver: Saver | None = None,
-                 checkpoint_basename: str = "model.ckpt", scaffold: Any = None) -> None:
+                 checkpoint_basename: str = "model.ckpt", scaffold: Any = None,
+                 listeners: Any = None) -> None:
         if (save_secs is None) == (save_steps is None):
             raise ValueError("exactly one of save_secs or save_steps should be set")
-        self._dir, self._secs, self._steps = checkpoint_dir, save_secs, save_steps
+        self._dir, self._timer = checkpoint_dir, SecondOrStepTimer(save_secs, save_steps)
         self._saver, self._scaffold = saver, scaffold
         self._path = os.path.join(checkpoint_dir, checkpoint_basename)
-        self._last_time, self._last_step = time.monotonic(), None
+        self._listeners = list(listeners or ())
 
     def begin(self) -> None:
         self._step = _global_step_tensor()
         if self._saver is None:   # the scaffold's (finalized by now), or one of our own
             self._saver = getattr(self._scaffold, "saver", None) or Saver()
         os.makedirs(self._dir, exist_ok=True)
+        for listener in self._listeners:
+            listener.begin()
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        # TF saves the starting point too, so a checkpoint exists from the first step on
+        self._save(session, int(session.run(self._step)))
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._step)
 
     def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
-        if self._due(int(run_values.results) + 1):   # maybe (a stale step): read it to be sure
+        # maybe due (the fetched step can be stale): read it again to be sure
+        if self._timer.should_trigger_for_step(int(run_values.results) + 1):
             step = int(run_context.session.run(self._step))
-            if self._due(step):
-                self._save(run_context.session, step)
-
-    def _due(self, step: int) -> bool:
-        if self._steps is not None:
-            return self._last_step is None or step - self._last_step >= self._steps
-        return time.monotonic() - self._last_time >= self._secs  # type: ignore[operator]
+            if self._timer.should_trigger_for_step(step) and self._save(run_context.session, step):
+                run_context.request_stop()
 
     def end(self, session: Any) -> None:
         step = int(session.run(self._step))
-        if step != self._last_step:
+        if step != self._timer.last_triggered_step():
             self._save(session, step)
+        for listener in self._listeners:
+            listener.end(session, step)
 
-    def _save(self, session: Any, step: int) -> None:
+    def _save(self, session: Any, step: int) -> bool:
+        """Save; True when a listener asks to stop."""
+        self._timer.update_last_triggered_step(step)
+        for listener in self._listeners:
+            listener.before_save(session, step)
         path = self._saver.save(session, self._path, global_step=step)  # type: ignore[union-attr]
         log.info("saved checkpoint %s", path)
-        self._last_time, self._last_step = time.monotonic(), step
+        stop = False
+        for listener in self._listeners:
+            stop = bool(listener.after_save(session, step)) or stop
+        return stop
 
 
 class LoggingTensorHook(SessionRunHook):
@@ -229,11 +296,11 @@ class SummarySaverHook(SessionRunHook):
             raise ValueError("exactly one of save_steps or save_secs should be set")
         if output_dir is None and summary_writer is None:
             raise ValueError("give output_dir or summary_writer")
-        self._steps, self._secs = save_steps, save_secs
+        self._timer = SecondOrStepTimer(save_secs, save_steps)
         self._dir, self._writer, self._op = output_dir, summary_writer, summary_op
         self._own_writer = summary_writer is None
-        self._last_step: int | None = None
-        self._last_time = time.monotonic()
+        self._next_step: int | None = None
+        self._requested = False
 
     def begin(self) -> None:
         from zmtf.framework.ops.summary_ops import merge_all
@@ -245,22 +312,21 @@ class SummarySaverHook(SessionRunHook):
             self._writer = FileWriter(self._dir)  # type: ignore[arg-type]
         self._step = _global_step_tensor()
 
-    def _due(self, step: int) -> bool:
-        if self._steps is not None:
-            return self._last_step is None or step - self._last_step >= self._steps
-        return time.monotonic() - self._last_time >= self._secs  # type: ignore[operator]
-
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        # the summary op runs only on steps that will be written (as TF's hook does)
+        self._requested = self._op is not None and (
+            self._next_step is None or self._timer.should_trigger_for_step(self._next_step))
         fetches = {"step": self._step}
-        if self._op is not None:
+        if self._requested:
             fetches["summary"] = self._op
         return SessionRunArgs(fetches)
 
     def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         step = int(run_values.results["step"])
-        if "summary" in run_values.results and self._due(step):
+        if self._requested:
+            self._timer.update_last_triggered_step(step)
             self._writer.add_summary(run_values.results["summary"], step)  # type: ignore[union-attr]
-            self._last_step, self._last_time = step, time.monotonic()
+        self._next_step = step + 1
 
     def end(self, session: Any) -> None:
         if self._writer is not None:
@@ -268,3 +334,55 @@ class SummarySaverHook(SessionRunHook):
                 self._writer.close()
             else:
                 self._writer.flush()
+
+
+class GlobalStepWaiterHook(SessionRunHook):
+    """Hold this worker's first run until the global step reaches ``wait_until_step``: TF1's
+    way to let the chief (or a warm-up) go ahead before the other workers join in."""
+
+    def __init__(self, wait_until_step: int) -> None:
+        self._wait_until_step = int(wait_until_step)
+        self._waited = self._wait_until_step <= 0
+
+    def begin(self) -> None:
+        self._step = _global_step_tensor()
+
+    def before_run(self, run_context: SessionRunContext) -> None:
+        last_logged = None
+        while not self._waited:
+            current = int(run_context.session.run(self._step))
+            if current >= self._wait_until_step:
+                self._waited = True
+                break
+            if current != last_logged:
+                log.info("waiting for global step %d before starting; now %d",
+                         self._wait_until_step, current)
+                last_logged = current
+            time.sleep(0.5)
+        return None
+
+
+class FinalOpsHook(SessionRunHook):
+    """Run ``final_ops`` once when the session ends; their values in ``final_ops_values``."""
+
+    def __init__(self, final_ops: Any, final_ops_feed_dict: dict | None = None) -> None:
+        self._final_ops, self._feed = final_ops, final_ops_feed_dict
+        self._values: Any = None
+
+    @property
+    def final_ops_values(self) -> Any:
+        return self._values
+
+    def end(self, session: Any) -> None:
+        if self._final_ops is not None:
+            self._values = session.run(self._final_ops, feed_dict=self._feed)
+
+
+class FeedFnHook(SessionRunHook):
+    """Feed ``feed_fn()``'s dict into every run."""
+
+    def __init__(self, feed_fn: Any) -> None:
+        self.feed_fn = feed_fn
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        return SessionRunArgs(fetches=None, feed_dict=self.feed_fn())
