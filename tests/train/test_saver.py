@@ -321,3 +321,37 @@ def test_save_and_restore_through_a_cluster_across_a_ps_restart(tmp_path):
     finally:
         for server in servers.values():
             server.stop()
+
+
+def test_init_from_checkpoint_maps_scopes_names_and_variables(tmp_path):
+    with tf.variable_scope("old"):
+        w = tf.get_variable("w", initializer=tf.constant([[1.0, 2.0]]))
+        b = tf.get_variable("b", initializer=tf.constant([3.0]))
+    other = tf.Variable([7.0, 8.0], name="other")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
+    tf.reset_default_graph()
+    with tf.variable_scope("new"):
+        nw = tf.get_variable("w", shape=[1, 2], initializer=tf.zeros_initializer())
+        nb = tf.get_variable("b", shape=[1], initializer=tf.zeros_initializer())
+    single = tf.Variable([0.0, 0.0], name="single")
+    obj = tf.Variable([0.0, 0.0], name="obj")
+    untouched = tf.Variable([5.0], name="untouched")
+    tf.train.init_from_checkpoint(str(tmp_path), {"old/": "new/", "other": "single"})
+    tf.train.init_from_checkpoint(path, {"other:0": obj})
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(nw), [[1.0, 2.0]])
+        np.testing.assert_array_equal(sess.run(nb), [3.0])
+        np.testing.assert_array_equal(sess.run(single), [7.0, 8.0])
+        np.testing.assert_array_equal(sess.run(obj), [7.0, 8.0])
+        np.testing.assert_array_equal(sess.run(untouched), [5.0])
+    with pytest.raises(ValueError, match="doesn't match with shape of tensor other"):
+        tf.train.init_from_checkpoint(path, {"other": "untouched"})
+    with pytest.raises(ValueError, match=r"tensor missing \(for variable untouched\) is not found in the checkpoint"):
+        tf.train.init_from_checkpoint(path, {"missing": "untouched"})
+    with pytest.raises(ValueError, match="tensor nowhere is not found in the graph"):
+        tf.train.init_from_checkpoint(path, {"other": "nowhere"})
+    with pytest.raises(ValueError, match="should map to scope only"):
+        tf.train.init_from_checkpoint(path, {"old/": "new"})

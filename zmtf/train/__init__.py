@@ -32,6 +32,7 @@ from zmtf.train.session_run_hook import (
     SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook,
 )
 from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
+from zmtf.train.warm_start import init_from_checkpoint
 
 __all__ = [
     "AdadeltaOptimizer", "ExponentialMovingAverage", "FtrlOptimizer", "AdagradOptimizer", "AdamOptimizer", "RMSPropOptimizer", "CheckpointSaverHook", "CheckpointState", "LoggingTensorHook", "NanTensorHook",
@@ -47,4 +48,4 @@ __all__ = [
 ]
 __all__ += ["NewCheckpointReader", "list_variables", "load_variable"]
 __all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",
-            "SecondOrStepTimer", "cosine_decay", "linear_cosine_decay"]
+            "SecondOrStepTimer", "cosine_decay", "init_from_checkpoint", "linear_cosine_decay"]
