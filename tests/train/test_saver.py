@@ -325,9 +325,9 @@ def test_save_and_restore_through_a_cluster_across_a_ps_restart(tmp_path):
 
 def test_init_from_checkpoint_maps_scopes_names_and_variables(tmp_path):
     with tf.variable_scope("old"):
-        w = tf.get_variable("w", initializer=tf.constant([[1.0, 2.0]]))
-        b = tf.get_variable("b", initializer=tf.constant([3.0]))
-    other = tf.Variable([7.0, 8.0], name="other")
+        tf.get_variable("w", initializer=tf.constant([[1.0, 2.0]]))
+        tf.get_variable("b", initializer=tf.constant([3.0]))
+    tf.Variable([7.0, 8.0], name="other")
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         path = tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
