@@ -193,6 +193,9 @@ cases += [
     (matmul._KERNELS["float64"], (A(f64, 2),) * 3 + (b1, b1)),
     (reduce.reduce_kernel, (A(f32), A(f64)) + idx * 2 + (i64, i64, i64, b1, f64)),
     (reduce.arg_max_kernel, (A(f32), A(i64)) + idx + (i64, i64)),
+    (reduce.reduce_kernel, (A(i32), A(i32)) + idx * 2 + (i64, i64, i64, b1, f64)),
+    (reduce.row_reduce_kernel, (A(f32), A(f64), i64, i64, i64, b1, f64)),
+    (reduce.column_reduce_kernel, (A(f64), A(f32), i64, i64, i64, i64, b1, f64)),
     (nn.softmax_kernel, (A(f32), A(f32), i64, i64)),
     (nn.sparse_xent_kernel, (A(f32), A(i32), A(f32), A(f32), i64, i64)),
     (nn.xent_kernel, (A(f64),) * 4 + (i64, i64)),
@@ -202,6 +205,10 @@ cases += [
     (array.nonzero_kernel, (A(f16), A(b1))),
     (array.gather_kernel, (A(i64), A(i64)) + idx),
     (state.gradient_descent_kernel, (A(f16),) * 3),
+    (state.momentum_kernel, (A(f32),) * 5 + (b1,)),
+    (state.adagrad_kernel, (A(f64),) * 4),
+    (state.rmsprop_kernel, (A(f32),) * 8),
+    (state.adam_kernel, (A(f32),) * 4 + (A(f64),) * 6 + (b1,)),
 ]
 for kernel, args in cases:
     ptx, _ = cuda.compile_ptx(kernel.py_func, args, cc=(9, 0))

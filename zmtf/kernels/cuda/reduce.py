@@ -45,6 +45,17 @@ def _offset(index, dims, strides):  # type: ignore[no-untyped-def]
     return offset
 
 
+@cuda.jit(device=True)
+def _combine(acc, v, is_max):  # type: ignore[no-untyped-def]
+    """acc + v in float64 (float() keeps the simulator in float64 too), or the max of the
+    two with NaN winning, as in np.maximum."""
+    if is_max:
+        if v > acc or v != v:
+            return float(v)
+        return acc
+    return acc + float(v)
+
+
 @cuda.jit
 def reduce_kernel(  # type: ignore[no-untyped-def]
     x, out, out_dims, out_strides, red_dims, red_strides, red_count, chunks, chunk_len,
@@ -60,12 +71,7 @@ def reduce_kernel(  # type: ignore[no-untyped-def]
         base = _offset(o, out_dims, out_strides)
         acc = -math.inf if is_max else 0.0
         for j in range(lo, hi):
-            v = x[base + _offset(j, red_dims, red_strides)]
-            if is_max:
-                if v > acc or v != v:  # NaN wins, as in np.maximum
-                    acc = v
-            else:
-                acc += float(v)  # float64 (float() keeps the simulator in float64 too)
+            acc = _combine(acc, x[base + _offset(j, red_dims, red_strides)], is_max)
         out[p] = acc / divisor
 
 
@@ -87,23 +93,13 @@ def row_reduce_kernel(x, out, length, chunks, chunk_len, is_max, divisor):  # ty
             hi = length
         acc = -math.inf if is_max else 0.0
         for j in range(lo + tid, hi, _ROW_THREADS):
-            v = x[a * length + j]
-            if is_max:
-                if v > acc or v != v:
-                    acc = v
-            else:
-                acc += float(v)
+            acc = _combine(acc, x[a * length + j], is_max)
         partial[tid] = acc
         cuda.syncthreads()
         step = _ROW_THREADS // 2
         while step > 0:
             if tid < step:
-                other = partial[tid + step]
-                if is_max:
-                    if other > partial[tid] or other != other:
-                        partial[tid] = other
-                else:
-                    partial[tid] += other
+                partial[tid] = _combine(partial[tid], partial[tid + step], is_max)
             cuda.syncthreads()
             step //= 2
         if tid == 0:
@@ -125,12 +121,7 @@ def column_reduce_kernel(x, out, length, width, chunks, chunk_len, is_max, divis
             hi = length
         acc = -math.inf if is_max else 0.0
         for r in range(lo, hi):
-            v = x[(a * length + r) * width + b]
-            if is_max:
-                if v > acc or v != v:
-                    acc = v
-            else:
-                acc += float(v)
+            acc = _combine(acc, x[(a * length + r) * width + b], is_max)
         out[p] = acc / divisor
 
 
