@@ -262,3 +262,34 @@ def test_adagrad_and_rmsprop_follow_tf_formulas(dtype):
     rtol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(got_w, expect_w, rtol=rtol)
     np.testing.assert_allclose(got_v, expect_v, rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_centered_rmsprop_follows_tf(dtype):
+    # TF 2.21 gives the same slot names and values (scratch cross-check)
+    import zmtf as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        v = tf.Variable(np.array([0.5, -0.5, 2.0], dtype), name="v")
+        grad = np.array([0.1, -0.2, 0.3], dtype)
+        opt = tf.train.RMSPropOptimizer(0.01, decay=0.8, momentum=0.5, epsilon=1e-3, centered=True)
+        step = opt.minimize(tf.reduce_sum(v * tf.constant(grad)))
+        names = sorted(x.op.name for x in tf.global_variables())
+        init = tf.global_variables_initializer()
+    assert names == ["v", "v/RMSProp", "v/RMSProp_1", "v/RMSProp_2"]   # rms, mg, momentum
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        for _ in range(3):
+            sess.run(step)
+        got, got_mg = sess.run([v, opt.get_slot(v, "mg")])
+    g = grad.astype(np.float64)
+    ms, mg, mom, want = np.ones(3), np.zeros(3), np.zeros(3), np.array([0.5, -0.5, 2.0])
+    for _ in range(3):
+        ms = 0.8 * ms + 0.2 * g * g
+        mg = 0.8 * mg + 0.2 * g
+        mom = 0.5 * mom + 0.01 * g / np.sqrt(ms - mg * mg + 1e-3)
+        want = want - mom
+    rtol = {np.float16: 2e-3, np.float32: 1e-5, np.float64: 1e-12}[dtype]
+    np.testing.assert_allclose(got, want, rtol=rtol)
+    np.testing.assert_allclose(got_mg, mg, rtol=max(rtol, 1e-6))

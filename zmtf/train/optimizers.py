@@ -263,28 +263,38 @@ class AdagradOptimizer(Optimizer):
 
 class RMSPropOptimizer(Optimizer):
     """TF1's RMSProp: ms = decay * ms + (1 - decay) * grad^2;
-    mom = momentum * mom + lr * grad / sqrt(ms + epsilon); var -= mom (ms starts at ones)."""
+    mom = momentum * mom + lr * grad / sqrt(ms + epsilon); var -= mom (ms starts at ones).
+    ``centered``: also mg = decay * mg + (1 - decay) * grad, and the denominator is
+    sqrt(ms - mg^2 + epsilon), the gradient's variance rather than its second moment."""
 
     def __init__(self, learning_rate: Any, decay: Any = 0.9, momentum: Any = 0.0,
                  epsilon: Any = 1e-10, use_locking: bool = False, centered: bool = False,
                  name: str = "RMSProp") -> None:
-        if centered:
-            raise ValueError("RMSPropOptimizer(centered=True) is not supported in zmtf")
         super().__init__(use_locking, name)
         self._lr, self._decay, self._momentum, self._epsilon = learning_rate, decay, momentum, epsilon
+        self._centered = centered
 
     def _create_slots(self, var_list: list[Variable]) -> None:
+        # slot names as TF's: rms "RMSProp", then mg "RMSProp_1" (centered), momentum last
         for var in var_list:
             self._zeros_slot(var, "rms", self._name, 1.0)
-            self._zeros_slot(var, "momentum", self._name + "_1")
+            if self._centered:
+                self._zeros_slot(var, "mg", self._name + "_1")
+            self._zeros_slot(var, "momentum", self._name + ("_2" if self._centered else "_1"))
 
     def _apply_dense(self, grad: Tensor, var: Variable) -> Operation:
         ms, mom = self.get_slot(var, "rms"), self.get_slot(var, "momentum")
         assert ms is not None and mom is not None
-        inputs = [var._ref_tensor(), ms._ref_tensor(), mom._ref_tensor(),
-                  self._hyper(self._lr, "learning_rate", var), self._hyper(self._decay, "decay", var),
+        hypers = [self._hyper(self._lr, "learning_rate", var), self._hyper(self._decay, "decay", var),
                   self._hyper(self._momentum, "momentum", var),
-                  self._hyper(self._epsilon, "epsilon", var), grad]
+                  self._hyper(self._epsilon, "epsilon", var)]
+        if self._centered:
+            mg = self.get_slot(var, "mg")
+            assert mg is not None
+            inputs = [var._ref_tensor(), mg._ref_tensor(), ms._ref_tensor(), mom._ref_tensor(),
+                      *hypers, grad]
+            return _apply("ApplyCenteredRMSProp", inputs, {"use_locking": self._use_locking})
+        inputs = [var._ref_tensor(), ms._ref_tensor(), mom._ref_tensor(), *hypers, grad]
         return _apply("ApplyRMSProp", inputs, {"use_locking": self._use_locking})
 
 

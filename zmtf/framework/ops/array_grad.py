@@ -22,7 +22,7 @@ not_differentiable(
     # state: a variable is a leaf, and assignments are not functions of their inputs
     "Variable", "VariableV2", "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub",
     "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad", "ApplyRMSProp",
-    "SparseApplyMomentum", "SparseApplyAdagrad", "ApplyAdadelta", "SparseApplyAdadelta", "ApplyFtrl",
+    "ApplyCenteredRMSProp", "SparseApplyMomentum", "SparseApplyAdagrad", "ApplyAdadelta", "SparseApplyAdadelta", "ApplyFtrl",
     "ApplyFtrlV2", "SparseApplyFtrl", "SparseApplyFtrlV2",
 )
 

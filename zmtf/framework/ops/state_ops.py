@@ -12,7 +12,7 @@ from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.tensor_shape import TensorShape
 
 ASSIGN_OPS = ("Assign", "AssignAdd", "AssignSub", "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam",
-              "ApplyAdagrad", "ApplyRMSProp", "SparseApplyMomentum", "SparseApplyAdagrad",
+              "ApplyAdagrad", "ApplyRMSProp", "ApplyCenteredRMSProp", "SparseApplyMomentum", "SparseApplyAdagrad",
               "ApplyAdadelta", "SparseApplyAdadelta", "ApplyFtrl", "ApplyFtrlV2", "SparseApplyFtrl",
               "SparseApplyFtrlV2")
 

@@ -253,6 +253,19 @@ def _rmsprop_update(var, ms, mom, grad, lr, rho, momentum, epsilon):  # type: ig
         var[i] -= step
 
 
+@jit()
+def _centered_rmsprop_update(var, mg, ms, mom, grad, lr, rho, momentum, epsilon):  # type: ignore[no-untyped-def]
+    for i in range(var.size):
+        g = grad[i]
+        m = ms[i] * rho + g * g * (1 - rho)
+        ms[i] = m
+        a = mg[i] * rho + g * (1 - rho)
+        mg[i] = a
+        step = mom[i] * momentum + lr * g / np.sqrt(m - a * a + epsilon)
+        mom[i] = step
+        var[i] -= step
+
+
 @register("ApplyGradientDescent")
 def apply_gradient_descent(ctx: Any, inputs: list, attrs: dict) -> list:
     """ApplyGradientDescent(ref, alpha, delta): var -= alpha * delta."""
@@ -336,6 +349,29 @@ def apply_rmsprop(ctx: Any, inputs: list, attrs: dict) -> list:
         else:
             ms[...] = ms * rho + np.square(grad) * (1 - rho)
             mom[...] = mom * momentum + lr * grad / np.sqrt(ms + epsilon)
+            var -= mom
+        return [var]
+
+
+@register("ApplyCenteredRMSProp")
+def apply_centered_rmsprop(ctx: Any, inputs: list, attrs: dict) -> list:
+    """ApplyCenteredRMSProp(ref, mg, ms, mom, lr, rho, momentum, epsilon, grad): RMSProp
+    whose denominator is the gradient's variance estimate, ms - mg^2 (TF's formulas)."""
+    node_name = attrs["_node_name"]
+    ref, mg_ref, ms_ref, mom_ref = (_ref(inputs[i], node_name, i) for i in range(4))
+    lr, rho, momentum, epsilon, grad = inputs[4:9]
+    with _locked([ref, mg_ref, ms_ref, mom_ref]), quiet_fp():
+        var, mg, ms, mom = (_read_writable(r) for r in (ref, mg_ref, ms_ref, mom_ref))
+        for what, other in (("mg", mg), ("ms", ms), ("mom", mom), ("grad", grad)):
+            _check_same_shape(var, other, what, attrs)
+        lr, rho, momentum, epsilon = (x.astype(var.dtype) for x in (lr, rho, momentum, epsilon))
+        if _fusable(var, mg, ms, mom, grad):
+            _centered_rmsprop_update(var.reshape(-1), mg.reshape(-1), ms.reshape(-1), mom.reshape(-1),
+                                     grad.reshape(-1), lr[()], rho[()], momentum[()], epsilon[()])
+        else:
+            ms[...] = ms * rho + np.square(grad) * (1 - rho)
+            mg[...] = mg * rho + grad * (1 - rho)
+            mom[...] = mom * momentum + lr * grad / np.sqrt(ms - np.square(mg) + epsilon)
             var -= mom
         return [var]
 
