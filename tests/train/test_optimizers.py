@@ -293,3 +293,54 @@ def test_centered_rmsprop_follows_tf(dtype):
     rtol = {np.float16: 2e-3, np.float32: 1e-5, np.float64: 1e-12}[dtype]
     np.testing.assert_allclose(got, want, rtol=rtol)
     np.testing.assert_allclose(got_mg, mg, rtol=max(rtol, 1e-6))
+
+
+def _shrink(prox, rate, l1, l2):
+    return np.sign(prox) * np.maximum(np.abs(prox) - rate * l1, 0) / (1 + rate * l2)
+
+
+@pytest.mark.parametrize("adagrad", [False, True], ids=["gradient_descent", "adagrad"])
+def test_proximal_optimizers_follow_tf_and_touch_only_gathered_rows(adagrad):
+    # TF 2.21 gives the same values, dense and sparse (scratch cross-check)
+    import zmtf as tf
+
+    graph = tf.Graph()
+    w0 = np.array([0.3, -0.7, 0.01], np.float64)
+    e0 = np.array([[0.5, -0.2], [0.05, 0.3], [-1.0, 0.02]], np.float64)
+    gw = np.array([0.2, -0.1, 0.4])
+    with graph.as_default():
+        w = tf.Variable(w0, name="w")
+        e = tf.Variable(e0, name="e")
+        rows = tf.gather(e, [0, 2, 0])                      # row 0 twice: its gradients add up
+        loss = tf.reduce_sum(w * tf.constant(gw)) + tf.reduce_sum(rows)
+        if adagrad:
+            opt = tf.train.ProximalAdagradOptimizer(0.1, l1_regularization_strength=0.05,
+                                                    l2_regularization_strength=0.01)
+        else:
+            opt = tf.train.ProximalGradientDescentOptimizer(0.05, l1_regularization_strength=0.02,
+                                                            l2_regularization_strength=0.1)
+        step = opt.minimize(loss)
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        for _ in range(3):
+            sess.run(step)
+        got_w, got_e = sess.run([w, e])
+    want_w, want_e = w0.copy(), e0.copy()
+    ge = np.array([[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]])
+    acc_w, acc_e = np.full(3, 0.1), np.full((3, 2), 0.1)
+    for _ in range(3):
+        if adagrad:
+            acc_w += gw ** 2
+            rate = 0.1 / np.sqrt(acc_w)
+            want_w = _shrink(want_w - rate * gw, rate, 0.05, 0.01)
+            touched = [0, 2]
+            acc_e[touched] += ge[touched] ** 2
+            rate_e = 0.1 / np.sqrt(acc_e[touched])
+            want_e[touched] = _shrink(want_e[touched] - rate_e * ge[touched], rate_e, 0.05, 0.01)
+        else:
+            want_w = _shrink(want_w - 0.05 * gw, 0.05, 0.02, 0.1)
+            want_e[[0, 2]] = _shrink(want_e[[0, 2]] - 0.05 * ge[[0, 2]], 0.05, 0.02, 0.1)
+    np.testing.assert_allclose(got_w, want_w, rtol=1e-12)
+    np.testing.assert_allclose(got_e, want_e, rtol=1e-12)
+    np.testing.assert_array_equal(got_e[1], e0[1])            # an untouched row keeps its value

@@ -12,6 +12,7 @@ from zmtf.train.optimizers import (
     get_global_step, get_or_create_global_step, global_step,
 )
 from zmtf.train.ftrl import FtrlOptimizer
+from zmtf.train.proximal import ProximalAdagradOptimizer, ProximalGradientDescentOptimizer
 from zmtf.train.input import (
     batch, input_producer, limit_epochs, range_input_producer, shuffle_batch, slice_input_producer,
 )
@@ -48,4 +49,5 @@ __all__ = [
 ]
 __all__ += ["NewCheckpointReader", "list_variables", "load_variable"]
 __all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",
-            "SecondOrStepTimer", "cosine_decay", "init_from_checkpoint", "linear_cosine_decay"]
+            "SecondOrStepTimer", "cosine_decay", "init_from_checkpoint", "linear_cosine_decay",
+            "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer"]

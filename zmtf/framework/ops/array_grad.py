@@ -23,7 +23,8 @@ not_differentiable(
     "Variable", "VariableV2", "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub",
     "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad", "ApplyRMSProp",
     "ApplyCenteredRMSProp", "SparseApplyMomentum", "SparseApplyAdagrad", "ApplyAdadelta", "SparseApplyAdadelta", "ApplyFtrl",
-    "ApplyFtrlV2", "SparseApplyFtrl", "SparseApplyFtrlV2",
+    "ApplyFtrlV2", "SparseApplyFtrl", "SparseApplyFtrlV2", "ApplyProximalGradientDescent",
+    "ApplyProximalAdagrad", "SparseApplyProximalGradientDescent", "SparseApplyProximalAdagrad",
 )
 
 

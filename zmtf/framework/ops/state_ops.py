@@ -14,7 +14,8 @@ from zmtf.framework.tensor_shape import TensorShape
 ASSIGN_OPS = ("Assign", "AssignAdd", "AssignSub", "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam",
               "ApplyAdagrad", "ApplyRMSProp", "ApplyCenteredRMSProp", "SparseApplyMomentum", "SparseApplyAdagrad",
               "ApplyAdadelta", "SparseApplyAdadelta", "ApplyFtrl", "ApplyFtrlV2", "SparseApplyFtrl",
-              "SparseApplyFtrlV2")
+              "SparseApplyFtrlV2", "ApplyProximalGradientDescent", "ApplyProximalAdagrad",
+              "SparseApplyProximalGradientDescent", "SparseApplyProximalAdagrad")
 
 
 @op_def("Variable", stateful=True)
