@@ -310,3 +310,49 @@ def test_global_step_waiter_hook_holds_the_first_run_until_the_step_arrives():
         assert done.wait(5)
         thread.join()
         waiter.before_run(context)                # later runs never wait
+
+
+def test_basic_train_loop_runs_steps_until_the_supervisor_stops(tmp_path):
+    loss, train, step = linear_model()
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=0)
+    seen = []
+
+    def train_step(sess, stop_at):
+        seen.append(int(sess.run([train, step])[1]))
+        if len(seen) == stop_at:
+            sv.request_stop()
+
+    tf.train.basic_train_loop(sv, train_step, args=[3])
+    assert len(seen) == 3 and seen == sorted(seen)
+
+
+def test_looper_thread_calls_its_target_until_the_coordinator_stops():
+    coord = tf.train.Coordinator()
+    calls = []
+    looper = tf.train.LooperThread.loop(coord, 0.01, target=calls.append, args=("tick",))
+    while len(calls) < 3:
+        coord.wait_for_stop(0.01)
+    coord.request_stop()
+    coord.join([looper], stop_grace_period_secs=5)
+    assert not looper.is_alive() and set(calls) == {"tick"}
+
+    failing = tf.train.Coordinator()
+
+    def boom():
+        raise RuntimeError("looper failed")
+
+    tf.train.LooperThread.loop(failing, None, target=boom)
+    with pytest.raises(RuntimeError, match="looper failed"):   # the error reaches join()
+        failing.join(stop_grace_period_secs=5)
+    with pytest.raises(ValueError, match="require that you also pass 'target'"):
+        tf.train.LooperThread(tf.train.Coordinator(), 1.0, args=(1,))
+
+
+def test_assert_global_step_names_what_is_wrong():
+    tf.train.assert_global_step(tf.train.get_or_create_global_step())
+    with pytest.raises(TypeError, match="integer type"):
+        tf.train.assert_global_step(tf.Variable(1.0))
+    with pytest.raises(TypeError, match="not scalar"):
+        tf.train.assert_global_step(tf.Variable([1, 2]))
+    with pytest.raises(TypeError, match="Variable or Tensor"):
+        tf.train.assert_global_step(3)

@@ -5,10 +5,12 @@ MonitoredSession, Scaffold) are added to this namespace by ``zmtf/__init__``.
 """
 
 from zmtf.train.adadelta import AdadeltaOptimizer
+from zmtf.train.basic_loops import LooperThread, basic_train_loop
 from zmtf.train.coordinator import Coordinator
 from zmtf.train.device_setter import GreedyLoadBalancingStrategy, byte_size_load_fn, replica_device_setter
 from zmtf.train.optimizers import (
-    AdagradOptimizer, AdamOptimizer, RMSPropOptimizer, GradientDescentOptimizer, MomentumOptimizer, Optimizer, create_global_step,
+    AdagradOptimizer, AdamOptimizer, RMSPropOptimizer, GradientDescentOptimizer, MomentumOptimizer, Optimizer,
+    assert_global_step, create_global_step,
     get_global_step, get_or_create_global_step, global_step,
 )
 from zmtf.train.ftrl import FtrlOptimizer
@@ -50,4 +52,5 @@ __all__ = [
 __all__ += ["NewCheckpointReader", "list_variables", "load_variable"]
 __all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",
             "SecondOrStepTimer", "cosine_decay", "init_from_checkpoint", "linear_cosine_decay",
-            "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer"]
+            "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer", "LooperThread",
+            "assert_global_step", "basic_train_loop"]

@@ -358,7 +358,7 @@ def get_global_step(graph: Graph | None = None) -> Any:
             step = graph.get_tensor_by_name("global_step:0")
         except KeyError:
             return None
-    _assert_global_step(step)
+    assert_global_step(step)
     return step
 
 
@@ -385,7 +385,8 @@ def global_step(sess: Any, global_step_tensor: Any) -> int:
     return int(sess.run(global_step_tensor))
 
 
-def _assert_global_step(step: Any) -> None:
+def assert_global_step(step: Any) -> None:
+    """TypeError unless ``step`` is an integer scalar Variable or Tensor."""
     if not (isinstance(step, (Variable, Tensor))):
         raise TypeError(f"Existing 'global_step' must be a Variable or Tensor: {step}.")
     if not step.dtype.is_integer:
