@@ -186,3 +186,40 @@ def test_reduce_std_and_variance():
         std, var = sess.run([tf.math.reduce_std(x, axis=1), tf.math.reduce_variance(x, keepdims=True)])
     np.testing.assert_allclose(std, x.std(axis=1), rtol=1e-5)
     np.testing.assert_allclose(var, x.var(keepdims=True), rtol=1e-5)
+
+
+def test_asserts_guard_the_ops_that_depend_on_them():
+    x = tf.placeholder(tf.float32, [3])
+    checks = [tf.assert_positive(x, message="x must be positive"), tf.assert_less(x, 10.0),
+              tf.assert_equal(tf.shape(x), [3]), tf.assert_non_negative(x),
+              tf.assert_greater(x, -1.0), tf.Assert(tf.reduce_all(x < 5.0), ["x too big:", x])]
+    with tf.control_dependencies(checks):
+        y = tf.identity(x * 2)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: [1, 2, 3]}), [2, 4, 6])
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"assertion failed: \[x must be positive\] \[Condition x > y did not "
+                                 r"hold element-wise:\] \[x \(Placeholder:0\) =\] \[\[1. 0. 3.\]\]"):
+            sess.run(y, {x: [1, 0, 3]})                     # only assert_positive fails
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[x too big:\] \[\[1. 2. 7.\]\]"):
+            sess.run(y, {x: [1, 2, 7]})
+    with pytest.raises(TypeError, match="must be bool"):
+        tf.Assert(x, ["not a condition"])
+
+
+def test_check_numerics_names_nan_and_inf_in_values_and_gradients():
+    x = tf.placeholder(tf.float32, [2])
+    logged = tf.check_numerics(tf.log(x), "log of x")
+    root = tf.verify_tensor_all_finite(tf.sqrt(x), "sqrt of x")
+    checked = tf.check_numerics(x, "x")
+    grad = tf.gradients(tf.reduce_sum(tf.sqrt(checked)), x)[0]   # the gradient into it is checked
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(logged, {x: [1.0, np.e]}), [0.0, 1.0], rtol=1e-6)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="log of x : Tensor had Inf values"):
+            sess.run(logged, {x: [1.0, 0.0]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="sqrt of x : Tensor had NaN values"):
+            sess.run(root, {x: [1.0, -1.0]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="detected in gradient"):
+            sess.run(grad, {x: [1.0, 0.0]})                 # d sqrt(x) at 0 is inf
+    with pytest.raises(TypeError, match="float tensors"):
+        tf.check_numerics(tf.constant([1, 2]), "ints")

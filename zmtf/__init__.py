@@ -42,8 +42,9 @@ from zmtf.framework.ops.math_ops import (
     cumsum, cos, expm1, log1p, logical_xor, sin,
 )
 from zmtf.framework.ops.composite_ops import (
-    clip_by_global_norm, clip_by_norm, clip_by_value, count_nonzero, global_norm,
-    placeholder_with_default, print_ as Print, range_ as range, reduce_logsumexp,
+    assert_ as Assert, assert_equal, assert_greater, assert_less, assert_non_negative, assert_positive,
+    check_numerics, clip_by_global_norm, clip_by_norm, clip_by_value, count_nonzero, global_norm,
+    placeholder_with_default, print_ as Print, range_ as range, reduce_logsumexp, verify_tensor_all_finite,
 )
 from zmtf.framework.ops.partition_ops import (
     dynamic_partition, dynamic_stitch, invert_permutation, unsorted_segment_sum,

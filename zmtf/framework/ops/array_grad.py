@@ -10,6 +10,7 @@ import numpy as np
 
 from zmtf.framework.gradient_registry import gradient, not_differentiable
 from zmtf.framework.graph import Operation, Tensor
+from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.selection_ops import strided_slice_spec
 from zmtf.framework.ops.math_grad import shape_of, sum_to
@@ -31,6 +32,14 @@ not_differentiable(
 @gradient("Print")
 def _print_grad(op: Operation, grad: Tensor) -> Grads:
     return [grad] + [None] * (len(op.inputs) - 1)
+
+
+@gradient("CheckNumerics")
+def _check_numerics_grad(op: Operation, grad: Tensor) -> Grads:
+    """The gradient is checked too, as TF does."""
+    return [apply_op("CheckNumerics", [grad], {
+        "message": "Not a number (NaN) or infinity (Inf) values detected in gradient. "
+                   + op.attrs["message"]}).outputs[0]]
 
 
 @gradient("Reshape")

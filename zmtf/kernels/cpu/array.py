@@ -56,6 +56,32 @@ def print_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
     return [inputs[0]]
 
 
+@register("Assert")
+def assert_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Assert(condition, data...): nothing, or InvalidArgumentError with the data."""
+    if np.all(inputs[0]):
+        return []
+    values = iter(inputs[1:])
+    shown = []
+    for text in attrs["texts"]:
+        if text is not None:
+            shown.append(text)
+        else:
+            shown.append(np.array2string(np.asarray(next(values)), threshold=attrs["summarize"],
+                                         edgeitems=attrs["summarize"]))
+    raise InvalidArgumentError(f"assertion failed: [{'] ['.join(shown)}]")
+
+
+@register("CheckNumerics", dtypes=("float16", "float32", "float64"))
+def check_numerics(ctx: Any, inputs: list, attrs: dict) -> list:
+    """CheckNumerics(x): x itself, unless it holds a NaN or an Inf."""
+    x = np.asarray(inputs[0])
+    if not np.isfinite(x).all():
+        kind = "NaN" if np.isnan(x).any() else "Inf"
+        raise InvalidArgumentError(f"{attrs['message']} : Tensor had {kind} values")
+    return [inputs[0]]
+
+
 @register("Identity")
 @register("StopGradient")
 @register("Snapshot")
