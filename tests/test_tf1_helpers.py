@@ -223,3 +223,44 @@ def test_check_numerics_names_nan_and_inf_in_values_and_gradients():
             sess.run(grad, {x: [1.0, 0.0]})                 # d sqrt(x) at 0 is inf
     with pytest.raises(TypeError, match="float tensors"):
         tf.check_numerics(tf.constant([1, 2]), "ints")
+
+
+def test_tensordot_norm_and_matrix_transpose_match_numpy():
+    # TF 2.21 printed the same values, gradients included (scratch cross-check)
+    rng = np.random.default_rng(0)
+    a_np = rng.normal(size=(2, 3, 4))
+    b_np = rng.normal(size=(4, 3, 5))
+    a, b = tf.constant(a_np), tf.constant(b_np)
+    dot = tf.tensordot(a, b, [[1, 2], [1, 0]])
+    with tf.Session() as sess:
+        got = sess.run([dot, tf.tensordot(a, b[:, 0, :], 1), tf.norm(a), tf.norm(a, ord=1, axis=2),
+                        tf.norm(a, ord=np.inf, axis=-1, keepdims=True), tf.norm(a, ord=3, axis=1),
+                        tf.norm(a, axis=[1, 2]), tf.matrix_transpose(a),
+                        tf.gradients(tf.reduce_sum(dot), a)[0]])
+    want = [np.tensordot(a_np, b_np, [[1, 2], [1, 0]]), np.tensordot(a_np, b_np[:, 0, :], 1),
+            np.linalg.norm(a_np), np.abs(a_np).sum(2), np.abs(a_np).max(-1, keepdims=True),
+            (np.abs(a_np) ** 3).sum(1) ** (1 / 3), np.sqrt((a_np ** 2).sum((1, 2))),
+            np.swapaxes(a_np, 1, 2), np.broadcast_to(b_np.sum(2).T, (2, 3, 4))]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-10)
+    with pytest.raises(ValueError, match="differ in size"):
+        tf.tensordot(a, b, [[0], [0]])
+    with pytest.raises(ValueError, match="matrix norm ord=1 is not built"):
+        tf.norm(a, ord=1, axis=[1, 2])
+
+
+def test_case_picks_the_first_true_predicate_and_checks_its_contract():
+    x = tf.placeholder(tf.int32, [])
+    with_default = tf.case([(x < 0, lambda: tf.constant(-1.0)), (x < 5, lambda: tf.constant(5.0))],
+                           default=lambda: tf.constant(99.0))
+    no_default = tf.case([(x < 0, lambda: tf.constant(-1.0)), (x < 5, lambda: tf.constant(5.0))])
+    exclusive = tf.case({x < 3: lambda: tf.constant(1.0), x > 1: lambda: tf.constant(2.0)},
+                        default=lambda: tf.constant(0.0), exclusive=True)
+    with tf.Session() as sess:
+        assert [sess.run(with_default, {x: v}) for v in (-3, 2, 7)] == [-1.0, 5.0, 99.0]
+        assert [sess.run(no_default, {x: v}) for v in (-3, 2)] == [-1.0, 5.0]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="None of the conditions evaluated"):
+            sess.run(no_default, {x: 7})
+        assert sess.run(exclusive, {x: 0}) == 1.0 and sess.run(exclusive, {x: 4}) == 2.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="More than one condition"):
+            sess.run(exclusive, {x: 2})

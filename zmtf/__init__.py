@@ -29,7 +29,8 @@ from zmtf.framework.ops.array_ops import (
     broadcast_to, concat, expand_dims, fill, identity, one_hot, ones, ones_like, placeholder,
     rank, reshape, shape, size, squeeze, stack, stop_gradient, transpose, zeros, zeros_like,
 )
-from zmtf.framework.ops.cond_ops import cond
+from zmtf.framework.ops.cond_ops import case, cond
+from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op, tuple_ as tuple
 from zmtf.framework.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue, QueueBase, RandomShuffleQueue

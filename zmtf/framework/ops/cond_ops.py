@@ -156,3 +156,53 @@ def cond(pred: Any, true_fn: Callable[[], Any] | None = None, false_fn: Callable
                              f"values; they must return the same structure")
         merged = [merge([f, t], pred_t) for t, f in zip(true_flat, false_flat)]
         return rebuild(merged)
+
+
+def case(pred_fn_pairs: Any, default: Callable[[], Any] | None = None, exclusive: bool = False,
+         strict: bool = False, name: str = "case") -> Any:
+    """The fn of the first pair whose predicate is True, else ``default()`` (TF1's tf.case,
+    built, as TF1 builds it, from nested tf.conds). Without a default the last pair's fn
+    is used, with a check that its predicate holds; ``exclusive`` checks that at most one
+    predicate is True."""
+    from zmtf.framework.ops import composite_ops, math_ops
+
+    pairs = list(pred_fn_pairs.items() if isinstance(pred_fn_pairs, dict) else pred_fn_pairs)
+    if not pairs:
+        raise ValueError("tf.case: pred_fn_pairs must not be empty")
+    for pred, fn in pairs:
+        if not callable(fn):
+            raise TypeError(f"tf.case: each pair is (bool tensor, callable), got fn {fn!r}")
+    graph = get_default_graph()
+    with graph.name_scope(name):
+        preds = [convert_to_tensor(p) for p, _ in pairs]
+        checks = []
+        if default is None:
+            checks.append(composite_ops.assert_(
+                _any(preds), ["None of the conditions evaluated as True."], name="assert_one_true"))
+            default, pairs = pairs[-1][1], pairs[:-1]
+        if exclusive and len(preds) > 1:
+            counts = math_ops.add_n([math_ops.cast(p, dtypes.int32) for p in preds])
+            checks.append(composite_ops.assert_(
+                counts <= 1, ["More than one condition evaluated as True but exclusive=True."],
+                name="assert_exclusive"))
+
+        def build(i: int) -> Any:
+            if i == len(pairs):
+                return default()
+            return cond(preds[i], pairs[i][1], lambda: build(i + 1), name=f"If_{i}")
+
+        if not checks:
+            return build(0)
+        with graph.control_dependencies(checks):
+            flat, rebuild = _flatten(build(0))
+            return rebuild([apply_op("Identity", [convert_to_tensor(v)]).outputs[0] for v in flat])
+
+
+def _any(preds: list[Tensor]) -> Tensor:
+    """True when any of the scalar predicates is."""
+    from zmtf.framework.ops import math_ops
+
+    result = preds[0]
+    for p in preds[1:]:
+        result = math_ops.logical_or(result, p)
+    return result
