@@ -264,3 +264,19 @@ def test_case_picks_the_first_true_predicate_and_checks_its_contract():
         assert sess.run(exclusive, {x: 0}) == 1.0 and sess.run(exclusive, {x: 4}) == 2.0
         with pytest.raises(tf.errors.InvalidArgumentError, match="More than one condition"):
             sess.run(exclusive, {x: 2})
+
+
+def test_small_tf1_conveniences():
+    x = tf.constant([-50.0, 0.0, 3.0])
+    a, b = tf.identity_n([x, tf.constant([1, 2])])
+    shapes = tf.shape_n([x, tf.zeros([2, 5])])
+    with tf.Session() as sess:
+        got = sess.run([tf.log_sigmoid(x), tf.scalar_mul(2.0, x), a, b, shapes,
+                        tf.reverse_v2(x, [0])])
+    np.testing.assert_allclose(got[0], [-50.0, -np.log(2.0), -np.log1p(np.exp(-3.0))], rtol=1e-6)
+    np.testing.assert_array_equal(got[1], [-100.0, 0.0, 6.0])
+    np.testing.assert_array_equal(got[2], [-50.0, 0.0, 3.0])
+    assert got[3].tolist() == [1, 2] and [s.tolist() for s in got[4]] == [[3], [2, 5]]
+    np.testing.assert_array_equal(got[5], [3.0, 0.0, -50.0])
+    with pytest.raises(ValueError, match="must be 0-d"):
+        tf.scalar_mul([1.0, 2.0], x)

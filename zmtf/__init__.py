@@ -12,6 +12,7 @@ if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (
 
 from zmtf import app, data, errors, layers, logging, losses, math, metrics, nn, summary, test, train
 from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.py)
+reverse_v2 = reverse
 from zmtf.app import flags
 from zmtf.client.async_session import AsyncSession
 from zmtf.framework.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
@@ -45,7 +46,8 @@ from zmtf.framework.ops.math_ops import (
 from zmtf.framework.ops.composite_ops import (
     assert_ as Assert, assert_equal, assert_greater, assert_less, assert_non_negative, assert_positive,
     check_numerics, clip_by_global_norm, clip_by_norm, clip_by_value, count_nonzero, global_norm,
-    placeholder_with_default, print_ as Print, range_ as range, reduce_logsumexp, verify_tensor_all_finite,
+    identity_n, log_sigmoid, placeholder_with_default, print_ as Print, range_ as range, reduce_logsumexp,
+    scalar_mul, shape_n, verify_tensor_all_finite,
 )
 from zmtf.framework.ops.partition_ops import (
     dynamic_partition, dynamic_stitch, invert_permutation, unsorted_segment_sum,

@@ -342,3 +342,32 @@ def reduce_std(input_tensor: Any, axis: Any = None, keepdims: bool = False,
     """sqrt(reduce_variance) (tf.math.reduce_std)."""
     with _scope(name, "reduce_std"):
         return math_ops.sqrt(reduce_variance(input_tensor, axis=axis, keepdims=keepdims))
+
+
+# ---- small TF1 conveniences ----------------------------------------------------------------
+def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
+    """log(sigmoid(x)) = -softplus(-x), stable for large |x|."""
+    with _scope(name, "LogSigmoid"):
+        return math_ops.negative(nn_ops.softplus(math_ops.negative(convert_to_tensor(x))))
+
+
+def scalar_mul(scalar: Any, x: Any, name: str | None = None) -> Tensor:
+    """``scalar * x`` for a scalar ``scalar``."""
+    s = convert_to_tensor(scalar)
+    if s.shape.ndims not in (0, None):
+        raise ValueError(f"scalar_mul: scalar must be 0-d, got shape {s.shape}")
+    t = convert_to_tensor(x)
+    return math_ops.multiply(convert_to_tensor(scalar, dtype=t.dtype) if not isinstance(scalar, Tensor)
+                             else s, t, name=name)
+
+
+def identity_n(input: Sequence[Any], name: str | None = None) -> list[Tensor]:  # noqa: A002
+    """Each input passed through ``tf.identity``."""
+    with _scope(name, "IdentityN"):
+        return [array_ops.identity(x) for x in input]
+
+
+def shape_n(input: Sequence[Any], out_type: Any = dtypes.int32, name: str | None = None) -> list[Tensor]:  # noqa: A002
+    """The shape of each input, as ``tf.shape``."""
+    with _scope(name, "ShapeN"):
+        return [array_ops.shape(x, out_type=out_type) for x in input]
