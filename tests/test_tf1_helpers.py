@@ -280,3 +280,20 @@ def test_small_tf1_conveniences():
     np.testing.assert_array_equal(got[5], [3.0, 0.0, -50.0])
     with pytest.raises(ValueError, match="must be 0-d"):
         tf.scalar_mul([1.0, 2.0], x)
+
+
+def test_unique_keeps_the_order_of_first_appearance_as_tf():
+    # TF 2.21 gives y=[4, 1, 7, 9], idx=[0, 1, 0, 2, 1, 1, 3], count=[2, 3, 1, 1]
+    ids = tf.placeholder(tf.int64, [None])
+    y, idx, count = tf.unique_with_counts(ids)
+    y2, idx2 = tf.unique(tf.constant([2.5, -1.0, 2.5]), out_idx=tf.int64)
+    with tf.Session() as sess:
+        got = sess.run([y, idx, count], {ids: [4, 1, 4, 7, 1, 1, 9]})
+        assert [g.tolist() for g in got] == [[4, 1, 7, 9], [0, 1, 0, 2, 1, 1, 3], [2, 3, 1, 1]]
+        assert got[1].dtype == np.int32
+        empty = sess.run([y, idx], {ids: []})
+        assert [e.size for e in empty] == [0, 0]
+        values, where = sess.run([y2, idx2])
+    assert values.tolist() == [2.5, -1.0] and where.tolist() == [0, 1, 0] and where.dtype == np.int64
+    with pytest.raises(ValueError, match="1-D tensor"):
+        tf.unique(tf.zeros([2, 2]))

@@ -157,6 +157,11 @@ def test_feed_shape_and_dtype_mismatch():
         with pytest.raises(tf.errors.InvalidArgumentError, match="dtype float64 for Tensor 'n:0', which has dtype int32"):
             sess.run(n, {n: 2.5})
         assert sess.run(n, {n: 3}) == 3
+        ids = tf.placeholder(tf.int64, [None])
+        empty = sess.run(ids, {ids: []})                 # [] takes the placeholder's dtype
+        assert empty.dtype == np.int64 and empty.shape == (0,)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="dtype float64"):
+            sess.run(ids, {ids: np.zeros(0)})            # an ndarray keeps its own dtype
 
 
 def test_kernel_shape_mismatch_names_the_node():

@@ -147,6 +147,8 @@ def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     """The fed value as an array of the tensor's dtype, checked against its static shape."""
     target = tensor.dtype.np
     array = np.asarray(value)
+    if array.size == 0 and not isinstance(value, np.ndarray):
+        array = array.astype(target)   # [] has no dtype of its own (numpy says float64)
     if array.dtype != target:
         if array.dtype == object or not (np.can_cast(array.dtype, target, "same_kind")
                                          or (array.dtype.kind in "iub" and target.kind in "iuf")):
