@@ -56,6 +56,18 @@ def _combine(acc, v, is_max):  # type: ignore[no-untyped-def]
     return acc + float(v)
 
 
+@cuda.jit(device=True)
+def _chunk(q, chunks, chunk_len, length):  # type: ignore[no-untyped-def]
+    """(output, lo, hi): work item q is chunk q % chunks of output q // chunks, which covers
+    elements [lo, hi) of that output's ``length``."""
+    o = q // chunks
+    lo = (q - o * chunks) * chunk_len
+    hi = lo + chunk_len
+    if hi > length:  # NOTE: not min(): keeps to what every CUDA target lowers natively
+        hi = length
+    return o, lo, hi
+
+
 @cuda.jit
 def reduce_kernel(  # type: ignore[no-untyped-def]
     x, out, out_dims, out_strides, red_dims, red_strides, red_count, chunks, chunk_len,
@@ -63,11 +75,7 @@ def reduce_kernel(  # type: ignore[no-untyped-def]
 ):
     """out[o * chunks + c] = sum (or max) of chunk c of output o's elements, / divisor."""
     for p in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-        o = p // chunks
-        lo = (p - o * chunks) * chunk_len
-        hi = lo + chunk_len
-        if hi > red_count:  # NOTE: not min(): keeps to what every CUDA target lowers natively
-            hi = red_count
+        o, lo, hi = _chunk(p, chunks, chunk_len, red_count)
         base = _offset(o, out_dims, out_strides)
         acc = -math.inf if is_max else 0.0
         for j in range(lo, hi):
@@ -86,11 +94,7 @@ def row_reduce_kernel(x, out, length, chunks, chunk_len, is_max, divisor):  # ty
     partial = cuda.shared.array(_ROW_THREADS, float64)
     tid = cuda.threadIdx.x
     for p in range(cuda.blockIdx.x, out.size, cuda.gridDim.x):
-        a = p // chunks
-        lo = (p - a * chunks) * chunk_len
-        hi = lo + chunk_len
-        if hi > length:
-            hi = length
+        a, lo, hi = _chunk(p, chunks, chunk_len, length)
         acc = -math.inf if is_max else 0.0
         for j in range(lo + tid, hi, _ROW_THREADS):
             acc = _combine(acc, x[a * length + j], is_max)
@@ -114,11 +118,7 @@ def column_reduce_kernel(x, out, length, width, chunks, chunk_len, is_max, divis
     for p in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         q = p // width
         b = p - q * width
-        a = q // chunks
-        lo = (q - a * chunks) * chunk_len
-        hi = lo + chunk_len
-        if hi > length:
-            hi = length
+        a, lo, hi = _chunk(q, chunks, chunk_len, length)
         acc = -math.inf if is_max else 0.0
         for r in range(lo, hi):
             acc = _combine(acc, x[(a * length + r) * width + b], is_max)
