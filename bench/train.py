@@ -276,7 +276,8 @@ def profile_round(system: System, steps: int, args) -> dict[str, Any]:
     folder = tempfile.mkdtemp(prefix="zmtf-train-prof-")
     spies: list[tuple[str, subprocess.Popen, str]] = []
     if args.py_spy:
-        targets = {"ps": system.pids["ps"], "worker0": system.pids["worker0"]}
+        # worker 0's server is its client's own process in the in-process configuration
+        targets = {role: system.pids[role] for role in ("ps", "worker0") if role in system.pids}
         if len(system.clients) > 1:
             targets["client1"] = system.clients[1].proc.pid
         for role, pid in targets.items():
