@@ -31,6 +31,8 @@ from zmtf.framework.ops.array_ops import (
     rank, reshape, shape, size, squeeze, stack, stop_gradient, transpose, zeros, zeros_like,
 )
 from zmtf.framework.ops.cond_ops import case, cond
+from zmtf.framework.ops.while_ops import while_loop
+from zmtf.framework.ops.functional_ops import foldl, foldr, map_fn, scan
 from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.unique_ops import unique, unique_with_counts
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
@@ -126,7 +128,6 @@ def list_devices() -> list:
 
 #: TF1 names a script may use that zmtf does not provide, and what to do instead
 _NOT_BUILT = {
-    "while_loop": "TF1's dynamic loops are not built; unroll the loop in Python",
     "contrib": "tf.contrib is not part of zmtf",
     "estimator": "tf.estimator is not built; use MonitoredTrainingSession",
     "keras": "tf.keras is not built; use tf.layers",

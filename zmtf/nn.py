@@ -15,7 +15,9 @@ from zmtf.framework.ops.sampled_losses import nce_loss, sampled_softmax_loss
 from zmtf.framework.ops.sequence_ops import swish
 from zmtf.framework.ops import rnn_cell
 from zmtf.framework.ops.math_ops import sigmoid, tanh
-from zmtf.framework.ops.rnn import static_bidirectional_rnn, static_rnn
+from zmtf.framework.ops.rnn import (
+    bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn,
+)
 from zmtf.framework.ops.topk_ops import in_top_k, top_k
 from zmtf.framework.ops.nn_ops import (
     bias_add,
@@ -32,7 +34,8 @@ from zmtf.framework.ops.nn_ops import (
 __all__ = [
     "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d", "conv2d_backprop_filter",
     "conv2d_backprop_input", "conv2d_transpose", "dropout", "elu", "embedding_lookup", "in_top_k",
-    "l2_loss", "l2_normalize", "leaky_relu", "rnn_cell", "static_bidirectional_rnn", "static_rnn",
+    "bidirectional_dynamic_rnn", "dynamic_rnn", "l2_loss", "l2_normalize", "leaky_relu", "rnn_cell",
+    "static_bidirectional_rnn", "static_rnn",
     "log_softmax", "max_pool", "max_pool2d", "moments", "relu", "relu6", "sigmoid",
     "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2", "softplus", "sparse_softmax_cross_entropy_with_logits",

@@ -24,6 +24,7 @@ from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.placement.plan import plan_step
 from zmtf.kernels.cpu.blas import set_blas_threads
+from zmtf.runtime import functional  # noqa: F401  (registers the While kernels)
 from zmtf.runtime.context import KernelContext
 from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_devices
 from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, bind, fetched
@@ -66,6 +67,7 @@ class LocalSessionCore:
         intra = self.config.intra_op_parallelism_threads or self._pools.threads
         set_blas_threads(self.config.intra_op_parallelism_threads)
         self.context = KernelContext(self.resources, intra)
+        self.context.executor = self.executor
         self._placements: dict[str, str] = {}
         self._plans: dict[tuple, BoundStep] = {}
         self._lock = threading.Lock()

@@ -25,6 +25,7 @@ from zmtf.framework.graph_io import graph_from_dict
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
 from zmtf.placement.plan import plan_step
+from zmtf.runtime import functional  # noqa: F401  (registers the While kernels)
 from zmtf.runtime.context import KernelContext
 from zmtf.runtime.devices import DevicePools, LocalDevice
 from zmtf.runtime.executor import BoundStep, Executor, bind
@@ -49,7 +50,7 @@ class StepContext:
     """A KernelContext plus what _Send/_Recv need for one step."""
 
     __slots__ = ("base", "resources", "intra_op_threads", "empty", "gpu_empty", "gpu_const_cache",
-                 "step_id", "worker")
+                 "executor", "step_id", "worker")
 
     def __init__(self, base: KernelContext, step_id: int, worker: WorkerService) -> None:
         self.base = base
@@ -58,6 +59,7 @@ class StepContext:
         self.gpu_empty = base.gpu_empty
         self.gpu_const_cache = base.gpu_const_cache
         self.intra_op_threads = base.intra_op_threads
+        self.executor = base.executor
         self.step_id = step_id
         self.worker = worker
 
@@ -118,6 +120,7 @@ class WorkerService:
         self.rendezvous = Rendezvous()
         self.executor = Executor(pools)
         self.context = KernelContext(self.resources, intra_op_threads)
+        self.context.executor = self.executor
         self._pusher = pusher
         self._loop_thread = threading.get_ident()   # built by the server, on its loop thread
         # (dst task, step id) -> (keys, values, done callbacks) of pushes not yet sent

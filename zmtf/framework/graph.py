@@ -196,6 +196,8 @@ class Graph:
         self._last_op_seed = 0
         #: the innermost tf.cond branch being built (control_flow_ops.CondContext), or None
         self._cond_context: Any = None
+        #: the innermost tf.while_loop body being built (while_ops.WhileContext), or None
+        self._while_context: Any = None
 
     # ---- ops ------------------------------------------------------------------
     def create_op(
@@ -225,6 +227,8 @@ class Graph:
         op = Operation(self, unique, op_type, inputs, output_specs, dict(attrs or {}), control)
         if context is not None:
             context.ops.add(op)
+        if self._while_context is not None:
+            self._while_context.ops.append(op)
         self._apply_colocation_or_devices(op)
         op._id = len(self._ops)
         self._ops.append(op)
@@ -417,6 +421,18 @@ class Graph:
 
     def clear_collection(self, name: str) -> None:
         self._collections.pop(name, None)
+
+    @contextmanager
+    def outside_loops(self) -> Iterator[None]:
+        """Build state (a variable and its initializer) outside any tf.cond branch or
+        tf.while_loop body being built, as TF1 lifts variables created in a loop."""
+        saved = self._cond_context, self._while_context
+        self._cond_context = self._while_context = None
+        try:
+            with self.control_dependencies(None):
+                yield
+        finally:
+            self._cond_context, self._while_context = saved
 
     # ---- random seeds ------------------------------------------------------------
     def seeds_for_op(self, op_seed: int | None) -> tuple[int, int]:

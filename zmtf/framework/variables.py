@@ -24,7 +24,7 @@ class Variable:
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         graph = get_default_graph()
-        with graph.name_scope(name or "Variable") as scope:
+        with graph.outside_loops(), graph.name_scope(name or "Variable") as scope:
             if callable(initial_value):
                 with graph.colocate_with(None), graph.name_scope("Initializer"), graph.device(None):
                     initial_value = initial_value()

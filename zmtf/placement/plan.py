@@ -101,7 +101,7 @@ class _Builder:
         preds = {self.producer_of_slot[s] for s in inputs if s in self.producer_of_slot}
         preds.update(control)
         self.nodes.append({"name": name, "op_type": op_type, "device": device, "dtype": dtype,
-                           "attrs": {**attrs, "_node_name": name}, "inputs": inputs,
+                           "attrs": {**attrs, "_node_name": name, "_device": device}, "inputs": inputs,
                            "outputs": outputs, "preds": sorted(preds)})
         self.index[name] = i
         return i

@@ -19,7 +19,8 @@ SIMULATOR_LAUNCH_LOCK = threading.Lock()
 class KernelContext:
     """Per-session state shared by kernels: the variable store and per-node random generators."""
 
-    __slots__ = ("resources", "intra_op_threads", "empty", "gpu_const_cache", "_generators", "_lock")
+    __slots__ = ("resources", "intra_op_threads", "empty", "gpu_const_cache", "executor",
+                 "_generators", "_lock")
 
     def __init__(self, resources: ResourceContainer, intra_op_threads: int,
                  pool: BufferPool | None = None) -> None:
@@ -27,6 +28,8 @@ class KernelContext:
         self.intra_op_threads = intra_op_threads
         self.empty = (pool or BufferPool()).empty  # output buffers: big ones reuse memory
         self.gpu_const_cache: dict[tuple[str, int], object] = {}
+        #: the Executor that runs this context's steps: loop kernels run subgraphs on it
+        self.executor: object = None
         self._generators: dict[str, np.random.Generator] = {}
         self._lock = threading.Lock()
 

@@ -23,6 +23,7 @@ from zmtf.framework.ops import (  # noqa: F401  (fill GRADIENTS)
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group
+from zmtf.train import while_grad  # noqa: F401  (registers the While gradient)
 
 #: per op: for each output, the gradients received so far (a list), or once aggregated a Tensor
 _GradTable = dict[Operation, list[Any]]

@@ -15,4 +15,5 @@ from zmtf.framework.ops import (  # noqa: F401  (import order fills OP_DEFS)
     state_ops,
     summary_ops,
     topk_ops,
+    while_ops,
 )

@@ -109,6 +109,8 @@ def _flatten(value: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
             for (flat, rebuild), count in zip(rebuilders, parts):
                 out.append(rebuild(items[start:start + count]))
                 start += count
+            if hasattr(value, "_fields"):   # a namedtuple (LSTMStateTuple): fields by position
+                return type(value)(*out)
             return type(value)(out) if isinstance(value, tuple) else out
 
         return leaves, rebuild_seq

@@ -1,5 +1,7 @@
-"""``tf.nn.static_rnn`` and ``tf.nn.static_bidirectional_rnn``: a cell unrolled over a Python
-list of time steps (zmtf has no tf.while_loop, so there is no dynamic_rnn)."""
+"""RNNs over time: ``static_rnn`` unrolls a cell over a Python list of time steps;
+``dynamic_rnn`` runs it in a tf.while_loop over a [batch, time, depth] tensor, and takes its
+outputs from the loop's history of the output (see while_ops.py), so their gradient flows
+back through the loop; the ``bidirectional`` variants add a reversed pass."""
 
 from __future__ import annotations
 
@@ -8,6 +10,10 @@ from typing import Any, Sequence
 from zmtf.framework.graph import Tensor
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.framework.ops.image_ops import reverse
+from zmtf.framework.ops.selection_ops import gather
+from zmtf.framework.ops.sequence_ops import reverse_sequence
+from zmtf.framework.ops.while_ops import build_loop, loop_history
 from zmtf.framework.ops.rnn_cell import RNNCell, flatten, pack_sequence_as
 from zmtf.framework.variable_scope import variable_scope
 
@@ -97,4 +103,89 @@ def static_bidirectional_rnn(cell_fw: RNNCell, cell_bw: RNNCell, inputs: Sequenc
     return outputs, state_fw, state_bw
 
 
-__all__ = ["static_bidirectional_rnn", "static_rnn"]
+def _lengths(sequence_length: Any) -> Tensor | None:
+    if sequence_length is None:
+        return None
+    lengths = math_ops.cast(convert_to_tensor(sequence_length), "int32")
+    if lengths.shape.ndims not in (None, 1):
+        raise ValueError(f"sequence_length must be a vector of length batch_size, got shape "
+                         f"{lengths.shape}")
+    return lengths
+
+
+def dynamic_rnn(cell: RNNCell, inputs: Any, sequence_length: Any = None, initial_state: Any = None,
+                dtype: Any = None, parallel_iterations: Any = None, swap_memory: bool = False,
+                time_major: bool = False, scope: Any = None) -> tuple[Tensor, Any]:
+    """Run ``cell`` over ``inputs`` ([batch, time, depth], or [time, batch, depth] when
+    ``time_major``) in a tf.while_loop, in variable scope ``scope`` (default "rnn"); return
+    ``(outputs, final_state)`` with outputs laid out as the inputs. The time length may be
+    unknown until run time. ``sequence_length`` works as in static_rnn."""
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims is not None and x.shape.ndims < 3:
+        raise ValueError(f"dynamic_rnn: inputs must be [batch, time, depth] (or time-major), got "
+                         f"{x.shape} ({x.name})")
+    if not time_major:
+        x = array_ops.transpose(x, [1, 0, 2])
+    with variable_scope(scope or "rnn"):
+        static_batch = x.shape.as_list()[1] if x.shape.ndims is not None else None
+        batch = static_batch if static_batch is not None else array_ops.shape(x)[1]
+        if initial_state is not None:
+            state = initial_state
+        else:
+            if dtype is None:
+                raise ValueError("If no initial_state is provided, dtype must be specified")
+            state = cell.zero_state(batch, dtype)
+        out_dtype = flatten(state)[0].dtype
+        if not isinstance(cell.output_size, int):
+            raise NotImplementedError("dynamic_rnn in zmtf: cells whose output is a nest of "
+                                      "tensors are not built; use a cell with one output")
+        zero_output = array_ops.zeros(array_ops.stack([batch, cell.output_size])
+                                      if static_batch is None else [static_batch, cell.output_size],
+                                      out_dtype)
+        lengths = _lengths(sequence_length)
+        steps = array_ops.shape(x)[0]
+
+        def body(t: Tensor, _output: Tensor, state: Any) -> tuple[Any, ...]:
+            output, new_state = cell(gather(x, t), state)
+            if lengths is not None:
+                output, new_state = _masked_step(t, lengths, output, new_state, state)
+            return t + 1, output, new_state
+
+        loop, pack = build_loop(lambda t, _o, _s: t < steps, body, (0, zero_output, state),
+                                name="while")
+        _, _, final_state = pack(list(loop.outputs[:len(loop._while_parts[1])]))
+        outputs = loop_history(loop, 1)   # [time, batch, output]: each iteration's output
+    if not time_major:
+        outputs = array_ops.transpose(outputs, [1, 0, 2])
+    return outputs, final_state
+
+
+def bidirectional_dynamic_rnn(cell_fw: RNNCell, cell_bw: RNNCell, inputs: Any,
+                              sequence_length: Any = None, initial_state_fw: Any = None,
+                              initial_state_bw: Any = None, dtype: Any = None,
+                              parallel_iterations: Any = None, swap_memory: bool = False,
+                              time_major: bool = False, scope: Any = None) -> tuple[Any, Any]:
+    """``cell_fw`` over ``inputs`` and ``cell_bw`` over each sequence reversed (within its
+    ``sequence_length``), in scopes "<scope>/fw" and "<scope>/bw" (default
+    "bidirectional_rnn"); returns ``((output_fw, output_bw), (state_fw, state_bw))`` with
+    output_bw put back in time order, as TF1."""
+    x = convert_to_tensor(inputs)
+    time_axis, batch_axis = (0, 1) if time_major else (1, 0)
+    lengths = _lengths(sequence_length)
+
+    def backwards(t: Tensor) -> Tensor:
+        if lengths is None:
+            return reverse(t, [time_axis])
+        return reverse_sequence(t, lengths, seq_axis=time_axis, batch_axis=batch_axis)
+
+    with variable_scope(scope or "bidirectional_rnn"):
+        with variable_scope("fw") as fw_scope:
+            output_fw, state_fw = dynamic_rnn(cell_fw, x, lengths, initial_state_fw, dtype,
+                                              time_major=time_major, scope=fw_scope)
+        with variable_scope("bw") as bw_scope:
+            reversed_bw, state_bw = dynamic_rnn(cell_bw, backwards(x), lengths, initial_state_bw,
+                                                dtype, time_major=time_major, scope=bw_scope)
+    return (output_fw, backwards(reversed_bw)), (state_fw, state_bw)
+
+
+__all__ = ["bidirectional_dynamic_rnn", "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
