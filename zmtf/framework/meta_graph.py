@@ -137,18 +137,23 @@ class ImportedMetaGraph:
 
 
 def meta_graph_from_dict(meta: Any, graph: Graph, clear_devices: bool = False,
-                         import_scope: str | None = None) -> ImportedMetaGraph:
+                         import_scope: str | None = None,
+                         check_saver_def: Callable[[Any], dict[str, Any]] = dict,
+                         ) -> ImportedMetaGraph:
     """Add the document's nodes, variables and collections to ``graph``, all checked first.
 
     ``import_scope`` prefixes every name ("scope/w"), the names attrs hold included
     (a Variable's store key, a cond predicate); ``shared_name`` attrs are kept, as in TF.
+    ``check_saver_def`` (the Saver's own check, passed down) vets the saver_def's fields.
     """
     _check_top(meta)
     arrays = [_array_from_plain(i, entry) for i, entry in enumerate(_list(meta, "arrays"))]
     rename = _renamer(import_scope)
     graph_dict = _scoped_graph_dict(meta["graph"], rename, clear_devices)
     variables, collections = _list(meta, "variables"), meta["collections"]
-    saver_def = _scoped_saver_def(meta["saver_def"], rename)
+    saver_def = meta["saver_def"]
+    if saver_def is not None:
+        saver_def = _scoped_saver_def(check_saver_def(saver_def), rename)
     try:
         scratch = graph_from_dict(graph_dict, arrays)  # every check, no change to ``graph``
         _resolve(scratch, variables, collections, saver_def, rename)

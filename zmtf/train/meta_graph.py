@@ -97,7 +97,7 @@ def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
     Collections come back as the graph's objects (Variables, ops, tensors) or plain values;
     ``clear_devices`` drops every device pin; ``import_scope`` prefixes every name.
     """
-    from zmtf.train.saver import Saver  # NOTE: saver.py imports this module to write .meta
+    from zmtf.train.saver import Saver, checked_saver_def  # NOTE: saver.py imports this module
 
     _not_supported(**kwargs)
     if isinstance(meta_graph_or_file, dict):
@@ -107,7 +107,8 @@ def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
     else:
         raise TypeError(f"import_meta_graph takes a .meta file name or the dict "
                         f"export_meta_graph returned, not a {type(meta_graph_or_file).__name__}")
-    imported = meta_graph_from_dict(document, get_default_graph(), clear_devices, import_scope)
+    imported = meta_graph_from_dict(document, get_default_graph(), clear_devices, import_scope,
+                                    check_saver_def=checked_saver_def)
     if imported.saver_def is not None:
         return Saver(saver_def=imported.saver_def)
     if global_variables(import_scope):

@@ -33,7 +33,7 @@ import os
 import re
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -251,7 +251,26 @@ def checked_saver_def(saver_def: Any) -> dict[str, Any]:
             saver_def["restore_feeds"]):
         raise InvalidArgumentError(None, None, "saver_def variables, reads and restore_feeds "
                                                "must have one entry per saved variable")
+    for entry in saver_def["variables"]:
+        if not _is_saved_variable(entry):
+            raise InvalidArgumentError(None, None, f"saver_def entry {entry!r:.120} must be "
+                                                   f"{{'key', 'variable'}} or {{'key', "
+                                                   f"'partitioned': {{name, shape, axis, parts}}}}")
     return dict(saver_def)
+
+
+def _is_saved_variable(entry: Any) -> bool:
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("key"), str):
+        return False
+    if set(entry) == {"key", "variable"}:
+        return isinstance(entry["variable"], str)
+    part = entry.get("partitioned")
+    return (set(entry) == {"key", "partitioned"} and isinstance(part, Mapping)
+            and set(part) == {"name", "shape", "axis", "parts"} and isinstance(part["name"], str)
+            and isinstance(part["shape"], list) and all(type(d) is int for d in part["shape"])
+            and type(part["axis"]) is int and 0 <= part["axis"] < len(part["shape"])
+            and isinstance(part["parts"], list) and bool(part["parts"])
+            and all(isinstance(p, str) for p in part["parts"]))
 
 
 def _saved_variables(saver_def: dict[str, Any], graph: Graph) -> dict[str, Any]:
@@ -260,16 +279,13 @@ def _saved_variables(saver_def: dict[str, Any], graph: Graph) -> dict[str, Any]:
                for item in graph.get_collection(key) if isinstance(item, Variable)}
     named: dict[str, Any] = {}
     for entry, read in zip(saver_def["variables"], saver_def["reads"]):
-        key = entry.get("key") if isinstance(entry, Mapping) else None
-        part = entry.get("partitioned") if isinstance(entry, Mapping) else None
-        names = [entry.get("variable")] if part is None else (
-            part.get("parts") if isinstance(part, Mapping) else None)
-        if (not isinstance(key, str) or not isinstance(names, list) or not names
-                or any(not isinstance(n, str) or n not in by_name for n in names)):
+        part = entry.get("partitioned")
+        names = [entry["variable"]] if part is None else part["parts"]
+        if any(n not in by_name for n in names):
             raise InvalidArgumentError(None, None, f"saver_def entry {entry!r:.120} names no "
                                                    f"variable of the graph's collections")
         parts = [by_name[n] for n in names]
-        named[key] = parts[0] if part is None else _partitioned(part, parts, graph, read)
+        named[entry["key"]] = parts[0] if part is None else _partitioned(part, parts, graph, read)
     return named
 
 
@@ -278,13 +294,7 @@ def _partitioned(part: Mapping[str, Any], parts: list[Any], graph: Graph, read: 
     owner = partitioned_owner(parts[0])
     if owner is not None and list(owner) == parts:
         return owner
-    shape, axis = part.get("shape"), part.get("axis")
-    if (not isinstance(part.get("name"), str) or not isinstance(shape, list)
-            or not all(type(d) is int for d in shape) or type(axis) is not int
-            or not 0 <= axis < len(shape)):
-        raise InvalidArgumentError(None, None, f"saver_def partitioned variable {part!r:.120} "
-                                               f"needs a name, a shape and an axis in it")
-    whole = PartitionedVariable(part["name"], shape, parts[0].dtype, parts, axis)
+    whole = PartitionedVariable(part["name"], part["shape"], parts[0].dtype, parts, part["axis"])
     whole._concat = graph.get_tensor_by_name(read)  # NOTE: the concat is already in the graph
     return register_partitioned(whole)
 
