@@ -27,6 +27,7 @@ from zmtf.framework.graph import Graph, get_default_graph
 from zmtf.framework.meta_graph import meta_graph_from_dict, meta_graph_to_dict
 from zmtf.framework.variables import global_variables
 from zmtf.train.atomic_file import atomic_write
+from zmtf.train.saver_def import checked_saver_def
 
 _logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
     Collections come back as the graph's objects (Variables, ops, tensors) or plain values;
     ``clear_devices`` drops every device pin; ``import_scope`` prefixes every name.
     """
-    from zmtf.train.saver import Saver, checked_saver_def  # NOTE: saver.py imports this module
+    from zmtf.train.saver import Saver  # NOTE: saver.py imports this module to write .meta
 
     _not_supported(**kwargs)
     if isinstance(meta_graph_or_file, dict):

@@ -43,12 +43,11 @@ from zmtf.framework.errors import DataLossError, InvalidArgumentError, NotFoundE
 from zmtf.framework.graph import Graph, Operation, Tensor, get_default_graph
 from zmtf.framework.ops.array_ops import placeholder
 from zmtf.framework.ops.control_flow_ops import group
-from zmtf.framework.variable_scope import (
-    PartitionedVariable, partitioned_owner, register_partitioned,
-)
-from zmtf.framework.variables import Variable, global_variables
+from zmtf.framework.variable_scope import PartitionedVariable, partitioned_owner
+from zmtf.framework.variables import global_variables
 from zmtf.train.atomic_file import atomic_write as _atomic_write
 from zmtf.train.meta_graph import export_meta_graph, meta_graph_filename
+from zmtf.train.saver_def import SAVER_DEF_VERSION, checked_saver_def, saved_variables
 
 __all__ = [
     "CheckpointState",
@@ -226,79 +225,6 @@ def _named_variables(var_list: Any) -> dict[str, Any]:
     return named
 
 
-#: The version of the saver_def dict (Saver.saver_def) that Saver(saver_def=...) reads.
-SAVER_DEF_VERSION = 1
-_SAVER_DEF_TYPES: dict[str, Any] = {
-    "version": int, "variables": list, "reads": list, "restore_feeds": list, "restore_op": str,
-    "max_to_keep": (int, type(None)), "keep_checkpoint_every_n_hours": (int, float),
-    "pad_step_number": bool, "save_relative_paths": bool, "sharded": bool,
-}
-
-
-def checked_saver_def(saver_def: Any) -> dict[str, Any]:
-    """``saver_def`` if it has the shape ``Saver.saver_def`` gives, else InvalidArgumentError."""
-    if not isinstance(saver_def, Mapping) or set(saver_def) != set(_SAVER_DEF_TYPES):
-        raise InvalidArgumentError(None, None, f"saver_def must be a map with exactly the keys "
-                                               f"{sorted(_SAVER_DEF_TYPES)} (Saver.saver_def)")
-    for key, kind in _SAVER_DEF_TYPES.items():
-        if not isinstance(saver_def[key], kind) or (kind is int and saver_def[key] is True):
-            raise InvalidArgumentError(None, None, f"saver_def '{key}' has the wrong type "
-                                                   f"({type(saver_def[key]).__name__})")
-    if saver_def["version"] != SAVER_DEF_VERSION:
-        raise InvalidArgumentError(None, None, f"saver_def version {saver_def['version']} is not "
-                                               f"supported; this zmtf reads {SAVER_DEF_VERSION}")
-    if not len(saver_def["variables"]) == len(saver_def["reads"]) == len(
-            saver_def["restore_feeds"]):
-        raise InvalidArgumentError(None, None, "saver_def variables, reads and restore_feeds "
-                                               "must have one entry per saved variable")
-    for entry in saver_def["variables"]:
-        if not _is_saved_variable(entry):
-            raise InvalidArgumentError(None, None, f"saver_def entry {entry!r:.120} must be "
-                                                   f"{{'key', 'variable'}} or {{'key', "
-                                                   f"'partitioned': {{name, shape, axis, parts}}}}")
-    return dict(saver_def)
-
-
-def _is_saved_variable(entry: Any) -> bool:
-    if not isinstance(entry, Mapping) or not isinstance(entry.get("key"), str):
-        return False
-    if set(entry) == {"key", "variable"}:
-        return isinstance(entry["variable"], str)
-    part = entry.get("partitioned")
-    return (set(entry) == {"key", "partitioned"} and isinstance(part, Mapping)
-            and set(part) == {"name", "shape", "axis", "parts"} and isinstance(part["name"], str)
-            and isinstance(part["shape"], list) and all(type(d) is int for d in part["shape"])
-            and type(part["axis"]) is int and 0 <= part["axis"] < len(part["shape"])
-            and isinstance(part["parts"], list) and bool(part["parts"])
-            and all(isinstance(p, str) for p in part["parts"]))
-
-
-def _saved_variables(saver_def: dict[str, Any], graph: Graph) -> dict[str, Any]:
-    """Checkpoint key -> the graph's Variable (or a PartitionedVariable of them) it names."""
-    by_name = {item.op.name: item for key in graph.get_all_collection_keys()
-               for item in graph.get_collection(key) if isinstance(item, Variable)}
-    named: dict[str, Any] = {}
-    for entry, read in zip(saver_def["variables"], saver_def["reads"]):
-        part = entry.get("partitioned")
-        names = [entry["variable"]] if part is None else part["parts"]
-        if any(n not in by_name for n in names):
-            raise InvalidArgumentError(None, None, f"saver_def entry {entry!r:.120} names no "
-                                                   f"variable of the graph's collections")
-        parts = [by_name[n] for n in names]
-        named[entry["key"]] = parts[0] if part is None else _partitioned(part, parts, graph, read)
-    return named
-
-
-def _partitioned(part: Mapping[str, Any], parts: list[Any], graph: Graph, read: str
-                 ) -> PartitionedVariable:
-    owner = partitioned_owner(parts[0])
-    if owner is not None and list(owner) == parts:
-        return owner
-    whole = PartitionedVariable(part["name"], part["shape"], parts[0].dtype, parts, part["axis"])
-    whole._concat = graph.get_tensor_by_name(read)  # NOTE: the concat is already in the graph
-    return register_partitioned(whole)
-
-
 class Saver:
     """``tf.train.Saver``: save and restore variables through a session (see the module docstring).
 
@@ -322,7 +248,7 @@ class Saver:
             pad_step_number = saver_def["pad_step_number"]
             save_relative_paths = saver_def["save_relative_paths"]
             sharded = saver_def["sharded"]
-            var_list = _saved_variables(saver_def, get_default_graph())
+            var_list = saved_variables(saver_def, get_default_graph())
         self._variables = _named_variables(global_variables() if var_list is None else var_list)
         self._is_empty = not self._variables
         if self._is_empty and not allow_empty:
