@@ -311,3 +311,30 @@ def test_a_hostile_document_is_a_typed_error_and_changes_nothing(meta_path, edit
         tf.train.import_meta_graph(meta_path)
     assert tf.get_default_graph().get_operations() == []
     assert tf.global_variables() == []
+
+
+@pytest.mark.parametrize("save_graph_def", [True, False])
+def test_the_checkpoint_hook_writes_meta_files_unless_told_not_to(tmp_path, save_graph_def):
+    train_op, _ = build_model()
+    hooks = [tf.train.StopAtStepHook(last_step=2),
+             tf.train.CheckpointSaverHook(str(tmp_path), save_steps=1,
+                                          save_graph_def=save_graph_def)]
+    with tf.train.MonitoredSession(hooks=hooks) as sess:
+        while not sess.should_stop():
+            sess.run(train_op, {"x:0": BATCH_X, "y:0": BATCH_Y})
+    metas = sorted(p for p in os.listdir(tmp_path) if p.endswith(".meta"))
+    assert metas == (["model.ckpt-0.meta", "model.ckpt-1.meta", "model.ckpt-2.meta"]
+                     if save_graph_def else [])
+
+
+def test_a_saver_rebuilds_from_its_saver_def_in_the_same_graph(tmp_path):
+    build_model()
+    saver = tf.train.Saver(max_to_keep=7)
+    twin = tf.train.Saver(saver_def=saver.saver_def)
+    assert twin.saver_def == saver.saver_def
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = twin.save(sess, str(tmp_path / "m"))
+        sess.run(tf.trainable_variables()[0].assign(np.zeros((3, 2), np.float32)))
+        saver.restore(sess, path)
+        assert sess.run(tf.trainable_variables()[0].value())[0, 0] == np.float32(0.1)

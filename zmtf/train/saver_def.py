@@ -40,9 +40,10 @@ def checked_saver_def(saver_def: Any) -> dict[str, Any]:
         raise InvalidArgumentError(None, None, f"saver_def must be a map with exactly the keys "
                                                f"{sorted(_SAVER_DEF_TYPES)} (Saver.saver_def)")
     for key, kind in _SAVER_DEF_TYPES.items():
-        if not isinstance(saver_def[key], kind) or (kind is int and saver_def[key] is True):
+        value = saver_def[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise InvalidArgumentError(None, None, f"saver_def '{key}' has the wrong type "
-                                                   f"({type(saver_def[key]).__name__})")
+                                                   f"({type(value).__name__})")
     if saver_def["version"] != SAVER_DEF_VERSION:
         raise InvalidArgumentError(None, None, f"saver_def version {saver_def['version']} is not "
                                                f"supported; this zmtf reads {SAVER_DEF_VERSION}")
