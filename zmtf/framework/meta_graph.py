@@ -242,8 +242,7 @@ def _scoped_graph_dict(graph_dict: Any, rename: Callable[[Any], Any],
         node = dict(node)
         if clear_devices and "device" in node:
             node["device"] = ""
-        for key in ("name",):
-            node[key] = rename(node.get(key))
+        node["name"] = rename(node.get("name"))
         for key in ("inputs", "control_inputs"):
             if isinstance(node.get(key), list):
                 node[key] = [rename(v) for v in node[key]]
