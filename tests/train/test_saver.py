@@ -134,7 +134,7 @@ def test_max_to_keep_deletes_the_oldest_files(tmp_path):
         sess.run(tf.global_variables_initializer())
         for i in range(4):
             saver.save(sess, prefix, global_step=i)
-    assert files_in(tmp_path) == ["checkpoint", "m-2.npz", "m-3.npz"]
+    assert files_in(tmp_path) == ["checkpoint", "m-2.meta", "m-2.npz", "m-3.meta", "m-3.npz"]
     assert saver.last_checkpoints == [prefix + "-2", prefix + "-3"]
     assert get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == (
         prefix + "-2", prefix + "-3")
@@ -147,7 +147,8 @@ def test_max_to_keep_none_keeps_every_file_but_lists_only_the_latest(tmp_path):
         sess.run(tf.global_variables_initializer())
         for i in range(3):
             saver.save(sess, str(tmp_path / "m"), global_step=i)
-    assert files_in(tmp_path) == ["checkpoint", "m-0.npz", "m-1.npz", "m-2.npz"]
+    assert files_in(tmp_path) == ["checkpoint", "m-0.meta", "m-0.npz", "m-1.meta", "m-1.npz",
+                                  "m-2.meta", "m-2.npz"]
     assert get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == (
         str(tmp_path / "m-2"),)
     assert saver.last_checkpoints == []
@@ -160,15 +161,15 @@ def test_saving_the_same_path_again_keeps_one_entry(tmp_path):
         sess.run(tf.global_variables_initializer())
         for step in (1, 2, 2):
             saver.save(sess, str(tmp_path / "m"), global_step=step)
-    assert files_in(tmp_path) == ["checkpoint", "m-1.npz", "m-2.npz"]
+    assert files_in(tmp_path) == ["checkpoint", "m-1.meta", "m-1.npz", "m-2.meta", "m-2.npz"]
 
 
-def test_write_state_false_touches_only_the_data_file(tmp_path):
+def test_write_state_false_touches_only_the_data_and_meta_files(tmp_path):
     make_model()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         Saver().save(sess, str(tmp_path / "m"), write_state=False)
-    assert files_in(tmp_path) == ["m.npz"]
+    assert files_in(tmp_path) == ["m.meta", "m.npz"]
 
 
 def test_state_file_text_format_round_trips_odd_paths():
@@ -204,7 +205,7 @@ def test_a_crash_before_the_rename_leaves_the_previous_checkpoint(tmp_path, monk
             saver.save(sess, prefix, global_step=2)
         monkeypatch.undo()
     assert calls == [prefix + "-2.npz"]            # the data file, before any state update
-    assert files_in(tmp_path) == ["checkpoint", "m-1.npz"]   # no partial file, no temp file
+    assert files_in(tmp_path) == ["checkpoint", "m-1.meta", "m-1.npz"]   # no partial/temp file
     assert latest_checkpoint(str(tmp_path)) == prefix + "-1"
     assert saver.last_checkpoints == [prefix + "-1"]
     tf.reset_default_graph()

@@ -244,14 +244,18 @@ def _partitioned(full: str, shape: TensorShape | None, dt: dtypes.DType, init: A
         variables.append(Variable(initial, trainable=trainable, collections=collections,
                                   name=f"{full}/part_{i}/", dtype=dt))
         offset += size
-    whole = PartitionedVariable(full, dims, dt, variables, axis)
-    for part in variables:
-        _owners[id(part.op)] = whole
-    return whole
+    return register_partitioned(PartitionedVariable(full, dims, dt, variables, axis))
 
 
 #: id(shard's Variable op) -> its PartitionedVariable (the Saver saves the whole)
 _owners: "weakref.WeakValueDictionary[int, PartitionedVariable]" = weakref.WeakValueDictionary()
+
+
+def register_partitioned(whole: "PartitionedVariable") -> "PartitionedVariable":
+    """Note ``whole`` as the owner of its shards (the Saver saves the whole); returns it."""
+    for part in whole:
+        _owners[id(part.op)] = whole
+    return whole
 
 
 def partitioned_owner(variable: Any) -> "PartitionedVariable | None":

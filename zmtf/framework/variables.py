@@ -41,6 +41,16 @@ class Variable:
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in (collections or []):
             graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, self)
 
+    @classmethod
+    def _from_graph(cls, ref: Tensor, initializer: Operation, snapshot: Tensor,
+                    initial_value: Tensor, trainable: bool) -> Variable:
+        """A Variable over ops already in the graph (import_meta_graph rebuilt them); adds
+        it to no collection, since the importer restores the collections as they were."""
+        variable = cls.__new__(cls)
+        variable._ref, variable._initializer, variable._snapshot = ref, initializer, snapshot
+        variable._initial_value, variable._trainable = initial_value, trainable
+        return variable
+
     # ---- identity ---------------------------------------------------------------
     name = property(lambda self: self._ref.name)
     op = property(lambda self: self._ref.op)

@@ -23,6 +23,7 @@ from zmtf.train.learning_rate_decay import (
     piecewise_constant, polynomial_decay,
 )
 from zmtf.train.checkpoint_reader import NewCheckpointReader, list_variables, load_variable
+from zmtf.train.meta_graph import export_meta_graph, import_meta_graph, write_graph
 from zmtf.train.moving_averages import ExponentialMovingAverage
 from zmtf.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from zmtf.train.saver import (
@@ -54,3 +55,4 @@ __all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStep
             "SecondOrStepTimer", "cosine_decay", "init_from_checkpoint", "linear_cosine_decay",
             "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer", "LooperThread",
             "assert_global_step", "basic_train_loop"]
+__all__ += ["export_meta_graph", "import_meta_graph", "write_graph"]

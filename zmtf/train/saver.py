@@ -14,11 +14,15 @@ On disk a checkpoint prefix ``P`` is ONE numpy ``.npz`` archive ``P.npz`` (keys 
 variable names without ":0"; never pickled), written to a temporary file in the same folder,
 fsynced and renamed into place, so a crash never leaves a half-written checkpoint under its
 final name. The "checkpoint" state file next to it uses TF's text format and is replaced the
-same way, only after the data file is in place.
+same way, only after the data file is in place. Then, unless ``write_meta_graph=False``,
+``P.meta`` holds the graph, its collections and this Saver's ``saver_def`` in zmtf's own
+JSON format (framework/meta_graph.py; not TF's protobuf), written the same way, for
+``tf.train.import_meta_graph``. Deleting a checkpoint over ``max_to_keep`` deletes its
+``.meta`` too.
 
-Differences from TF, on purpose: there is no ``.meta`` graph file (``write_meta_graph`` is
-accepted and writes nothing); ``sharded`` and ``restore_sequentially`` are accepted and
-change nothing (values travel through the session, so one file holds every task's variables).
+Differences from TF, on purpose: ``sharded`` and ``restore_sequentially`` are accepted and
+change nothing (values travel through the session, so one file holds every task's variables);
+an empty Saver (``allow_empty=True``) writes no ``.meta``.
 """
 
 from __future__ import annotations
@@ -27,21 +31,23 @@ import logging
 import numbers
 import os
 import re
-import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
 import numpy as np
 
 from zmtf.framework.errors import DataLossError, InvalidArgumentError, NotFoundError
-from zmtf.framework.graph import Graph, Operation, Tensor
+from zmtf.framework.graph import Graph, Operation, Tensor, get_default_graph
 from zmtf.framework.ops.array_ops import placeholder
 from zmtf.framework.ops.control_flow_ops import group
 from zmtf.framework.variable_scope import PartitionedVariable, partitioned_owner
 from zmtf.framework.variables import global_variables
+from zmtf.train.atomic_file import atomic_write as _atomic_write
+from zmtf.train.meta_graph import export_meta_graph, meta_graph_filename
+from zmtf.train.saver_def import SAVER_DEF_VERSION, checked_saver_def, saved_variables
 
 __all__ = [
     "CheckpointState",
@@ -169,45 +175,6 @@ def latest_checkpoint(checkpoint_dir: str | os.PathLike, latest_filename: str | 
     return state.model_checkpoint_path
 
 
-# ---- atomic files ------------------------------------------------------------------------------
-def _atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
-    """``write`` into a temp file beside ``path``, fsync it, then rename it over ``path``.
-
-    Readers see the old file or the new one, never a partial one; on any error the temp file
-    is removed and ``path`` is untouched.
-    """
-    folder = os.path.dirname(path) or "."
-    prefix = f".{os.path.basename(path)}."
-    fd, temp_path = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp_path, path)
-    except BaseException:
-        try:
-            os.unlink(temp_path)
-        except OSError:
-            pass
-        raise
-    _fsync_folder(folder)
-
-
-def _fsync_folder(folder: str) -> None:
-    """Make the rename itself durable (POSIX); a no-op where folders cannot be opened."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _write_arrays(f: IO[bytes], arrays: Mapping[str, np.ndarray]) -> None:
     """The .npz layout (one ``<key>.npy`` member per array) without np.savez's keyword clashes."""
     with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
@@ -274,10 +241,19 @@ class Saver:
                  allow_empty: bool = False, write_version: Any = None,
                  pad_step_number: bool = False, save_relative_paths: bool = True,
                  filename: str | None = None) -> None:
+        if saver_def is not None:
+            saver_def = checked_saver_def(saver_def)
+            max_to_keep = saver_def["max_to_keep"]
+            keep_checkpoint_every_n_hours = saver_def["keep_checkpoint_every_n_hours"]
+            pad_step_number = saver_def["pad_step_number"]
+            save_relative_paths = saver_def["save_relative_paths"]
+            sharded = saver_def["sharded"]
+            var_list = saved_variables(saver_def, get_default_graph())
         self._variables = _named_variables(global_variables() if var_list is None else var_list)
         self._is_empty = not self._variables
         if self._is_empty and not allow_empty:
             raise ValueError("No variables to save")
+        self._sharded = sharded
         self._max_to_keep = max_to_keep
         self._keep_every_s = keep_checkpoint_every_n_hours * 3600.0
         self._next_keep_time = time.time() + self._keep_every_s
@@ -289,7 +265,9 @@ class Saver:
         self._reads: list[Tensor] = []
         self._feeds: list[Tensor] = []
         self._restore_op: Operation | None = None
-        if not self._is_empty:
+        if saver_def is not None:
+            self._adopt(saver_def)
+        elif not self._is_empty:
             self._build(name or "save")
 
     def _build(self, scope: str) -> None:
@@ -311,6 +289,55 @@ class Saver:
                 self._feeds.append(feeds)
             self._restore_op = group(*assigns, name="restore_all")
         self._graph = graph
+
+    def _adopt(self, saver_def: dict[str, Any]) -> None:
+        """Use the save/restore tensors a saver_def names (import_meta_graph rebuilt them)."""
+        graph = get_default_graph()
+        try:
+            self._reads = [graph.get_tensor_by_name(name) for name in saver_def["reads"]]
+            self._feeds = [[graph.get_tensor_by_name(name) for name in feeds]
+                           for feeds in saver_def["restore_feeds"]]
+            self._restore_op = graph.get_operation_by_name(saver_def["restore_op"])
+        except (KeyError, ValueError, TypeError) as error:
+            raise InvalidArgumentError(None, None, f"saver_def names something the default graph "
+                                                   f"lacks: {error}") from None
+        self._graph = graph
+
+    @property
+    def saver_def(self) -> dict[str, Any] | None:
+        """What ``Saver(saver_def=...)`` rebuilds this Saver from, by names (TF's SaverDef);
+        None for an empty Saver. export_meta_graph stores it in the meta graph."""
+        if self._is_empty or self._restore_op is None:
+            return None
+        entries = []
+        for key, variable in self._variables.items():
+            if isinstance(variable, PartitionedVariable):
+                entries.append({"key": key, "partitioned": {
+                    "name": variable.name, "shape": variable.shape.as_list(),
+                    "axis": variable.axis, "parts": [part.op.name for part in variable]}})
+            else:
+                entries.append({"key": key, "variable": variable.op.name})
+        return {"version": SAVER_DEF_VERSION, "variables": entries,
+                "reads": [t.name for t in self._reads],
+                "restore_feeds": [[t.name for t in feeds] for feeds in self._feeds],
+                "restore_op": self._restore_op.name, "max_to_keep": self._max_to_keep,
+                "keep_checkpoint_every_n_hours": self._keep_every_s / 3600.0,
+                "pad_step_number": self._pad_step_number,
+                "save_relative_paths": self._save_relative_paths, "sharded": bool(self._sharded)}
+
+    def as_saver_def(self) -> dict[str, Any] | None:
+        return self.saver_def
+
+    def export_meta_graph(self, filename: str | None = None, collection_list: Any = None,
+                          as_text: bool = False, export_scope: str | None = None,
+                          clear_devices: bool = False, clear_extraneous_savers: bool = False,
+                          strip_default_attrs: bool = False, save_debug_info: bool = False
+                          ) -> dict[str, Any]:
+        """``tf.train.export_meta_graph`` of this Saver's graph, with this Saver's saver_def."""
+        return export_meta_graph(filename, saver_def=self.saver_def,
+                                 collection_list=collection_list, as_text=as_text,
+                                 graph=self._graph, export_scope=export_scope,
+                                 clear_devices=clear_devices)
 
     # ---- checkpoint bookkeeping ------------------------------------------------------------
     @property
@@ -342,8 +369,9 @@ class Saver:
         del self._last_checkpoints[:excess]
         return dropped
 
-    def _delete(self, dropped: list[tuple[str, float]]) -> None:
-        """Delete dropped checkpoints, but keep one every keep_checkpoint_every_n_hours."""
+    def _delete(self, dropped: list[tuple[str, float]], meta_graph_suffix: str = "meta") -> None:
+        """Delete dropped checkpoints and their .meta files, as TF does, but keep one every
+        keep_checkpoint_every_n_hours."""
         for path, saved_at in dropped:
             if saved_at > self._next_keep_time:
                 self._next_keep_time += self._keep_every_s
@@ -352,6 +380,12 @@ class Saver:
                 os.remove(_data_path(path))
             except OSError as error:
                 _logger.warning("Ignoring: failed to delete old checkpoint %s: %s", path, error)
+            try:
+                os.remove(meta_graph_filename(path, meta_graph_suffix))
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                _logger.warning("Ignoring: failed to delete %s: %s", path, error)
 
     # ---- save / restore ------------------------------------------------------------------
     def _check_session(self, sess: Any) -> None:
@@ -369,7 +403,8 @@ class Saver:
 
         ``global_step`` is an int or a tensor/variable (evaluated in ``sess``). With
         ``write_state`` the "checkpoint" file is updated afterwards and checkpoints beyond
-        ``max_to_keep`` are deleted. ``write_meta_graph`` writes nothing in zmtf.
+        ``max_to_keep`` are deleted (with their .meta files). ``write_meta_graph`` then writes
+        the session's graph to ``<prefix>.<meta_graph_suffix>`` (see train/meta_graph.py).
         """
         save_path = os.fspath(save_path)
         if latest_filename is None:
@@ -398,7 +433,13 @@ class Saver:
             dropped = self._record(save_path)
             update_checkpoint_state(save_dir, save_path, self.last_checkpoints, latest_filename,
                                     save_relative_paths=self._save_relative_paths)
-            self._delete(dropped)  # only once the state file no longer names them
+            self._delete(dropped, meta_graph_suffix)  # once the state file no longer names them
+        if write_meta_graph:
+            try:
+                self.export_meta_graph(meta_graph_filename(save_path, meta_graph_suffix))
+            except InvalidArgumentError as error:  # the checkpoint itself is saved
+                _logger.warning("Checkpoint %s saved without its .meta graph file: %s. "
+                                "Pass write_meta_graph=False to skip it.", save_path, error)
         return save_path
 
     def restore(self, sess: Any, save_path: str | os.PathLike | None) -> None:

@@ -174,13 +174,15 @@ class CheckpointSaverHook(SessionRunHook):
     def __init__(self, checkpoint_dir: str, save_secs: float | None = None,
                  save_steps: int | None = None, saver: Saver | None = None,
                  checkpoint_basename: str = "model.ckpt", scaffold: Any = None,
-                 listeners: Any = None) -> None:
+                 listeners: Any = None, save_graph_def: bool = True) -> None:
+        """``save_graph_def``: write each checkpoint's ``.meta`` graph too (TF's default)."""
         if (save_secs is None) == (save_steps is None):
             raise ValueError("exactly one of save_secs or save_steps should be set")
         self._dir, self._timer = checkpoint_dir, SecondOrStepTimer(save_secs, save_steps)
         self._saver, self._scaffold = saver, scaffold
         self._path = os.path.join(checkpoint_dir, checkpoint_basename)
         self._listeners = list(listeners or ())
+        self._save_graph_def = save_graph_def
 
     def begin(self) -> None:
         self._step = _global_step_tensor()
@@ -216,7 +218,8 @@ class CheckpointSaverHook(SessionRunHook):
         self._timer.update_last_triggered_step(step)
         for listener in self._listeners:
             listener.before_save(session, step)
-        path = self._saver.save(session, self._path, global_step=step)  # type: ignore[union-attr]
+        path = self._saver.save(session, self._path, global_step=step,  # type: ignore[union-attr]
+                                write_meta_graph=self._save_graph_def)
         log.info("saved checkpoint %s", path)
         stop = False
         for listener in self._listeners:
