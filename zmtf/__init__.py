@@ -42,7 +42,7 @@ from zmtf.framework.ops.math_ops import (
     minimum, multiply, negative, not_equal, pow, reciprocal, reduce_all, reduce_any, reduce_max,
     reduce_mean, reduce_min, reduce_prod, reduce_sum, rsqrt, sigmoid, sign, sqrt, square,
     squared_difference, subtract, tanh, to_double, to_float, to_int32, to_int64, truediv, floor, ceil, round, is_nan, is_finite,
-    cumsum, cos, expm1, log1p, logical_xor, sin,
+    cumprod, cumsum, cos, expm1, log1p, logical_xor, sin,
 )
 from zmtf.framework.ops.composite_ops import (
     assert_ as Assert, assert_equal, assert_greater, assert_less, assert_non_negative, assert_positive,
@@ -52,6 +52,10 @@ from zmtf.framework.ops.composite_ops import (
 )
 from zmtf.framework.ops.partition_ops import (
     dynamic_partition, dynamic_stitch, invert_permutation, unsorted_segment_sum,
+)
+from zmtf.framework.ops.segment_ops import (
+    segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
+    unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod,
 )
 from zmtf.framework.ops.random_ops import random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
 from zmtf.framework.ops.sequence_ops import (
