@@ -31,6 +31,10 @@ from zmtf.framework.ops.array_ops import (
     rank, reshape, shape, size, squeeze, stack, stop_gradient, transpose, zeros, zeros_like,
 )
 from zmtf.framework.ops.cond_ops import case, cond
+from zmtf.framework.ops.diag_ops import (
+    diag, diag_part, matrix_band_part, matrix_diag, matrix_diag_part, matrix_set_diag, trace,
+)
+from zmtf.framework.ops.einsum_ops import einsum
 from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.unique_ops import unique, unique_with_counts
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
