@@ -19,12 +19,15 @@ def _need_matrices(x: np.ndarray, node: str) -> None:
                                    f"{shape_str(x.shape)} (node '{node}')")
 
 
+def _need_diagonal(d: np.ndarray, node: str) -> np.ndarray:
+    if d.ndim < 1:
+        raise InvalidArgumentError(f"diagonal must be at least 1-D, got a scalar (node '{node}')")
+    return d
+
+
 @register("MatrixDiag", dtypes=ALL)
 def matrix_diag(ctx: Any, inputs: list, attrs: dict) -> list:
-    d = inputs[0]
-    if d.ndim < 1:
-        raise InvalidArgumentError(f"diagonal must be at least 1-D, got a scalar "
-                                   f"(node '{attrs['_node_name']}')")
+    d = _need_diagonal(inputs[0], attrs["_node_name"])
     n = d.shape[-1]
     out = np.zeros(d.shape + (n,), d.dtype)
     out[..., np.arange(n), np.arange(n)] = d
@@ -70,10 +73,7 @@ def matrix_band_part(ctx: Any, inputs: list, attrs: dict) -> list:
 
 @register("Diag", dtypes=ALL)
 def diag(ctx: Any, inputs: list, attrs: dict) -> list:
-    d = inputs[0]
-    if d.ndim < 1:
-        raise InvalidArgumentError(f"diagonal must be at least 1-D, got a scalar "
-                                   f"(node '{attrs['_node_name']}')")
+    d = _need_diagonal(inputs[0], attrs["_node_name"])
     out = np.zeros((d.size, d.size), d.dtype)
     out[np.arange(d.size), np.arange(d.size)] = d.reshape(-1)
     return [out.reshape(d.shape * 2)]
