@@ -10,7 +10,7 @@ import sys as _sys
 if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (see kernels/cpu/blas.py)
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-from zmtf import app, data, errors, layers, logging, losses, math, metrics, nn, summary, test, train
+from zmtf import app, data, errors, layers, logging, losses, manip, math, metrics, nn, summary, test, train
 from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.py)
 reverse_v2 = reverse
 from zmtf.app import flags
@@ -33,6 +33,11 @@ from zmtf.framework.ops.array_ops import (
 from zmtf.framework.ops.cond_ops import case, cond
 from zmtf.framework.ops.while_ops import while_loop
 from zmtf.framework.ops.functional_ops import foldl, foldr, map_fn, scan
+from zmtf.framework.ops.diag_ops import (
+    diag, diag_part, matrix_band_part, matrix_diag, matrix_diag_part, matrix_set_diag, trace,
+)
+from zmtf.framework.ops.einsum_ops import einsum
+from zmtf.framework.ops.manip_ops import meshgrid, roll
 from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.unique_ops import unique, unique_with_counts
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
@@ -44,7 +49,7 @@ from zmtf.framework.ops.math_ops import (
     minimum, multiply, negative, not_equal, pow, reciprocal, reduce_all, reduce_any, reduce_max,
     reduce_mean, reduce_min, reduce_prod, reduce_sum, rsqrt, sigmoid, sign, sqrt, square,
     squared_difference, subtract, tanh, to_double, to_float, to_int32, to_int64, truediv, floor, ceil, round, is_nan, is_finite,
-    cumsum, cos, expm1, log1p, logical_xor, sin,
+    cumprod, cumsum, cos, expm1, log1p, logical_xor, sin,
 )
 from zmtf.framework.ops.composite_ops import (
     assert_ as Assert, assert_equal, assert_greater, assert_less, assert_non_negative, assert_positive,
@@ -54,6 +59,10 @@ from zmtf.framework.ops.composite_ops import (
 )
 from zmtf.framework.ops.partition_ops import (
     dynamic_partition, dynamic_stitch, invert_permutation, unsorted_segment_sum,
+)
+from zmtf.framework.ops.segment_ops import (
+    segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
+    unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod,
 )
 from zmtf.framework.ops.random_ops import random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
 from zmtf.framework.ops.sequence_ops import (

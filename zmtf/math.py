@@ -5,7 +5,7 @@ from zmtf.framework.ops.composite_ops import (
     count_nonzero, reduce_logsumexp, reduce_std, reduce_variance,
 )
 from zmtf.framework.ops.math_ops import (
-    abs, add, add_n, argmax, argmin, ceil, cos, cumsum, divide, equal, exp, expm1, floor,
+    abs, add, add_n, argmax, argmin, ceil, cos, cumprod, cumsum, divide, equal, exp, expm1, floor,
     floordiv, floormod, greater, greater_equal, is_finite, is_nan, less, less_equal, log, log1p,
     logical_and, logical_not, logical_or, logical_xor, maximum, minimum, multiply, negative,
     not_equal, pow, reciprocal, reduce_all, reduce_any, reduce_max, reduce_mean, reduce_min,
@@ -13,9 +13,13 @@ from zmtf.framework.ops.math_ops import (
     subtract, tanh, truediv,
 )
 from zmtf.framework.ops.partition_ops import unsorted_segment_sum
+from zmtf.framework.ops.segment_ops import (
+    segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
+    unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod,
+)
 
 __all__ = [
-    "abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "count_nonzero", "cumsum",
+    "abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "count_nonzero", "cumprod", "cumsum",
     "divide", "equal", "exp", "expm1", "floor", "floordiv", "floormod", "greater",
     "greater_equal", "is_finite", "is_nan", "less", "less_equal", "log", "log1p", "logical_and",
     "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
@@ -25,3 +29,6 @@ __all__ = [
     "truediv", "unsorted_segment_sum",
 ]
 __all__ += ["reduce_std", "reduce_variance"]
+__all__ += ["segment_max", "segment_mean", "segment_min", "segment_prod", "segment_sum",
+            "unsorted_segment_max", "unsorted_segment_mean", "unsorted_segment_min",
+            "unsorted_segment_prod"]

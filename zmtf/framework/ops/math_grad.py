@@ -128,6 +128,18 @@ def _cumsum_grad(op: Operation, grad: Tensor) -> Grads:
                             reverse=not op.attrs["reverse"])]
 
 
+@gradient("Cumprod")
+def _cumprod_grad(op: Operation, grad: Tensor) -> Grads:
+    """TF's: a reverse cumsum of (products * grad), divided by x; 0 where x is 0 (div_no_nan)."""
+    x = op.inputs[0]
+    axis, exclusive, reverse = op.attrs["axis"], op.attrs["exclusive"], op.attrs["reverse"]
+    products = math_ops.cumprod(x, axis, exclusive=exclusive, reverse=reverse)
+    summed = math_ops.cumsum(products * grad, axis, exclusive=exclusive, reverse=not reverse)
+    is_zero = math_ops.equal(x, array_ops.zeros_like(x))
+    safe_x = where(is_zero, array_ops.ones_like(x), x)
+    return [where(is_zero, array_ops.zeros_like(x), summed / safe_x)]
+
+
 @gradient("Neg")
 def _neg_grad(op: Operation, grad: Tensor) -> Grads:
     return [-grad]

@@ -55,8 +55,8 @@ def _predicate_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(dtypes.bool_, inputs[0].shape)]
 
 
-@op_def("Cumsum")
-def _cumsum_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+@op_def("Cumsum", "Cumprod")
+def _cumulative_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(inputs[0].dtype, inputs[0].shape)]
 
 
@@ -342,6 +342,13 @@ def cumsum(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False
            name: str | None = None) -> Tensor:
     attrs = {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
     return apply_op("Cumsum", [convert_to_tensor(x)], attrs, name=name).outputs[0]
+
+
+def cumprod(x: Any, axis: int = 0, exclusive: bool = False, reverse: bool = False,
+            name: str | None = None) -> Tensor:
+    """Cumulative product along ``axis``; ``exclusive`` starts at 1, ``reverse`` from the end."""
+    attrs = {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
+    return apply_op("Cumprod", [convert_to_tensor(x)], attrs, name=name).outputs[0]
 
 
 def logical_not(x: Any, name: str | None = None) -> Tensor:

@@ -8,6 +8,7 @@ dimensions (and the row count where the indices are constants). Errors in the va
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
@@ -108,20 +109,23 @@ def dynamic_stitch(indices: Sequence[Any], data: Sequence[Any], name: str | None
     return apply_op("DynamicStitch", idx + values, {"N": len(idx)}, name=name).outputs[0]
 
 
-# ---- UnsortedSegmentSum ----------------------------------------------------------------------
-@op_def("UnsortedSegmentSum")
-def _unsorted_segment_sum_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+# ---- UnsortedSegmentSum (and its siblings in segment_ops.py) ------------------------------
+def unsorted_segment_outputs(function: str, inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    """The shape fn of every UnsortedSegment* op; ``function`` names it in errors."""
     data, segment_ids, num_segments = inputs
-    _check_index_dtype(segment_ids, "tf.unsorted_segment_sum: segment_ids", _INDEX_DTYPES)
-    _check_index_dtype(num_segments, "tf.unsorted_segment_sum: num_segments", _INDEX_DTYPES)
+    _check_index_dtype(segment_ids, f"{function}: segment_ids", _INDEX_DTYPES)
+    _check_index_dtype(num_segments, f"{function}: num_segments", _INDEX_DTYPES)
     if num_segments.shape.ndims not in (None, 0):
-        raise ValueError(f"tf.unsorted_segment_sum: num_segments should be a scalar, not shape "
+        raise ValueError(f"{function}: num_segments should be a scalar, not shape "
                          f"{num_segments.shape}")
     if not data.dtype.is_integer and not data.dtype.is_floating:
-        raise TypeError(f"tf.unsorted_segment_sum: data must be numeric, got {data.dtype.name}")
-    inner = _inner_shape(data, segment_ids, "tf.unsorted_segment_sum", "data", "segment_ids")
+        raise TypeError(f"{function}: data must be numeric, got {data.dtype.name}")
+    inner = _inner_shape(data, segment_ids, function, "data", "segment_ids")
     known = _constant_value(num_segments)
     return [(data.dtype, _rows_then(None if known is None else int(known), inner))]
+
+
+op_def("UnsortedSegmentSum")(partial(unsorted_segment_outputs, "tf.unsorted_segment_sum"))
 
 
 def unsorted_segment_sum(data: Any, segment_ids: Any, num_segments: Any,

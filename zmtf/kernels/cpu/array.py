@@ -299,3 +299,18 @@ def broadcast_to(ctx: Any, inputs: list, attrs: dict) -> list:
             f"(node '{attrs['_node_name']}': BroadcastTo)"
         ) from None
     return [np.array(view, order="C")]
+
+
+@register("Roll", dtypes=ALL)
+def roll(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Roll(input, shift, axis): np.roll, after TF's checks (shifts on one axis add up)."""
+    x, shift, axis = inputs
+    node = attrs["_node_name"]
+    if np.ndim(shift) > 1 or np.shape(shift) != np.shape(axis):
+        raise InvalidArgumentError(f"shift and axis must be scalars or vectors of one shape, got "
+                                   f"{shape_str(np.shape(shift))} and {shape_str(np.shape(axis))} "
+                                   f"(node '{node}')")
+    if x.ndim == 0:
+        raise InvalidArgumentError(f"input must be at least 1-D, got a scalar (node '{node}')")
+    axes = [normalize_axis(a, x.ndim, node) for a in int_list(axis, "axis", node)]
+    return [np.ascontiguousarray(np.roll(x, int_list(shift, "shift", node), axes))]

@@ -97,10 +97,10 @@ def dynamic_stitch(ctx: Any, inputs: list, attrs: dict) -> list:
     return [out]
 
 
-@register("UnsortedSegmentSum", dtypes=NUMERIC)
-def unsorted_segment_sum(ctx: Any, inputs: list, attrs: dict) -> list:
-    """UnsortedSegmentSum(data, segment_ids, num_segments): per-segment row sums; negative
-    ids are dropped, ids >= num_segments are an error (TF's CPU kernel)."""
+def unsorted_segment_rows(inputs: list, attrs: dict) -> tuple[np.ndarray, np.ndarray, int]:
+    """(ids, rows, num_segments) of an UnsortedSegment* op after TF's CPU checks: the
+    flattened ids and data's matching rows, negative ids (and their rows) dropped; an id
+    >= num_segments is an error."""
     data, segment_ids, num_segments = inputs
     node = attrs["_node_name"]
     if np.ndim(num_segments) != 0:
@@ -118,12 +118,19 @@ def unsorted_segment_sum(ctx: Any, inputs: list, attrs: dict) -> list:
     if bad is not None:
         raise InvalidArgumentError(f"segment_ids{slice_str(segment_ids.shape, bad)} = {ids[bad]} is "
                                    f"out of range [0, {count}) (node '{node}')")
-    inner = data.shape[segment_ids.ndim:]
-    rows = data.reshape((ids.size,) + inner)
+    rows = data.reshape((ids.size,) + data.shape[segment_ids.ndim:])
     kept = ids >= 0
     if not kept.all():
         ids, rows = ids[kept], rows[kept]
-    out = np.zeros((count,) + inner, data.dtype)
+    return ids, rows, count
+
+
+@register("UnsortedSegmentSum", dtypes=NUMERIC)
+def unsorted_segment_sum(ctx: Any, inputs: list, attrs: dict) -> list:
+    """UnsortedSegmentSum(data, segment_ids, num_segments): per-segment row sums; negative
+    ids are dropped, ids >= num_segments are an error (TF's CPU kernel)."""
+    ids, rows, count = unsorted_segment_rows(inputs, attrs)
+    out = np.zeros((count,) + rows.shape[1:], rows.dtype)
     np.add.at(out, ids, rows)
     return [out]
 
