@@ -270,3 +270,19 @@ def test_concurrent_runs_from_threads():
             t.join()
     for k in range(4):
         assert results[k] == [2.0 * (k * 100 + i) + 1.0 for i in range(50)]
+
+
+def test_fetching_a_variable_op_by_name_gives_its_value_as_tf1():
+    """TF1's ref tensor "w:0": its value (a copy), not a handle; uninitialized says so."""
+    w = tf.Variable([1.0, 2.0], name="w")
+    step = tf.train.get_or_create_global_step()
+    fresh = tf.Variable(0.0, name="fresh")
+    with tf.Session() as sess:
+        sess.run([w.initializer, step.initializer])
+        sess.run(tf.assign_add(step, 1))
+        got_w, got_step = sess.run(["w:0", "global_step:0"])
+        sess.run(w.assign([5.0, 6.0]))
+        np.testing.assert_array_equal(got_w, [1.0, 2.0])   # a copy: the assign did not show
+        assert got_step == 1
+        with pytest.raises(tf.errors.FailedPreconditionError, match="fresh"):
+            sess.run(fresh._ref_tensor())

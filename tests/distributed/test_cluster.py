@@ -353,3 +353,12 @@ def test_a_malformed_push_fails_the_waiting_step_with_the_reason():
             await core.stop()
 
     asyncio.run(main())
+
+
+def test_fetching_a_ps_variable_op_by_name_gives_its_value(cluster):
+    spec, servers = cluster
+    with tf.device("/job:ps/task:1"):
+        w = tf.Variable([3.0, 4.0], name="w")
+    with tf.Session(servers[("worker", 0)].target) as sess:
+        sess.run(w.initializer)
+        np.testing.assert_array_equal(sess.run("w:0"), [3.0, 4.0])

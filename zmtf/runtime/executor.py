@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zmtf.framework import errors
+from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.dead import DEAD
 from zmtf.kernels.fp import quiet_section
 from zmtf.placement.plan import StepPlan
@@ -313,6 +314,12 @@ class _StepRun:
 
     def _finish(self) -> None:
         result = [self.slots[s] for s in self.step.plan.fetch_slots]
+        if any(type(v) is VariableRef for v in result):
+            try:   # a fetched Variable op ("w:0", TF1's ref tensor) gives the variable's value
+                result = [v.read() if type(v) is VariableRef else v for v in result]
+            except BaseException as exc:  # noqa: BLE001 - e.g. FailedPrecondition: uninitialized
+                _settle(self.future, error=exc)
+                return
         if self.dead is not None and any(v is DEAD for v in result):
             index = next(k for k, v in enumerate(result) if v is DEAD)
             _settle(self.future, error=errors.InvalidArgumentError(
