@@ -113,10 +113,10 @@ def test_map_after_batch_applies_the_function_to_each_element():
 
 def test_what_is_not_built_says_so():
     ds = tf.data.Dataset.from_tensor_slices(X)
-    with pytest.raises(NotImplementedError, match="batch first, then map"):
-        ds.map(lambda v: v * 2).batch(2)
-    with pytest.raises(NotImplementedError, match="tf.boolean_mask"):
-        ds.filter(lambda v: True)
+    with pytest.raises(NotImplementedError, match="flat_map is not built"):
+        ds.flat_map(lambda v: ds)
+    with pytest.raises(TypeError, match="scalar bool"):
+        ds.filter(lambda v: v)
     with pytest.raises(ValueError, match="different numbers of rows"):
         tf.data.Dataset.from_tensor_slices((X, Y[:3]))
 
@@ -141,6 +141,91 @@ def test_a_remote_iterator_keeps_its_place_between_steps_and_trains():
             learned = sess.run(w)
         assert steps == 64 * 30 // 16
         np.testing.assert_allclose(learned.ravel(), [2.0, -1.0], atol=1e-3)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+# ---- functions inside the pipeline: map before batch, filter --------------------------------
+def test_map_before_batch_and_filter_run_per_element_with_captured_values():
+    scale = tf.placeholder(tf.float32, [])
+    ds = (tf.data.Dataset.from_tensor_slices((X, Y))
+          .map(lambda v, label: (tf.reduce_sum(v) * scale, tf.cast(label, tf.int32) * 2))
+          .filter(lambda total, label: label % 3 > 0)
+          .take(7)
+          .batch(3)
+          .map(lambda total, label: (total + 1.0, label)))   # after the last batch: graph ops
+    iterator = ds.make_initializable_iterator()
+    element = iterator.get_next()
+    with tf.Session() as sess:
+        sess.run(iterator.initializer, {scale: 10.0})
+        batches = drain(sess, element)
+        sess.run(iterator.initializer, {scale: 1.0})   # captured values are read at each start
+        again = drain(sess, element)
+    kept = [i for i in range(10) if (2 * i) % 3 > 0]
+    np.testing.assert_allclose(np.concatenate([b[0] for b in batches]), X[kept].sum(1) * 10 + 1)
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), 2 * np.array(kept))
+    assert [len(b[0]) for b in batches] == [3, 3]
+    np.testing.assert_allclose(np.concatenate([b[0] for b in again]), X[kept].sum(1) + 1)
+
+
+def test_a_mapped_element_may_change_structure_shape_and_dtype():
+    ds = tf.data.Dataset.from_tensor_slices({"x": X, "y": Y}).map(
+        lambda d: {"pair": tf.stack([d["x"][0], d["x"][1], tf.cast(d["y"], tf.float32)]),
+                   "even": tf.equal(d["y"] % 2, 0)}).batch(4)
+    assert ds.output_types == {"even": tf.bool, "pair": tf.float32}
+    assert ds.output_shapes["pair"].as_list() == [None, 3]
+    element = ds.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        first = sess.run(element)
+    np.testing.assert_array_equal(first["pair"], np.c_[X[:4], Y[:4]].astype(np.float32))
+    np.testing.assert_array_equal(first["even"], [True, False, True, False])
+
+
+def test_random_augmentation_per_element_draws_for_each_element():
+    ds = tf.data.Dataset.from_tensor_slices(np.zeros((6, 3), np.float32)).map(
+        lambda v: v + tf.random_uniform([3])).batch(6)
+    element = ds.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        values = sess.run(element)
+    assert len({tuple(row) for row in values}) == 6 and 0 <= values.min() and values.max() < 1
+
+
+def test_a_function_failing_on_an_element_fails_that_get_next_with_its_error():
+    ds = tf.data.Dataset.from_tensor_slices(Y).map(
+        lambda y: tf.gather(tf.constant([1, 2, 3], tf.int64), y)).batch(2)
+    element = ds.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(element), [1, 2])
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(element)   # y = 3 is out of range
+
+
+def test_a_loop_inside_a_pipeline_function_is_refused_with_the_way_out():
+    ds = tf.data.Dataset.from_tensor_slices(Y).map(
+        lambda y: tf.while_loop(lambda i: i < y, lambda i: i + 1, [tf.constant(0, tf.int64)])).batch(2)
+    element = ds.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.UnimplementedError, match="after the iterator's get_next"):
+            sess.run(element)
+
+
+def test_a_remote_iterator_runs_its_pipeline_functions_on_the_worker():
+    ports = free_tcp_ports(2)
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
+    servers = [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
+    try:
+        with tf.device("/job:ps/task:0"):
+            offset = tf.Variable(100.0)
+        with tf.device("/job:worker/task:0"):
+            ds = tf.data.Dataset.from_tensor_slices(X).map(lambda v: v + offset) \
+                .filter(lambda v: v[0] > 105.0).batch(10)
+            iterator = ds.make_initializable_iterator()
+            element = iterator.get_next()
+        with tf.Session(servers[1].target) as sess:
+            sess.run(offset.initializer)
+            sess.run(iterator.initializer)
+            np.testing.assert_allclose(sess.run(element), X[3:] + 100.0)
     finally:
         for server in servers:
             server.stop()

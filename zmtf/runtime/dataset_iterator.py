@@ -6,6 +6,11 @@ a Python generator over elements (lists of arrays); ``next_element`` pulls one, 
 OutOfRangeError at the end, as TF's IteratorGetNext does. It lives in the device's
 ResourceContainer, so steps (and sessions, on a worker) continue where the last one stopped;
 ``start`` begins again (an initializable iterator's initializer).
+
+``map`` and ``filter`` stages carry their function as a serialized subgraph (see
+``Dataset.map``); each element runs it to completion on the thread that pulls the element
+(``functional.run_now``), fed the element's components and the function's captured
+tensors, which the iterator op receives after its sources.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from zmtf.framework.errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError
+from zmtf.runtime.functional import run_now
 
 Element = list[np.ndarray]
 Stage = Callable[[Callable[[], Iterator[Element]]], Callable[[], Iterator[Element]]]
@@ -33,9 +39,17 @@ class DatasetIterator:
     def started(self) -> bool:
         return self._elements is not None
 
-    def start(self, spec: Sequence[Sequence[Any]], sources: Sequence[np.ndarray], node: str) -> None:
-        """(Re)build the pipeline over ``sources``: the next element is its first."""
-        make = _pipeline(spec, [np.asarray(s) for s in sources], node)
+    def start(self, spec: Sequence[Sequence[Any]], sources: Sequence[np.ndarray], node: str,
+              num_sources: int | None = None, ctx: Any = None, device: str = "") -> None:
+        """(Re)build the pipeline over ``sources`` (then the captured tensors of its
+        functions, past ``num_sources``): the next element is its first."""
+        count = len(sources) if num_sources is None else num_sources
+        arrays = [np.asarray(s) for s in sources]
+
+        def call(fn: dict[str, Any], values: list[Any]) -> list[Any]:
+            return run_now(ctx, fn, values)
+
+        make = _pipeline(spec, arrays[:count], node, arrays[count:], call, device)
         with self._lock:
             self._elements = make()
 
@@ -55,8 +69,9 @@ class DatasetIterator:
         """Nothing waits on an iterator (the container's reset calls this on every resource)."""
 
 
-def _pipeline(spec: Sequence[Sequence[Any]], sources: list[np.ndarray],
-              node: str) -> Callable[[], Iterator[Element]]:
+def _pipeline(spec: Sequence[Sequence[Any]], sources: list[np.ndarray], node: str,
+              captures: Sequence[np.ndarray] = (), call: Any = None,
+              device: str = "") -> Callable[[], Iterator[Element]]:
     if not spec or spec[0][0] != "slices":
         raise InvalidArgumentError(f"iterator '{node}': a pipeline starts from tensor slices")
     rows = {len(s) if s.ndim else -1 for s in sources}
@@ -71,8 +86,32 @@ def _pipeline(spec: Sequence[Sequence[Any]], sources: list[np.ndarray],
 
     make: Callable[[], Iterator[Element]] = slices
     for stage in spec[1:]:
-        make = _STAGES[stage[0]](make, *stage[1:])
+        if stage[0] in _FUNCTION_STAGES:
+            fn = {**stage[1], "_device": device}   # one dict per pipeline: its plan is cached by it
+            extra = [captures[i] for i in fn["captures"]]
+            make = _FUNCTION_STAGES[stage[0]](make, lambda values, fn=fn, extra=extra: call(fn, values + extra))
+        else:
+            make = _STAGES[stage[0]](make, *stage[1:])
     return make
+
+
+def _map(upstream: Callable[[], Iterator[Element]],
+         apply: Callable[[Element], Element]) -> Callable[[], Iterator[Element]]:
+    def mapped() -> Iterator[Element]:
+        for element in upstream():
+            yield list(apply(list(element)))
+
+    return mapped
+
+
+def _filter(upstream: Callable[[], Iterator[Element]],
+            keep: Callable[[Element], Element]) -> Callable[[], Iterator[Element]]:
+    def filtered() -> Iterator[Element]:
+        for element in upstream():
+            if bool(np.asarray(keep(list(element))[0])):
+                yield element
+
+    return filtered
 
 
 def _shuffle(upstream: Callable[[], Iterator[Element]], buffer_size: int, seed: int, seed2: int,
@@ -153,4 +192,5 @@ def _skip(upstream: Callable[[], Iterator[Element]], count: int) -> Callable[[],
 _STAGES: dict[str, Callable[..., Callable[[], Iterator[Element]]]] = {
     "shuffle": _shuffle, "repeat": _repeat, "batch": _batch, "take": _take, "skip": _skip,
 }
-STAGE_NAMES = frozenset(_STAGES) | {"slices"}
+_FUNCTION_STAGES = {"map": _map, "filter": _filter}
+STAGE_NAMES = frozenset(_STAGES) | frozenset(_FUNCTION_STAGES) | {"slices"}

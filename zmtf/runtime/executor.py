@@ -115,13 +115,16 @@ class Executor:
         self._pools = pools
 
     def run(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, *, inline: bool,
-            trace: list[NodeTrace] | None = None) -> Future:
+            trace: list[NodeTrace] | None = None, here_only: bool = False) -> Future:
         """Start a step; the Future gives the fetched values (a list) or the step's first error.
 
         ``inline=True`` drives the step on the calling thread until it has nothing left to
         run inline (the caller is about to block anyway); otherwise a pool thread starts it.
+        ``here_only`` (with inline) runs every node on the calling thread, expensive ones too:
+        a plan without async or GPU nodes is then done when this returns.
         """
         run = _StepRun(step, feed_values, ctx, self._pools, trace)
+        run.here_only = here_only
         run_ref = weakref.ref(run)  # no future <-> run cycle: results must die with the caller's refs
 
         def abort(error: BaseException | None = None) -> None:
@@ -143,7 +146,8 @@ class _StepRun:
     """The mutable state of one step: value slots, pending counts, the first error."""
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
-                 "future", "failed", "inline", "busy", "cancel_callbacks", "dead", "__weakref__")
+                 "future", "failed", "inline", "here_only", "busy", "cancel_callbacks", "dead",
+                 "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -162,6 +166,7 @@ class _StepRun:
         self.future: Future = Future()
         self.failed = False
         self.inline = False
+        self.here_only = False
         self.busy = 0.0   # seconds spent inside kernels (not waiting for Recv): see compute_seconds
         #: node -> callback of a waiting async kernel, called once if the step aborts first
         self.cancel_callbacks: dict[int, Callable[[BaseException], None]] = {}
@@ -195,7 +200,8 @@ class _StepRun:
             if getattr(kernel, "is_async", False):  # Send/Recv: started here, finished by callback
                 self._start_async(i, inputs, kernel, attrs[i])
                 continue
-            if (ready and self._expensive(i, inputs)) or (step.gpu[i] and not on_gpu_thread(step.devices[i])):
+            if not self.here_only and ((ready and self._expensive(i, inputs))
+                                       or (step.gpu[i] and not on_gpu_thread(step.devices[i]))):
                 # NOTE: a GPU node needs its GPU's thread: its CUDA context, stream and budget
                 self.pools.pool(step.devices[i]).submit(self._run_dispatched, i, inputs)
                 continue

@@ -91,6 +91,18 @@ def subgraph(attrs: dict[str, Any]) -> _Subgraph:
     return parsed
 
 
+def run_now(ctx: Any, attrs: dict[str, Any], values: list[Any]) -> list[Any]:
+    """Run a subgraph (``attrs``: graph, arrays, _device, feeds, fetches) to completion on
+    the calling thread: a tf.data function per element. Its kernels must all finish at once
+    (no loops, queues or GPU ops), which is checked when it is first planned."""
+    step = subgraph(attrs).step(tuple(attrs["feeds"]), tuple(attrs["fetches"]))
+    if any(getattr(k, "is_async", False) for k in step.kernels) or any(step.gpu):
+        raise UnimplementedError(None, None, "a tf.data function in zmtf cannot hold tf.while_loop, "
+                                 "queue or GPU ops; apply them after the iterator's get_next()")
+    future = ctx.executor.run(step, values, ctx, inline=True, here_only=True)
+    return future.result()
+
+
 class _Driver:
     """Runs one bound step after another until ``next_step`` returns None; then ``finish``."""
 

@@ -6,10 +6,16 @@ stages such as ``["batch", 32, False]``) that the iterator ops carry as an attri
 crosses to a remote worker inside the graph like any attribute. The state, the pipeline's
 position, lives on the iterator op's device (runtime/dataset_iterator.py) and survives
 between steps: the TF1 loop ``while True: sess.run(next_element)`` ends with
-``tf.errors.OutOfRangeError``. ``map`` applies its function as graph ops to get_next()'s
-element, which is exact when no batch follows it (the other stages only reorder elements);
-``filter``, ``flat_map``, a map before a batch and the file readers, which need functions
-or files inside the pipeline, are not built.
+``tf.errors.OutOfRangeError``.
+
+Functions: a ``map`` after the last ``batch`` is applied as graph ops to get_next()'s
+element (one vectorized run per step; the other stages only reorder elements, so this is
+exact). A map that a ``batch`` follows, and every ``filter``, becomes a pipeline stage: the
+function is traced once on placeholders for one element, its ops are cut out as a
+subgraph (as tf.while_loop's body is, ``while_ops.Subgraph``) and the iterator runs it per
+element. Tensors the function reads from outside are captured: the iterator op takes them
+after its sources, so their values are those of the moment the iterator starts.
+``flat_map``, ``interleave`` and the file readers are not built.
 """
 
 from __future__ import annotations
@@ -18,10 +24,13 @@ import contextlib
 import uuid
 from typing import Any, Callable
 
+from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.graph import Operation, Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
+from zmtf.framework.ops.array_ops import identity, placeholder
 from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.framework.ops.while_ops import Subgraph, WhileContext
 from zmtf.framework.tensor_shape import TensorShape
 
 
@@ -62,13 +71,17 @@ def _pack(structure: Any, leaves: list[Any]) -> Any:
 
 
 class Dataset:
-    """A pipeline over the rows of in-memory tensors (TF's tf.data.Dataset, without functions)."""
+    """A pipeline over the rows of in-memory tensors (TF's tf.data.Dataset)."""
 
     def __init__(self, structure: Any, sources: list[Tensor], stages: list[list[Any]],
                  shapes: list[list[int | None] | None],
-                 maps: tuple[Callable[..., Any], ...] = ()) -> None:
+                 maps: tuple[Callable[..., Any], ...] = (), types: list[str] | None = None,
+                 captures: tuple[Tensor, ...] = ()) -> None:
         self._structure, self._sources, self._stages, self._shapes = structure, sources, stages, shapes
         self._maps = maps   # functions applied to get_next()'s element, in order (see map)
+        #: dtype names of the element's components (the sources', until a map stage)
+        self._types = types if types is not None else [t.dtype.name for t in sources]
+        self._captures = captures   # outside tensors read by the pipeline's functions
 
     @staticmethod
     def from_tensor_slices(tensors: Any) -> Dataset:
@@ -89,7 +102,54 @@ class Dataset:
 
     def _then(self, stage: list[Any], shapes: list[list[int | None] | None] | None = None) -> Dataset:
         return Dataset(self._structure, self._sources, self._stages + [stage],
-                       self._shapes if shapes is None else shapes, self._maps)
+                       self._shapes if shapes is None else shapes, self._maps, self._types,
+                       self._captures)
+
+    def _with_function(self, kind: str, fn: Callable[..., Any]) -> Dataset:
+        """A map or filter stage: ``fn`` traced on one element, cut out as a subgraph."""
+        graph = get_default_graph()
+        context = WhileContext()
+        outer, graph._while_context = graph._while_context, context
+        try:
+            with graph.name_scope(f"Dataset_{kind}"):
+                leaves = [placeholder(d, s, name="component") for d, s in zip(self._types, self._shapes)]
+                element = _pack(self._structure, leaves)
+                result = fn(*element) if isinstance(element, tuple) else fn(element)
+                if kind == "filter":
+                    kept = convert_to_tensor(result)
+                    if kept.dtype != dtypes.bool_ or kept.shape.ndims not in (None, 0):
+                        raise TypeError(f"Dataset.filter: the predicate must return a scalar bool "
+                                        f"tensor, got {kept.dtype.name} {kept.shape}")
+                    outputs = [identity(kept, name="keep")]
+                else:
+                    outputs = [identity(convert_to_tensor(v), name="component_out")
+                               for v in _flatten(result)]
+        finally:
+            graph._while_context = outer
+        sub = Subgraph(context.ops)
+        captures = list(self._captures)
+        for t in sub.captures:
+            if t not in captures:
+                captures.append(t)
+        stage = [kind, {**sub.serialize(graph),
+                        "feeds": [t.name for t in leaves] + [sub.capture_name(t) for t in sub.captures],
+                        "fetches": [t.name for t in outputs],
+                        "captures": [captures.index(t) for t in sub.captures]}]
+        if kind == "filter":
+            return Dataset(self._structure, self._sources, self._stages + [stage], self._shapes,
+                           (), self._types, tuple(captures))
+        return Dataset(result, self._sources, self._stages + [stage],
+                       [t.shape.as_list() if t.shape.ndims is not None else None for t in outputs],
+                       (), [t.dtype.name for t in outputs], tuple(captures))
+
+    def _maps_as_stages(self) -> Dataset:
+        """The pending maps (see map) as pipeline stages: a stage that follows needs their
+        output element by element."""
+        dataset = Dataset(self._structure, self._sources, self._stages, self._shapes, (),
+                          self._types, self._captures)
+        for fn in self._maps:
+            dataset = dataset._with_function("map", fn)
+        return dataset
 
     def shuffle(self, buffer_size: int, seed: int | None = None,
                 reshuffle_each_iteration: bool = True) -> Dataset:
@@ -112,9 +172,7 @@ class Dataset:
         if size <= 0:
             raise ValueError(f"batch: batch_size must be positive, got {batch_size}")
         if self._maps:
-            raise NotImplementedError(
-                "Dataset.map before batch is not built in zmtf (a function per element inside the "
-                "pipeline): batch first, then map; the function then gets a batch")
+            return self._maps_as_stages().batch(batch_size, drop_remainder)
         first = size if drop_remainder else None
         shapes = [None if s is None else [first, *s] for s in self._shapes]
         return self._then(["batch", size, bool(drop_remainder)], shapes)
@@ -137,24 +195,29 @@ class Dataset:
         return self
 
     def map(self, map_func: Callable[..., Any], num_parallel_calls: Any = None) -> Dataset:
-        """``map_func`` applied to each element, as graph ops on what get_next() returns: exact
-        while no batch follows (shuffle, repeat, take and skip only reorder elements), so a
-        batch after a map is refused. Tuples are passed as separate arguments, as in TF."""
+        """``map_func`` applied to each element (tuples are passed as separate arguments, as
+        in TF): as graph ops on what get_next() returns unless a batch or filter follows,
+        then per element inside the pipeline (see the module docstring).
+        ``num_parallel_calls`` is accepted; elements are mapped one at a time."""
         return Dataset(self._structure, self._sources, self._stages, self._shapes,
-                       self._maps + (map_func,))
+                       self._maps + (map_func,), self._types, self._captures)
 
     def filter(self, predicate: Callable[..., Any]) -> Dataset:
-        raise NotImplementedError("Dataset.filter is not built in zmtf (a predicate inside the "
-                                  "pipeline); filter the batch with tf.boolean_mask")
+        """The elements for which ``predicate`` (a scalar bool tensor) is true."""
+        return self._maps_as_stages()._with_function("filter", predicate)
 
-    flat_map = interleave = filter
+    def flat_map(self, map_func: Callable[..., Any]) -> Dataset:
+        raise NotImplementedError("Dataset.flat_map is not built in zmtf (a function returning "
+                                  "datasets); map to fixed-size elements and unbatch them")
+
+    interleave = flat_map
 
     @property
     def output_types(self) -> Any:
         if self._maps:
             raise NotImplementedError("output_types of a mapped Dataset: build get_next() and read "
                                       "its tensors' dtypes")
-        return _pack(self._structure, [t.dtype for t in self._sources])
+        return _pack(self._structure, [as_dtype(d) for d in self._types])
 
     @property
     def output_shapes(self) -> Any:
@@ -185,13 +248,17 @@ class Iterator:
         self._shared_name = shared_name or f"iterator_{uuid.uuid4().hex}"
         self._initializer: Operation | None = None
         if not one_shot:
-            self._initializer = apply_op("IteratorInit", list(dataset._sources), self._attrs(),
+            self._initializer = apply_op("IteratorInit", self._inputs(), self._attrs(),
                                          name="MakeIterator")
 
     def _attrs(self) -> dict[str, Any]:
         return {"pipeline": self._dataset._stages, "shared_name": self._shared_name,
-                "output_types": [t.dtype.name for t in self._dataset._sources],
-                "output_shapes": self._dataset._shapes}
+                "output_types": list(self._dataset._types),
+                "output_shapes": self._dataset._shapes,
+                "num_sources": len(self._dataset._sources)}
+
+    def _inputs(self) -> list[Tensor]:
+        return list(self._dataset._sources) + list(self._dataset._captures)
 
     @property
     def initializer(self) -> Operation:
@@ -201,7 +268,7 @@ class Iterator:
         return self._initializer
 
     def get_next(self, name: str | None = None) -> Any:
-        inputs = list(self._dataset._sources) if self._one_shot else []
+        inputs = self._inputs() if self._one_shot else []
         graph = get_default_graph()
         with graph.colocate_with(self._initializer) if self._initializer is not None \
                 else contextlib.nullcontext():

@@ -19,8 +19,13 @@ def _iterator(ctx: Any, attrs: dict) -> Any:
 @register("IteratorInit")
 def iterator_init(ctx: Any, inputs: list, attrs: dict) -> list:
     """(Re)start the pipeline over the source components ``inputs``."""
-    _iterator(ctx, attrs).start(attrs["pipeline"], inputs, attrs["_node_name"])
+    _start(ctx, inputs, attrs)
     return []
+
+
+def _start(ctx: Any, inputs: list, attrs: dict) -> None:
+    _iterator(ctx, attrs).start(attrs["pipeline"], inputs, attrs["_node_name"],
+                                attrs.get("num_sources"), ctx, attrs.get("_device", ""))
 
 
 @register("IteratorGetNext")
@@ -30,7 +35,7 @@ def iterator_get_next(ctx: Any, inputs: list, attrs: dict) -> list:
     node = attrs["_node_name"]
     iterator = _iterator(ctx, attrs)
     if inputs and not iterator.started:
-        iterator.start(attrs["pipeline"], inputs, node)
+        _start(ctx, inputs, attrs)
     element = iterator.next_element(node)
     out = []
     for k, (value, dtype) in enumerate(zip(element, attrs["output_types"])):
