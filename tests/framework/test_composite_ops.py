@@ -91,8 +91,24 @@ def test_range_rounding_cumsum_and_placeholder_with_default():
     assert values["cum"].tolist() == [[5.0, 3.0, 0.0]]
     assert values["d"].tolist() == [2.0, 4.0]
     assert run(d * 2.0, {d: [5.0, 6.0]}).tolist() == [10.0, 12.0]   # fed like a placeholder
-    with pytest.raises(TypeError, match="Python numbers"):
-        tf.range(tf.constant(3))
+
+
+def test_range_with_tensor_bounds_follows_tf():
+    x = tf.placeholder(tf.float32, [None, 3])
+    n = tf.shape(x)[0]
+    counted, stepped = tf.range(n), tf.range(2, n, 2)
+    floats, down = tf.range(tf.constant(1.5), 4), tf.range(tf.constant(5), 0, -1)
+    wide = tf.range(tf.constant(3, tf.int64))
+    assert counted.shape.as_list() == [None] and floats.shape.as_list() == [3]
+    assert (floats.dtype, down.dtype, wide.dtype) == (tf.float32, tf.int32, tf.int64)
+    got = run([counted, stepped, floats, down, wide], {x: np.zeros((7, 3))})
+    assert got[0].tolist() == list(range(7)) and got[1].tolist() == [2, 4, 6]
+    assert got[2].tolist() == [1.5, 2.5, 3.5] and got[3].tolist() == [5, 4, 3, 2, 1]
+    assert got[4].dtype == np.int64 and got[4].tolist() == [0, 1, 2]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="start <= limit when delta > 0"):
+        run(tf.range(n, 0), {x: np.zeros((2, 3))})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="delta != 0"):
+        run(tf.range(0, n, tf.constant(0)), {x: np.zeros((2, 3))})
 
 
 def test_gradients_flow_through_the_compositions():

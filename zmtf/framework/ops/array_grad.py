@@ -18,7 +18,7 @@ from zmtf.framework.ops.math_grad import shape_of, sum_to
 Grads = list[Tensor | None]
 
 not_differentiable(
-    "Const", "Placeholder", "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "OneHot",
+    "Const", "Placeholder", "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "OneHot", "Range",
     "StopGradient", "NoOp", "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
     # state: a variable is a leaf, and assignments are not functions of their inputs
     "Variable", "VariableV2", "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub",

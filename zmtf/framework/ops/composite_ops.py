@@ -15,6 +15,7 @@ from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops import array_ops, math_ops, nn_ops, random_ops
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.selection_ops import where
+from zmtf.framework.tensor_shape import TensorShape
 
 
 def _scope(name: str | None, default: str) -> Any:
@@ -152,17 +153,48 @@ def count_nonzero(input_tensor: Any, axis: Any = None, keepdims: bool = False,
         return math_ops.reduce_sum(math_ops.cast(nonzero, dtype), axis=axis, keepdims=keepdims)
 
 
+@op_def("Range")
+def _range_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    for t, what in zip(inputs, ("start", "limit", "delta")):
+        if t.shape.ndims not in (None, 0):
+            raise ValueError(f"tf.range: {what} must be a scalar, got shape {t.shape} ({t.name})")
+    return [(as_dtype(attrs["dtype"]), TensorShape([None]))]
+
+
 def range_(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
            name: str = "range") -> Tensor:
-    """TF's tf.range for Python numbers (a constant; tensors as bounds are not supported)."""
-    if any(isinstance(v, Tensor) for v in (start, limit, delta)):
-        raise TypeError("tf.range in zmtf takes Python numbers, not tensors")
+    """TF's tf.range: a constant for Python numbers, a Range op when a bound is a tensor
+    (``tf.range(tf.shape(x)[0])``). Without ``dtype``: float32 if any bound is a float."""
     if limit is None:
         start, limit = 0, start
-    values = np.arange(start, limit, delta)
+    bounds = (start, limit, delta)
+    if not any(isinstance(v, Tensor) or hasattr(v, "_as_graph_element") for v in bounds):
+        values = np.arange(start, limit, delta)
+        if dtype is None:
+            dtype = dtypes.float32 if values.dtype.kind == "f" else dtypes.int32
+        return constant(values.astype(as_dtype(dtype).np), name=name)
+    tensors = [convert_to_tensor(v) if isinstance(v, Tensor) or hasattr(v, "_as_graph_element")
+               else v for v in bounds]
     if dtype is None:
-        dtype = dtypes.float32 if values.dtype.kind == "f" else dtypes.int32
-    return constant(values.astype(as_dtype(dtype).np), name=name)
+        floating = any(t.dtype.is_floating if isinstance(t, Tensor) else isinstance(t, float)
+                       for t in tensors)
+        given = [t.dtype for t in tensors if isinstance(t, Tensor)]
+        dtype = dtypes.float32 if floating and not any(d.is_floating for d in given) else \
+            (next(d for d in given if d.is_floating) if floating else given[0])
+    dtype = as_dtype(dtype)
+    with get_default_graph().name_scope(name) as scope:
+        args = [math_ops.cast(t, dtype) if isinstance(t, Tensor) else constant(t, dtype=dtype)
+                for t in tensors]
+        out = apply_op("Range", args, {"dtype": dtype.name}, name=scope).outputs[0]
+    static = [_const_value(t) for t in args]
+    if all(v is not None for v in static) and static[2] != 0:
+        out.set_shape([len(np.arange(*static))])
+    return out
+
+
+def _const_value(t: Tensor) -> Any:
+    """A scalar's value when it is a Const, else None."""
+    return t.op.attrs["value"].item() if t.op.type == "Const" else None
 
 
 def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:  # noqa: A002

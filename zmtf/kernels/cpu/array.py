@@ -72,6 +72,18 @@ def assert_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
     raise InvalidArgumentError(f"assertion failed: [{'] ['.join(shown)}]")
 
 
+@register("Range", dtypes=("int32", "int64", "float32", "float64"))
+def range_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Range(start, limit, delta): TF's checks, then np.arange in the op's dtype."""
+    start, limit, delta = (np.asarray(v).item() for v in inputs)
+    if delta == 0:
+        raise InvalidArgumentError(f"Requires delta != 0: {delta}")
+    if (delta > 0 and start > limit) or (delta < 0 and start < limit):
+        relation = "start <= limit when delta > 0" if delta > 0 else "start >= limit when delta < 0"
+        raise InvalidArgumentError(f"Requires {relation}: {start}/{limit}")
+    return [np.arange(start, limit, delta).astype(attrs["dtype"], copy=False)]
+
+
 @register("CheckNumerics", dtypes=("float16", "float32", "float64"))
 def check_numerics(ctx: Any, inputs: list, attrs: dict) -> list:
     """CheckNumerics(x): x itself, unless it holds a NaN or an Inf."""
