@@ -19,15 +19,19 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
 from zmtf.framework.ops import array_ops, math_ops, state_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.framework.ops.composite_ops import assert_
+from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.selection_ops import where
 from zmtf.framework.variables import Variable
 
-__all__ = ["accuracy", "false_negatives", "false_positives", "mean", "mean_squared_error",
-           "precision", "recall", "true_negatives", "true_positives"]
+__all__ = ["accuracy", "auc", "false_negatives", "false_positives", "mean", "mean_squared_error",
+           "precision", "precision_at_thresholds", "recall", "recall_at_thresholds",
+           "true_negatives", "true_positives"]
 
 
 def metric_variable(shape: list[int], dtype: Any, name: str) -> Variable:
@@ -216,3 +220,137 @@ precision = _ratio_of_counts(false_positives, "precision")
 precision.__doc__ = "true_positives / (true_positives + false_positives), 0 when both are 0."
 recall = _ratio_of_counts(false_negatives, "recall")
 recall.__doc__ = "true_positives / (true_positives + false_negatives), 0 when both are 0."
+
+
+# ---- metrics over thresholds: auc, precision/recall at thresholds ----------------------------
+def _confusion_at_thresholds(labels: Any, predictions: Any, thresholds: list[float],
+                             weights: Any) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    """TF's _confusion_matrix_at_thresholds: running tp/fn/tn/fp counts [T], one per threshold
+    (an entry counts as predicted positive where its prediction > the threshold)."""
+    predictions, labels, weights = _remove_squeezable_dimensions(
+        math_ops.cast(predictions, dtypes.float32), math_ops.cast(labels, dtypes.bool_), weights)
+    in_range = math_ops.logical_and(
+        math_ops.reduce_all(math_ops.greater_equal(predictions, 0.0)),
+        math_ops.reduce_all(math_ops.less_equal(predictions, 1.0)))
+    check = assert_(in_range, ["predictions must be in [0, 1]"], name="assert_range")
+    with get_default_graph().control_dependencies([check]):
+        flat = array_ops.reshape(predictions, [1, -1])
+    truth = array_ops.reshape(labels, [1, -1])
+    cut = array_ops.reshape(constant(np.asarray(thresholds, np.float32)), [-1, 1])
+    positive = math_ops.greater(flat, cut)                            # [T, N]
+    weight = None
+    if weights is not None:
+        weight = array_ops.reshape(_broadcast_weights(math_ops.cast(weights, dtypes.float32),
+                                                      predictions), [1, -1])
+    cells = {"tp": (truth, positive), "fn": (truth, math_ops.logical_not(positive)),
+             "tn": (math_ops.logical_not(truth), math_ops.logical_not(positive)),
+             "fp": (math_ops.logical_not(truth), positive)}
+    names = {"tp": "true_positives", "fn": "false_negatives", "tn": "true_negatives",
+             "fp": "false_positives"}
+    values, updates = {}, {}
+    for key, (want_label, want_prediction) in cells.items():
+        count = metric_variable([len(thresholds)], dtypes.float32, name=names[key])
+        hits = math_ops.cast(math_ops.logical_and(want_label, want_prediction), dtypes.float32)
+        if weight is not None:
+            hits = math_ops.multiply(hits, weight)
+        values[key] = count.value()
+        updates[key] = state_ops.assign_add(count, math_ops.reduce_sum(hits, 1))
+    return values, updates
+
+
+def _auc_thresholds(num_thresholds: int, thresholds: Any) -> list[float]:
+    epsilon = 1e-7   # TF's: the first and last thresholds catch predictions of exactly 0 and 1
+    if thresholds is not None:
+        inner = sorted(float(t) for t in thresholds)
+    else:
+        if num_thresholds <= 1:
+            raise ValueError("`num_thresholds` must be > 1.")
+        inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+    return [0.0 - epsilon] + inner + [1.0 + epsilon]
+
+
+def auc(labels: Any, predictions: Any, weights: Any = None, num_thresholds: int = 200,
+        metrics_collections: Any = None, updates_collections: Any = None, curve: str = "ROC",
+        name: str | None = None, summation_method: str = "trapezoidal",
+        thresholds: Any = None) -> tuple[Tensor, Tensor]:
+    """The area under the ROC (or PR) curve, from counts at ``num_thresholds`` thresholds
+    (TF1's Riemann sums: 'trapezoidal', 'minoring', 'majoring', and 'careful_interpolation'
+    for PR). ``predictions`` must lie in [0, 1]."""
+    if curve not in ("ROC", "PR"):
+        raise ValueError(f"curve must be either ROC or PR, {curve} unknown")
+    if summation_method not in ("trapezoidal", "minoring", "majoring", "careful_interpolation"):
+        raise ValueError(f"Invalid summation_method: {summation_method}")
+    with get_default_graph().name_scope(name or "auc"):
+        cuts = _auc_thresholds(num_thresholds, thresholds)
+        values, updates = _confusion_at_thresholds(labels, predictions, cuts, weights)
+        n = len(cuts)
+
+        def area(c: dict[str, Tensor], label: str) -> Tensor:
+            if curve == "PR" and summation_method == "careful_interpolation":
+                return _interpolated_pr_auc(c["tp"], c["fp"], c["fn"], n, label)
+            eps = 1.0e-6
+            recall_ = math_ops.truediv(c["tp"] + eps, c["tp"] + c["fn"] + eps)
+            if curve == "ROC":
+                x, y = math_ops.truediv(c["fp"], c["fp"] + c["tn"] + eps), recall_
+            else:
+                x, y = recall_, math_ops.truediv(c["tp"] + eps, c["tp"] + c["fp"] + eps)
+            width = x[:n - 1] - x[1:]
+            if summation_method == "minoring":
+                height = math_ops.minimum(y[:n - 1], y[1:])
+            elif summation_method == "majoring":
+                height = math_ops.maximum(y[:n - 1], y[1:])
+            else:
+                height = (y[:n - 1] + y[1:]) / 2.0
+            return math_ops.reduce_sum(math_ops.multiply(width, height), name=label)
+
+        value = area(values, "value")
+        update_op = area(updates, "update_op")
+    _collect(metrics_collections, value)
+    _collect(updates_collections, update_op)
+    return value, update_op
+
+
+def _interpolated_pr_auc(tp: Tensor, fp: Tensor, fn: Tensor, n: int, label: str) -> Tensor:
+    """TF's interpolate_pr_auc (Davis & Goadrich 2006): precision interpolated between the
+    thresholds' points rather than linearly."""
+    dtp = tp[:n - 1] - tp[1:]
+    p = tp + fp
+    dp = math_ops.maximum(p[:n - 1] - p[1:], 0.0)
+    slope = _div_no_nan(dtp, dp)
+    intercept = tp[1:] - math_ops.multiply(slope, p[1:])
+    both = math_ops.logical_and(math_ops.greater(p[:n - 1], 0.0), math_ops.greater(p[1:], 0.0))
+    ratio = where(both, _div_no_nan(p[:n - 1], math_ops.maximum(p[1:], 0.0)), array_ops.ones_like(p[1:]))
+    terms = _div_no_nan(slope * (dtp + intercept * math_ops.log(ratio)),
+                        math_ops.maximum(tp[1:] + fn[1:], 0.0))
+    return math_ops.reduce_sum(terms, name=label)
+
+
+def _div_no_nan(numerator: Tensor, denominator: Tensor) -> Tensor:
+    return _safe_div(numerator, denominator, name="div_no_nan")
+
+
+def _at_thresholds(kind: str) -> _Metric:
+    def metric(labels: Any, predictions: Any, thresholds: Any, weights: Any = None,
+               metrics_collections: Any = None, updates_collections: Any = None,
+               name: str | None = None) -> tuple[Tensor, Tensor]:
+        with get_default_graph().name_scope(name or f"{kind}_at_thresholds"):
+            values, updates = _confusion_at_thresholds(labels, predictions,
+                                                       [float(t) for t in thresholds], weights)
+            other = "fp" if kind == "precision" else "fn"
+            eps = 1e-7   # TF's: 0 / 0 reads 0
+
+            def ratio(c: dict[str, Tensor], label: str) -> Tensor:
+                return math_ops.truediv(c["tp"], eps + c["tp"] + c[other], name=label)
+
+            value, update_op = ratio(values, "value"), ratio(updates, "update_op")
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+    metric.__name__ = f"{kind}_at_thresholds"
+    metric.__doc__ = f"{kind} at each of ``thresholds`` (predicted positive: prediction > threshold)."
+    return metric
+
+
+precision_at_thresholds = _at_thresholds("precision")
+recall_at_thresholds = _at_thresholds("recall")

@@ -175,3 +175,63 @@ def test_streaming_accuracy_updated_on_a_remote_worker():
     finally:
         for server in servers:
             server.stop()
+
+
+# ---- over thresholds: auc, precision/recall at thresholds ------------------------------------
+def _reference_counts(labels, predictions, thresholds, weights=None):
+    weights = np.ones(len(labels)) if weights is None else weights
+    positive = predictions[None, :] > np.asarray(thresholds)[:, None]
+    tp = (positive & labels).astype(float) @ weights
+    fp = (positive & ~labels).astype(float) @ weights
+    fn = (~positive & labels).astype(float) @ weights
+    tn = (~positive & ~labels).astype(float) @ weights
+    return tp, fp, fn, tn
+
+
+def test_streaming_auc_is_the_trapezoid_area_over_tf1_thresholds():
+    labels = rng.random(60) < 0.4
+    predictions = np.clip(labels * 0.35 + rng.random(60) * 0.65, 0, 1).astype(np.float32)
+    l, p = tf.placeholder(tf.bool, [None]), tf.placeholder(tf.float32, [None])
+    roc, roc_update = tf.metrics.auc(l, p, num_thresholds=20)
+    pr, pr_update = tf.metrics.auc(l, p, num_thresholds=20, curve="PR", summation_method="minoring")
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        for start in range(0, 60, 20):
+            sess.run([roc_update, pr_update], {l: labels[start:start + 20], p: predictions[start:start + 20]})
+        got_roc, got_pr = sess.run([roc, pr])
+    cuts = [-1e-7] + [(i + 1) / 19 for i in range(18)] + [1 + 1e-7]
+    tp, fp, fn, tn = _reference_counts(labels, predictions, cuts)
+    eps = 1e-6
+    tpr, fpr = (tp + eps) / (tp + fn + eps), fp / (fp + tn + eps)
+    precision = (tp + eps) / (tp + fp + eps)
+    assert got_roc == pytest.approx(np.sum((fpr[:-1] - fpr[1:]) * (tpr[:-1] + tpr[1:]) / 2), rel=1e-5)
+    assert got_pr == pytest.approx(np.sum((tpr[:-1] - tpr[1:]) * np.minimum(precision[:-1], precision[1:])),
+                                   rel=1e-5)
+    assert 0.5 < got_roc <= 1.0
+    names = sorted(v.name for v in tf.local_variables())
+    assert names[:4] == ["auc/false_negatives:0", "auc/false_positives:0", "auc/true_negatives:0",
+                         "auc/true_positives:0"]
+
+
+def test_precision_and_recall_at_thresholds_with_weights():
+    labels = np.array([True, False, True, True, False])
+    predictions = np.array([0.9, 0.8, 0.4, 0.2, 0.1], np.float32)
+    weights = np.array([1.0, 2.0, 1.0, 0.5, 1.0], np.float32)
+    precision, p_update = tf.metrics.precision_at_thresholds(labels, predictions, [0.3, 0.85], weights=weights)
+    recall, r_update = tf.metrics.recall_at_thresholds(labels, predictions, [0.3, 0.85])
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        sess.run([p_update, r_update])
+        got_p, got_r = sess.run([precision, recall])
+    np.testing.assert_allclose(got_p, [2 / 4, 1.0], rtol=1e-5)   # weighted tp / (tp + fp)
+    np.testing.assert_allclose(got_r, [2 / 3, 1 / 3], rtol=1e-5)
+
+
+def test_auc_refuses_predictions_outside_0_1_and_unknown_curves():
+    value, update = tf.metrics.auc(tf.constant([True, False]), tf.constant([0.5, 1.5]))
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"predictions must be in \[0, 1\]"):
+            sess.run(update)
+    with pytest.raises(ValueError, match="ROC or PR"):
+        tf.metrics.auc(tf.constant([True]), tf.constant([0.5]), curve="XY")
