@@ -53,7 +53,7 @@ from zmtf.framework.ops.math_ops import (
 )
 from zmtf.framework.ops.composite_ops import (
     assert_ as Assert, assert_equal, assert_greater, assert_less, assert_non_negative, assert_positive,
-    check_numerics, clip_by_global_norm, clip_by_norm, clip_by_value, count_nonzero, global_norm,
+    check_numerics, clip_by_global_norm, confusion_matrix, clip_by_norm, clip_by_value, count_nonzero, global_norm,
     identity_n, log_sigmoid, placeholder_with_default, print_ as Print, range_ as range, reduce_logsumexp,
     scalar_mul, shape_n, verify_tensor_all_finite,
 )

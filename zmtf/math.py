@@ -32,3 +32,7 @@ __all__ += ["reduce_std", "reduce_variance"]
 __all__ += ["segment_max", "segment_mean", "segment_min", "segment_prod", "segment_sum",
             "unsorted_segment_max", "unsorted_segment_mean", "unsorted_segment_min",
             "unsorted_segment_prod"]
+
+from zmtf.framework.ops.composite_ops import confusion_matrix  # noqa: E402
+
+__all__ += ["confusion_matrix"]

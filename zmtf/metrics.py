@@ -24,14 +24,20 @@ import numpy as np
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
 from zmtf.framework.ops import array_ops, math_ops, state_ops
-from zmtf.framework.ops.composite_ops import assert_
+from zmtf.framework.ops.composite_ops import assert_, confusion_matrix
+from zmtf.framework.ops.diag_ops import diag_part
+from zmtf.framework.ops.scatter_ops import scatter_add
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.selection_ops import where
 from zmtf.framework.variables import Variable
 
-__all__ = ["accuracy", "auc", "false_negatives", "false_positives", "mean", "mean_squared_error",
-           "precision", "precision_at_thresholds", "recall", "recall_at_thresholds",
-           "true_negatives", "true_positives"]
+__all__ = ["accuracy", "auc", "false_negatives", "false_negatives_at_thresholds",
+           "false_positives", "false_positives_at_thresholds", "mean", "mean_absolute_error",
+           "mean_cosine_distance", "mean_iou", "mean_per_class_accuracy", "mean_relative_error",
+           "mean_squared_error", "mean_tensor", "percentage_below", "precision",
+           "precision_at_thresholds", "recall", "recall_at_thresholds", "root_mean_squared_error",
+           "true_negatives", "true_negatives_at_thresholds", "true_positives",
+           "true_positives_at_thresholds"]
 
 
 def metric_variable(shape: list[int], dtype: Any, name: str) -> Variable:
@@ -354,3 +360,163 @@ def _at_thresholds(kind: str) -> _Metric:
 
 precision_at_thresholds = _at_thresholds("precision")
 recall_at_thresholds = _at_thresholds("recall")
+
+
+def _count_at_thresholds(key: str, default_name: str) -> _Metric:
+    def metric(labels: Any, predictions: Any, thresholds: Any, weights: Any = None,
+               metrics_collections: Any = None, updates_collections: Any = None,
+               name: str | None = None) -> tuple[Tensor, Tensor]:
+        with get_default_graph().name_scope(name or default_name):
+            values, updates = _confusion_at_thresholds(labels, predictions,
+                                                       [float(t) for t in thresholds], weights)
+        _collect(metrics_collections, values[key])
+        _collect(updates_collections, updates[key])
+        return values[key], updates[key]
+
+    metric.__name__ = default_name
+    metric.__doc__ = f"The running count behind {default_name}, one per threshold."
+    return metric
+
+
+true_positives_at_thresholds = _count_at_thresholds("tp", "true_positives_at_thresholds")
+false_positives_at_thresholds = _count_at_thresholds("fp", "false_positives_at_thresholds")
+true_negatives_at_thresholds = _count_at_thresholds("tn", "true_negatives_at_thresholds")
+false_negatives_at_thresholds = _count_at_thresholds("fn", "false_negatives_at_thresholds")
+
+
+# ---- more means ------------------------------------------------------------------------------
+def mean_absolute_error(labels: Any, predictions: Any, weights: Any = None,
+                        metrics_collections: Any = None, updates_collections: Any = None,
+                        name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The mean of ``|labels - predictions|`` over every element seen."""
+    predictions, labels, weights = _remove_squeezable_dimensions(predictions, labels, weights)
+    labels = math_ops.cast(labels, predictions.dtype)
+    return mean(math_ops.abs(labels - predictions), weights, metrics_collections,
+                updates_collections, name or "mean_absolute_error")
+
+
+def root_mean_squared_error(labels: Any, predictions: Any, weights: Any = None,
+                            metrics_collections: Any = None, updates_collections: Any = None,
+                            name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The square root of mean_squared_error."""
+    with get_default_graph().name_scope(name or "root_mean_squared_error"):
+        mse, update_mse = mean_squared_error(labels, predictions, weights)
+        value, update_op = math_ops.sqrt(mse), math_ops.sqrt(update_mse)
+    _collect(metrics_collections, value)
+    _collect(updates_collections, update_op)
+    return value, update_op
+
+
+def mean_relative_error(labels: Any, predictions: Any, normalizer: Any, weights: Any = None,
+                        metrics_collections: Any = None, updates_collections: Any = None,
+                        name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The mean of ``|labels - predictions| / normalizer`` (0 where the normalizer is 0)."""
+    predictions, labels, weights = _remove_squeezable_dimensions(predictions, labels, weights)
+    labels = math_ops.cast(labels, predictions.dtype)
+    normalizer = math_ops.cast(convert_to_tensor(normalizer), predictions.dtype)
+    relative = where(math_ops.equal(normalizer, 0.0), array_ops.zeros_like(labels),
+                     math_ops.truediv(math_ops.abs(labels - predictions), normalizer))
+    return mean(relative, weights, metrics_collections, updates_collections,
+                name or "mean_relative_error")
+
+
+def mean_cosine_distance(labels: Any, predictions: Any, dim: int, weights: Any = None,
+                         metrics_collections: Any = None, updates_collections: Any = None,
+                         name: str | None = None) -> tuple[Tensor, Tensor]:
+    """1 - the mean of the dot products along ``dim`` (labels and predictions unit-normalized
+    by the caller, as TF expects)."""
+    predictions, labels, weights = _remove_squeezable_dimensions(predictions, labels, weights)
+    labels = math_ops.cast(labels, predictions.dtype)
+    products = math_ops.reduce_sum(math_ops.multiply(predictions, labels), axis=[dim], keepdims=True)
+    with get_default_graph().name_scope(name or "mean_cosine_distance"):
+        similarity, update = mean(products, weights)
+        value, update_op = 1.0 - similarity, 1.0 - update
+    _collect(metrics_collections, value)
+    _collect(updates_collections, update_op)
+    return value, update_op
+
+
+def percentage_below(values: Any, threshold: float, weights: Any = None,
+                     metrics_collections: Any = None, updates_collections: Any = None,
+                     name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The fraction of ``values`` below ``threshold``."""
+    below = math_ops.cast(math_ops.less(convert_to_tensor(values), threshold), dtypes.float32)
+    return mean(below, weights, metrics_collections, updates_collections, name or "percentage_below")
+
+
+def mean_tensor(values: Any, weights: Any = None, metrics_collections: Any = None,
+                updates_collections: Any = None, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The elementwise running mean of ``values`` (a tensor of a fixed shape)."""
+    graph = get_default_graph()
+    with graph.name_scope(name or "mean"):
+        values = math_ops.cast(convert_to_tensor(values), dtypes.float32)
+        if not values.shape.is_fully_defined():
+            raise ValueError(f"mean_tensor needs values of a static shape, got {values.shape}")
+        shape = values.shape.as_list()
+        total = metric_variable(shape, dtypes.float32, name="total_tensor")
+        count = metric_variable(shape, dtypes.float32, name="count_tensor")
+        counted = array_ops.ones_like(values)
+        if weights is not None:
+            weights = _broadcast_weights(math_ops.cast(convert_to_tensor(weights), dtypes.float32), values)
+            values, counted = math_ops.multiply(values, weights), weights
+        update_total = state_ops.assign_add(total, values)
+        update_count = state_ops.assign_add(count, counted)
+        value = _safe_div(total.value(), count.value(), name="value")
+        update_op = _safe_div(update_total, update_count, name="update_op")
+    _collect(metrics_collections, value)
+    _collect(updates_collections, update_op)
+    return value, update_op
+
+
+# ---- per class: mean_per_class_accuracy, mean_iou -----------------------------------------------
+def mean_per_class_accuracy(labels: Any, predictions: Any, num_classes: int, weights: Any = None,
+                            metrics_collections: Any = None, updates_collections: Any = None,
+                            name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The mean over classes of each class's accuracy; the update op gives the per-class
+    accuracies, as TF1's does."""
+    with get_default_graph().name_scope(name or "mean_accuracy"):
+        labels = math_ops.cast(array_ops.reshape(convert_to_tensor(labels), [-1]), dtypes.int64)
+        predictions = math_ops.cast(array_ops.reshape(convert_to_tensor(predictions), [-1]), dtypes.int64)
+        total = metric_variable([num_classes], dtypes.float32, name="total")
+        count = metric_variable([num_classes], dtypes.float32, name="count")
+        seen = math_ops.cast(array_ops.ones_like(labels), dtypes.float32)
+        correct = math_ops.cast(math_ops.equal(predictions, labels), dtypes.float32)
+        if weights is not None:
+            w = math_ops.cast(array_ops.reshape(convert_to_tensor(weights), [-1]), dtypes.float32)
+            seen, correct = seen * w, correct * w
+        update_total = scatter_add(total, labels, seen)
+        update_count = scatter_add(count, labels, correct)
+        value = math_ops.reduce_mean(_safe_div(count.value(), total.value(), "per_class"),
+                                     name="mean_accuracy")
+        update_op = _safe_div(update_count, update_total, name="update_op")
+    _collect(metrics_collections, value)
+    _collect(updates_collections, update_op)
+    return value, update_op
+
+
+def mean_iou(labels: Any, predictions: Any, num_classes: int, weights: Any = None,
+             metrics_collections: Any = None, updates_collections: Any = None,
+             name: str | None = None) -> tuple[Tensor, Tensor]:
+    """The mean over classes of intersection / union, from a running confusion matrix
+    (classes never seen in labels or predictions are left out of the mean). As in TF1, the
+    update op gives the updated confusion matrix."""
+    with get_default_graph().name_scope(name or "mean_iou"):
+        total = metric_variable([num_classes, num_classes], dtypes.float64, name="total_confusion_matrix")
+        current = confusion_matrix(labels, predictions, num_classes, weights, dtype=dtypes.float64)
+        update = state_ops.assign_add(total, current)
+
+        def iou(cm: Tensor, label: str) -> Tensor:
+            rows, cols = math_ops.reduce_sum(cm, 0), math_ops.reduce_sum(cm, 1)
+            diagonal = diag_part(cm)
+            union = rows + cols - diagonal
+            valid = math_ops.reduce_sum(math_ops.cast(math_ops.not_equal(union, 0.0), dtypes.float32))
+            union = where(math_ops.greater(union, 0.0), union, array_ops.ones_like(union))
+            per_class = math_ops.truediv(diagonal, union)
+            mean_ = math_ops.truediv(math_ops.cast(math_ops.reduce_sum(per_class), dtypes.float32),
+                                     math_ops.maximum(valid, 1.0))
+            return where(math_ops.greater(valid, 0.0), mean_, 0.0, name=label)
+
+        value, update_op = iou(total.value(), "mean_iou"), update   # TF1's update op: the matrix
+    _collect(metrics_collections, value)
+    _collect(updates_collections, update_op)
+    return value, update_op

@@ -235,3 +235,65 @@ def test_auc_refuses_predictions_outside_0_1_and_unknown_curves():
             sess.run(update)
     with pytest.raises(ValueError, match="ROC or PR"):
         tf.metrics.auc(tf.constant([True]), tf.constant([0.5]), curve="XY")
+
+
+def test_confusion_matrix_counts_pairs_and_checks_bounds():
+    labels, predictions = [0, 2, 1, 2, 2], [0, 1, 1, 2, 0]
+    counted = tf.confusion_matrix(labels, predictions)
+    weighted = tf.math.confusion_matrix(labels, predictions, num_classes=4,
+                                        weights=[1.0, 0.5, 2.0, 1.0, 1.0], dtype=tf.float32)
+    assert weighted.shape.as_list() == [4, 4]
+    with tf.Session() as sess:
+        got, got_w = sess.run([counted, weighted])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="out of bound"):
+            sess.run(tf.confusion_matrix([0, 3], [0, 1], num_classes=3))
+    want = np.zeros((3, 3), np.int32)
+    for a, b in zip(labels, predictions):
+        want[a, b] += 1
+    np.testing.assert_array_equal(got, want)
+    assert got_w[2, 1] == 0.5 and got_w[1, 1] == 2.0 and got_w.sum() == 5.5
+
+
+def test_mean_iou_and_mean_per_class_accuracy_over_batches():
+    labels = rng.integers(0, 3, 30)
+    predictions = np.where(rng.random(30) < 0.7, labels, rng.integers(0, 3, 30))
+    l, p = tf.placeholder(tf.int64, [None]), tf.placeholder(tf.int64, [None])
+    iou, iou_update = tf.metrics.mean_iou(l, p, num_classes=4)   # class 3 never appears
+    accuracy, accuracy_update = tf.metrics.mean_per_class_accuracy(l, p, num_classes=3)
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        for start in range(0, 30, 10):
+            matrix, per_class = sess.run([iou_update, accuracy_update],
+                                         {l: labels[start:start + 10], p: predictions[start:start + 10]})
+        got_iou, got_accuracy = sess.run([iou, accuracy])
+    cm = np.zeros((4, 4))
+    for a, b in zip(labels, predictions):
+        cm[a, b] += 1
+    np.testing.assert_array_equal(matrix, cm)   # TF1: the update op is the running matrix
+    union = cm.sum(0) + cm.sum(1) - np.diag(cm)
+    assert got_iou == pytest.approx(np.mean(np.diag(cm)[union > 0] / union[union > 0]), rel=1e-6)
+    class_accuracy = np.diag(cm)[:3] / cm.sum(1)[:3]
+    np.testing.assert_allclose(per_class, class_accuracy, rtol=1e-6)
+    assert got_accuracy == pytest.approx(class_accuracy.mean(), rel=1e-6)
+
+
+def test_error_means_and_percentage_below():
+    y = rng.standard_normal(12).astype(np.float32)
+    y_hat = (y + rng.standard_normal(12) * 0.3).astype(np.float32)
+    values = {
+        "mae": tf.metrics.mean_absolute_error(y, y_hat),
+        "rmse": tf.metrics.root_mean_squared_error(y, y_hat),
+        "relative": tf.metrics.mean_relative_error(y, y_hat, normalizer=np.abs(y) + 1.0),
+        "below": tf.metrics.percentage_below(y, 0.25),
+        "tensor": tf.metrics.mean_tensor(np.arange(3, dtype=np.float32)),
+    }
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        sess.run([u for _, u in values.values()])
+        sess.run(values["tensor"][1])   # the same values again: the mean stays
+        got = sess.run({k: v for k, (v, _) in values.items()})
+    assert got["mae"] == pytest.approx(np.abs(y - y_hat).mean(), rel=1e-5)
+    assert got["rmse"] == pytest.approx(np.sqrt(((y - y_hat) ** 2).mean()), rel=1e-5)
+    assert got["relative"] == pytest.approx((np.abs(y - y_hat) / (np.abs(y) + 1)).mean(), rel=1e-5)
+    assert got["below"] == pytest.approx((y < 0.25).mean())
+    np.testing.assert_allclose(got["tensor"], [0.0, 1.0, 2.0])

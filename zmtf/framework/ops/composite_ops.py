@@ -12,7 +12,7 @@ from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.graph import Operation, Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
-from zmtf.framework.ops import array_ops, math_ops, nn_ops, random_ops
+from zmtf.framework.ops import array_ops, math_ops, nn_ops, partition_ops, random_ops
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.selection_ops import where
 from zmtf.framework.tensor_shape import TensorShape
@@ -403,3 +403,30 @@ def shape_n(input: Sequence[Any], out_type: Any = dtypes.int32, name: str | None
     """The shape of each input, as ``tf.shape``."""
     with _scope(name, "ShapeN"):
         return [array_ops.shape(x, out_type=out_type) for x in input]
+
+
+def confusion_matrix(labels: Any, predictions: Any, num_classes: Any = None, weights: Any = None,
+                     dtype: Any = dtypes.int32, name: str | None = None) -> Tensor:
+    """``[num_classes, num_classes]`` counts (or summed weights) of (label, prediction) pairs;
+    ``num_classes`` defaults to the largest value seen plus one, as in TF."""
+    with _scope(name, "confusion_matrix"):
+        labels = math_ops.cast(array_ops.reshape(convert_to_tensor(labels), [-1]), dtypes.int64)
+        predictions = math_ops.cast(array_ops.reshape(convert_to_tensor(predictions), [-1]), dtypes.int64)
+        checks = [assert_non_negative(labels, ["`labels` contains negative values"]),
+                  assert_non_negative(predictions, ["`predictions` contains negative values"])]
+        if num_classes is None:
+            classes = math_ops.maximum(math_ops.reduce_max(predictions), math_ops.reduce_max(labels)) + 1
+        else:
+            classes = math_ops.cast(convert_to_tensor(num_classes), dtypes.int64)
+            checks += [assert_less(labels, classes, ["`labels` out of bound"]),
+                       assert_less(predictions, classes, ["`predictions` out of bound"])]
+        with get_default_graph().control_dependencies(checks):
+            cells = labels * classes + predictions
+        dtype = as_dtype(dtype)
+        values = (array_ops.ones_like(predictions, dtype) if weights is None else
+                  math_ops.cast(array_ops.reshape(convert_to_tensor(weights), [-1]), dtype))
+        counts = partition_ops.unsorted_segment_sum(values, cells, classes * classes)
+        matrix = array_ops.reshape(counts, array_ops.stack([classes, classes]))
+        if num_classes is not None and not isinstance(num_classes, Tensor):
+            matrix.set_shape([int(num_classes), int(num_classes)])
+        return matrix
