@@ -40,6 +40,7 @@ from zmtf.framework.ops.einsum_ops import einsum
 from zmtf.framework.ops.manip_ops import meshgrid, roll
 from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.unique_ops import unique, unique_with_counts
+from zmtf.framework.ops.bincount_ops import bincount
 from zmtf.framework.ops.special_ops import digamma, erf, erfc, lgamma, polygamma, zeta
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op, tuple_ as tuple

@@ -13,6 +13,7 @@ from zmtf.framework.ops.math_ops import (
     subtract, tanh, truediv,
 )
 from zmtf.framework.ops.partition_ops import unsorted_segment_sum
+from zmtf.framework.ops.bincount_ops import bincount
 from zmtf.framework.ops.special_ops import digamma, erf, erfc, lgamma, polygamma, zeta
 from zmtf.framework.ops.segment_ops import (
     segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
@@ -34,3 +35,4 @@ __all__ += ["segment_max", "segment_mean", "segment_min", "segment_prod", "segme
             "unsorted_segment_max", "unsorted_segment_mean", "unsorted_segment_min",
             "unsorted_segment_prod"]
 __all__ += ["digamma", "erf", "erfc", "lgamma", "polygamma", "zeta"]
+__all__ += ["bincount"]
