@@ -30,3 +30,37 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_gradient_matches_finite_differences(case):
     finite_difference_check(case)
+
+
+def square(*batch: int, n: int = 3) -> np.ndarray:
+    """Well-conditioned matrices: normal entries plus 3 on the diagonal."""
+    return rng.normal(size=batch + (n, n)) + 3 * np.eye(n)
+
+
+def symmetric_positive_definite(x):
+    """A symmetric positive-definite matrix made from any square x (Cholesky's input)."""
+    return tf.matmul(x, x, adjoint_b=True) + 3 * np.eye(x.shape.as_list()[-1])
+
+
+LINALG_CASES = [
+    Case("matrix_inverse", tf.matrix_inverse, [square(2)]),
+    Case("matrix_inverse_adjoint", lambda a: tf.matrix_inverse(a, adjoint=True), [square()]),
+    Case("matrix_determinant", tf.matrix_determinant, [square(2)]),
+    Case("log_abs_determinant", lambda a: tf.log_matrix_determinant(a)[1], [square(2)]),
+    Case("cholesky", lambda x: tf.cholesky(symmetric_positive_definite(x)), [square(2)]),
+    Case("matrix_solve", tf.matrix_solve, [square(2), rng.normal(size=(2, 3, 2))]),
+    Case("matrix_solve_adjoint", lambda a, b: tf.matrix_solve(a, b, adjoint=True),
+         [square(), rng.normal(size=(3, 2))]),
+    Case("triangular_solve_lower", tf.matrix_triangular_solve,
+         [square(2), rng.normal(size=(2, 3, 2))]),
+    Case("triangular_solve_upper_adjoint",
+         lambda a, b: tf.matrix_triangular_solve(a, b, lower=False, adjoint=True),
+         [square(), rng.normal(size=(2, 3, 2))]),
+    Case("batch_matmul_broadcast", lambda a, b: tf.matmul(a, b, adjoint_b=True),
+         [rng.normal(size=(2, 1, 2, 3)), rng.normal(size=(2, 4, 3))]),
+]
+
+
+@pytest.mark.parametrize("case", LINALG_CASES, ids=[c.id for c in LINALG_CASES])
+def test_linalg_gradient_matches_finite_differences(case):
+    finite_difference_check(case)

@@ -8,7 +8,7 @@ options, caching, thread count, numpy/numba threshold).
 """
 
 from zmtf.kernels.cpu import (
-    adadelta_ftrl, array, bincount, control_flow, conv, data_flow, dataset, diag, elementwise, matmul, nn, partition, pool, random,
+    adadelta_ftrl, array, bincount, control_flow, conv, data_flow, dataset, diag, elementwise, linalg, matmul, nn, partition, pool, random,
     proximal, reduce, scatter, segment, selection, sparse_apply, special, state, summary, topk, unique,
 )
 from zmtf.kernels.cpu import image  # noqa: F401 (registers the image kernels)
@@ -16,5 +16,5 @@ from zmtf.kernels.cpu import sampling, sequence  # noqa: F401 (samplers, Reverse
 from zmtf.kernels.cpu.state import VariableRef
 
 __all__ = ["VariableRef", "adadelta_ftrl", "array", "bincount", "control_flow", "conv", "data_flow", "dataset", "diag", "elementwise",
-           "matmul", "nn", "partition", "pool", "proximal", "random", "reduce", "scatter", "segment", "selection", "sparse_apply",
+           "linalg", "matmul", "nn", "partition", "pool", "proximal", "random", "reduce", "scatter", "segment", "selection", "sparse_apply",
            "special", "state", "summary", "topk", "unique"]
