@@ -2,7 +2,7 @@
 the same functions as at the top level."""
 
 from zmtf.framework.ops.composite_ops import (
-    count_nonzero, reduce_logsumexp, reduce_std, reduce_variance,
+    count_nonzero, log_sigmoid, reduce_logsumexp, reduce_std, reduce_variance, softsign, xlogy,
 )
 from zmtf.framework.ops.math_ops import (
     abs, add, add_n, argmax, argmin, ceil, cos, cumprod, cumsum, divide, equal, exp, expm1, floor,
@@ -36,3 +36,4 @@ __all__ += ["segment_max", "segment_mean", "segment_min", "segment_prod", "segme
             "unsorted_segment_prod"]
 __all__ += ["digamma", "erf", "erfc", "lgamma", "polygamma", "zeta"]
 __all__ += ["bincount"]
+__all__ += ["log_sigmoid", "softsign", "xlogy"]

@@ -107,3 +107,20 @@ def test_integer_inputs_are_refused():
         tf.erf([1, 2])
     with pytest.raises(TypeError, match="Polygamma.*float16"):
         tf.polygamma(np.float16(1), np.float16(2))
+
+
+def test_softsign_and_xlogy():
+    x = np.array([-3.0, 0.0, 0.5, 10.0])
+    np.testing.assert_allclose(run(tf.nn.softsign(x)), x / (1 + np.abs(x)), rtol=1e-15)
+    assert tf.math.softsign is tf.nn.softsign
+    out = run(tf.math.xlogy(np.array([[0.0], [2.0]]), np.array([0.0, 3.0, np.inf])))
+    expected = [[0.0, 0.0, 0.0], [-np.inf, 2 * math.log(3.0), np.inf]]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_xlogy_gradient_is_zero_where_x_is_zero():
+    x, y = tf.placeholder(tf.float64, [3]), tf.placeholder(tf.float64, [3])
+    gx, gy = tf.gradients(tf.math.xlogy(x, y), [x, y])
+    out = run([gx, gy], {x: [0.0, 0.0, 2.0], y: [0.0, 5.0, 4.0]})
+    np.testing.assert_array_equal(out[0], [0.0, 0.0, math.log(4.0)])
+    np.testing.assert_array_equal(out[1], [0.0, 0.0, 0.5])

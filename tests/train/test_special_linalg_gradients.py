@@ -64,3 +64,14 @@ LINALG_CASES = [
 @pytest.mark.parametrize("case", LINALG_CASES, ids=[c.id for c in LINALG_CASES])
 def test_linalg_gradient_matches_finite_differences(case):
     finite_difference_check(case)
+
+
+COMPOSITE_CASES = [
+    Case("softsign", tf.nn.softsign, [rng.normal(size=(2, 3))]),
+    Case("xlogy_broadcast", tf.math.xlogy, [rng.normal(size=(2, 1)), positive(3)]),
+]
+
+
+@pytest.mark.parametrize("case", COMPOSITE_CASES, ids=[c.id for c in COMPOSITE_CASES])
+def test_composite_gradient_matches_finite_differences(case):
+    finite_difference_check(case)
