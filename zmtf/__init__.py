@@ -10,7 +10,7 @@ import sys as _sys
 if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (see kernels/cpu/blas.py)
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-from zmtf import app, data, errors, layers, logging, losses, manip, math, metrics, nn, summary, test, train
+from zmtf import app, data, errors, layers, linalg, logging, losses, manip, math, metrics, nn, summary, test, train
 from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.py)
 reverse_v2 = reverse
 from zmtf.app import flags
@@ -40,6 +40,12 @@ from zmtf.framework.ops.einsum_ops import einsum
 from zmtf.framework.ops.manip_ops import meshgrid, roll
 from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.unique_ops import unique, unique_with_counts
+from zmtf.framework.ops.bincount_ops import bincount
+from zmtf.framework.ops.linalg_solve_ops import (
+    cholesky, log_matrix_determinant, matrix_determinant, matrix_inverse, matrix_solve,
+    matrix_triangular_solve,
+)
+from zmtf.framework.ops.special_ops import digamma, erf, erfc, lgamma, polygamma, zeta
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op, tuple_ as tuple
 from zmtf.framework.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue, QueueBase, RandomShuffleQueue

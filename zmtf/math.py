@@ -2,7 +2,7 @@
 the same functions as at the top level."""
 
 from zmtf.framework.ops.composite_ops import (
-    count_nonzero, reduce_logsumexp, reduce_std, reduce_variance,
+    count_nonzero, log_sigmoid, reduce_logsumexp, reduce_std, reduce_variance, softsign, xlogy,
 )
 from zmtf.framework.ops.math_ops import (
     abs, add, add_n, argmax, argmin, ceil, cos, cumprod, cumsum, divide, equal, exp, expm1, floor,
@@ -13,6 +13,8 @@ from zmtf.framework.ops.math_ops import (
     subtract, tanh, truediv,
 )
 from zmtf.framework.ops.partition_ops import unsorted_segment_sum
+from zmtf.framework.ops.bincount_ops import bincount
+from zmtf.framework.ops.special_ops import digamma, erf, erfc, lgamma, polygamma, zeta
 from zmtf.framework.ops.segment_ops import (
     segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
     unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod,
@@ -32,6 +34,9 @@ __all__ += ["reduce_std", "reduce_variance"]
 __all__ += ["segment_max", "segment_mean", "segment_min", "segment_prod", "segment_sum",
             "unsorted_segment_max", "unsorted_segment_mean", "unsorted_segment_min",
             "unsorted_segment_prod"]
+__all__ += ["digamma", "erf", "erfc", "lgamma", "polygamma", "zeta"]
+__all__ += ["bincount"]
+__all__ += ["log_sigmoid", "softsign", "xlogy"]
 
 from zmtf.framework.ops.composite_ops import confusion_matrix  # noqa: E402
 

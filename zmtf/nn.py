@@ -2,6 +2,7 @@
 
 from zmtf.framework.ops.composite_ops import (
     batch_normalization, dropout, elu, l2_loss, l2_normalize, leaky_relu, moments, sigmoid_cross_entropy_with_logits,
+    softsign,
 )
 from zmtf.framework.ops.conv_ops import (
     avg_pool, avg_pool2d, conv2d, conv2d_backprop_filter, conv2d_backprop_input, conv2d_transpose,
@@ -32,7 +33,7 @@ from zmtf.framework.ops.nn_ops import (
 )
 
 __all__ = [
-    "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d", "conv2d_backprop_filter",
+    "softsign", "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d", "conv2d_backprop_filter",
     "conv2d_backprop_input", "conv2d_transpose", "dropout", "elu", "embedding_lookup", "in_top_k",
     "bidirectional_dynamic_rnn", "dynamic_rnn", "l2_loss", "l2_normalize", "leaky_relu", "rnn_cell",
     "static_bidirectional_rnn", "static_rnn",

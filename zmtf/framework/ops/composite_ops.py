@@ -383,6 +383,23 @@ def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
         return math_ops.negative(nn_ops.softplus(math_ops.negative(convert_to_tensor(x))))
 
 
+def softsign(features: Any, name: str | None = None) -> Tensor:
+    """x / (1 + |x|): a tanh-like squashing whose tails decay polynomially."""
+    with _scope(name, "Softsign"):
+        x = convert_to_tensor(features)
+        return x / (1 + math_ops.abs(x))
+
+
+def xlogy(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """x * log(y), and 0 wherever x is 0 (even for y = 0), with TF's gradients (0 there)."""
+    with _scope(name, "Xlogy"):
+        x, y = convert_to_tensor(x), convert_to_tensor(y)
+        y_broadcast = y + array_ops.zeros_like(x)
+        x_zero = math_ops.equal(x + array_ops.zeros_like(y), 0)
+        # log(1) where x is 0: no 0 * log(0) = nan, and no gradient into y there
+        return x * math_ops.log(where(x_zero, array_ops.ones_like(y_broadcast), y_broadcast))
+
+
 def scalar_mul(scalar: Any, x: Any, name: str | None = None) -> Tensor:
     """``scalar * x`` for a scalar ``scalar``."""
     s = convert_to_tensor(scalar)

@@ -246,6 +246,24 @@ def _matmul_grad(op: Operation, grad: Tensor) -> Grads:
             mm(grad, a, transpose_a=True, transpose_b=True)]
 
 
+@gradient("BatchMatMulV2")
+def _batch_matmul_grad(op: Operation, grad: Tensor) -> Grads:
+    """MatMul's rules per matrix, then summed over the batch dims each input was broadcast in."""
+    a, b = op.inputs
+    mm = math_ops.batch_matmul
+    adj_a, adj_b = op.get_attr("adj_x"), op.get_attr("adj_y")
+    if not adj_a and not adj_b:
+        grads = mm(grad, b, adjoint_b=True), mm(a, grad, adjoint_a=True)
+    elif not adj_a:
+        grads = mm(grad, b), mm(grad, a, adjoint_a=True)
+    elif not adj_b:
+        grads = mm(b, grad, adjoint_b=True), mm(a, grad)
+    else:
+        grads = (mm(b, grad, adjoint_a=True, adjoint_b=True),
+                 mm(grad, a, adjoint_a=True, adjoint_b=True))
+    return [sum_to(grads[0], a), sum_to(grads[1], b)]
+
+
 # ---- reductions ---------------------------------------------------------------------
 def keep_reduced_dims(t: Tensor, op: Operation) -> Tensor:
     """A reduction's output (or its gradient) reshaped to the keep_dims form of ``op``.

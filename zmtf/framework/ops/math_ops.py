@@ -93,6 +93,25 @@ def _matmul_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(a.dtype, TensorShape([m, n]))]
 
 
+@op_def("BatchMatMulV2")
+def _batch_matmul_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    a, b = inputs
+    _check_same_dtype("BatchMatMulV2", inputs)
+    for t in (a, b):
+        if t.shape.ndims is not None and t.shape.ndims < 2:
+            raise ValueError(f"Shape must be at least rank 2 but is rank {t.shape.ndims} for "
+                             f"'BatchMatMulV2' input {t.name}")
+    if a.shape.ndims is None or b.shape.ndims is None:
+        return [(a.dtype, TensorShape(None))]
+    m, k = a.shape.as_list()[-2:][::-1] if attrs["adj_x"] else a.shape.as_list()[-2:]
+    k2, n = b.shape.as_list()[-2:][::-1] if attrs["adj_y"] else b.shape.as_list()[-2:]
+    if k is not None and k2 is not None and k != k2:
+        raise ValueError(f"Dimensions must be equal, but are {k} and {k2} for 'BatchMatMulV2' "
+                         f"with input shapes: {a.shape}, {b.shape}.")
+    batch = broadcast_shape(TensorShape(a.shape.as_list()[:-2]), TensorShape(b.shape.as_list()[:-2]))
+    return [(a.dtype, TensorShape(batch.as_list() + [m, n]))]
+
+
 def _normalize_axis(axis: Any, ndims: int | None) -> tuple[int, ...] | None:
     if axis is None:
         return None
@@ -366,11 +385,23 @@ def add_n(inputs: Sequence[Any], name: str | None = None) -> Tensor:
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
-           name: str | None = None) -> Tensor:
+           adjoint_a: bool = False, adjoint_b: bool = False, name: str | None = None) -> Tensor:
+    """a @ b; operands of rank > 2 are batches of matrices (batch dims broadcast, as TF's
+    BatchMatMulV2). For real dtypes ``adjoint_*`` is ``transpose_*``."""
     with _graph_of(a, b).name_scope(name or "MatMul") as scope:
         a, b = convert_pair(a, b)
-        attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
-        return apply_op("MatMul", [a, b], attrs, name=scope).outputs[0]
+        ta, tb = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
+        if a.shape.ndims == 2 and b.shape.ndims == 2:
+            attrs = {"transpose_a": ta, "transpose_b": tb}
+            return apply_op("MatMul", [a, b], attrs, name=scope).outputs[0]
+        return apply_op("BatchMatMulV2", [a, b], {"adj_x": ta, "adj_y": tb}, name=scope).outputs[0]
+
+
+def batch_matmul(a: Tensor, b: Tensor, adjoint_a: bool = False, adjoint_b: bool = False,
+                 name: str | None = None) -> Tensor:
+    """A BatchMatMulV2 whatever the ranks (>= 2): what gradients of batched ops build."""
+    return apply_op("BatchMatMulV2", [a, b], {"adj_x": bool(adjoint_a), "adj_y": bool(adjoint_b)},
+                    name=name).outputs[0]
 
 
 def _reduce(op_type: str, x: Any, axis: Any, keepdims: Any, name: str | None,

@@ -8,13 +8,13 @@ options, caching, thread count, numpy/numba threshold).
 """
 
 from zmtf.kernels.cpu import (
-    adadelta_ftrl, array, control_flow, conv, data_flow, dataset, diag, elementwise, matmul, nn, partition, pool, random,
-    proximal, reduce, scatter, segment, selection, sparse_apply, state, summary, topk, unique,
+    adadelta_ftrl, array, bincount, control_flow, conv, data_flow, dataset, diag, elementwise, linalg, matmul, nn, partition, pool, random,
+    proximal, reduce, scatter, segment, selection, sparse_apply, special, state, summary, topk, unique,
 )
 from zmtf.kernels.cpu import image  # noqa: F401 (registers the image kernels)
 from zmtf.kernels.cpu import sampling, sequence  # noqa: F401 (samplers, ReverseSequence, GatherNd, ScatterNd)
 from zmtf.kernels.cpu.state import VariableRef
 
-__all__ = ["VariableRef", "adadelta_ftrl", "array", "control_flow", "conv", "data_flow", "dataset", "diag", "elementwise",
-           "matmul", "nn", "partition", "pool", "proximal", "random", "reduce", "scatter", "segment", "selection", "sparse_apply",
-           "state", "summary", "topk", "unique"]
+__all__ = ["VariableRef", "adadelta_ftrl", "array", "bincount", "control_flow", "conv", "data_flow", "dataset", "diag", "elementwise",
+           "linalg", "matmul", "nn", "partition", "pool", "proximal", "random", "reduce", "scatter", "segment", "selection", "sparse_apply",
+           "special", "state", "summary", "topk", "unique"]

@@ -8,6 +8,7 @@ not reach it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -44,3 +45,29 @@ def mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
     with quiet_fp():  # overflow gives inf, silently, as in TF
         np.matmul(left, right, out=out)
     return [out]
+
+
+@register("BatchMatMulV2", dtypes=_MATMUL_DTYPES)
+def batch_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
+    """BatchMatMulV2(a, b) with attrs ``adj_x``, ``adj_y``: matrix products over the last two
+    axes, the batch axes broadcast as numpy's."""
+    a, b = inputs
+    node = attrs["_node_name"]
+    if a.ndim < 2 or b.ndim < 2:
+        raise InvalidArgumentError(f"BatchMatMulV2 (node '{node}') needs inputs of rank >= 2, got "
+                                   f"shapes {shape_str(a.shape)} and {shape_str(b.shape)}")
+    left = np.swapaxes(a, -1, -2) if attrs["adj_x"] else a
+    right = np.swapaxes(b, -1, -2) if attrs["adj_y"] else b
+    if left.shape[-1] != right.shape[-2]:
+        raise InvalidArgumentError(f"Matrix size-incompatible: In[0]: {shape_str(a.shape)}, In[1]: "
+                                   f"{shape_str(b.shape)} (node '{node}', adj_x={attrs['adj_x']}, "
+                                   f"adj_y={attrs['adj_y']})")
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise InvalidArgumentError(f"In[0] and In[1] must have compatible batch dimensions: "
+                                   f"{shape_str(a.shape)} vs. {shape_str(b.shape)} "
+                                   f"(node '{node}')") from None
+    use_threads_for(2 * math.prod(batch) * left.shape[-2] * left.shape[-1] * right.shape[-1])
+    with quiet_fp():
+        return [np.matmul(left, right.astype(a.dtype, copy=False))]

@@ -1,0 +1,42 @@
+"""``tf.linalg``: TF 1.x's linear-algebra namespace, over the functions zmtf has at the top
+level (``tf.linalg.inv`` is ``tf.matrix_inverse``, ``tf.linalg.band_part`` is
+``tf.matrix_band_part``, ...)."""
+
+from zmtf.framework.ops.diag_ops import (
+    matrix_band_part as band_part, matrix_diag as diag, matrix_diag_part as diag_part,
+    matrix_set_diag as set_diag, trace,
+)
+from zmtf.framework.ops.einsum_ops import einsum
+from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
+from zmtf.framework.ops.linalg_solve_ops import (
+    cholesky, log_matrix_determinant as slogdet, matrix_determinant as det, matrix_inverse as inv,
+    matrix_solve as solve, matrix_triangular_solve as triangular_solve,
+)
+from zmtf.framework.ops.math_ops import matmul
+from zmtf.framework.ops.sequence_ops import eye
+
+transpose = matrix_transpose
+
+__all__ = [
+    "band_part", "cholesky", "det", "diag", "diag_part", "einsum", "eye", "inv", "matmul",
+    "matrix_transpose", "norm", "set_diag", "slogdet", "solve", "tensordot", "trace", "transpose",
+    "triangular_solve",
+]
+
+
+def adjoint(matrix, name="adjoint"):  # type: ignore[no-untyped-def]
+    """The conjugate transpose of each matrix; for zmtf's real dtypes, the transpose."""
+    return matrix_transpose(matrix, name=name)
+
+
+def logdet(matrix, name=None):  # type: ignore[no-untyped-def]
+    """log(det(matrix)) of Hermitian positive-definite matrices, through their Cholesky
+    factor (2 * sum(log(diag(L)))), as TF builds it."""
+    from zmtf.framework.graph import get_default_graph
+    from zmtf.framework.ops import math_ops
+
+    with get_default_graph().name_scope(name or "logdet"):
+        return 2.0 * math_ops.reduce_sum(math_ops.log(diag_part(cholesky(matrix))), axis=-1)
+
+
+__all__ += ["adjoint", "logdet"]
