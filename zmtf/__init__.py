@@ -119,12 +119,16 @@ train.Server = _Server
 from zmtf.client.monitored_session import (  # noqa: E402  (client layer: added here, as Server)
     ChiefSessionCreator as _ChiefSessionCreator, MonitoredSession as _MonitoredSession,
     MonitoredTrainingSession as _MonitoredTrainingSession, Scaffold as _Scaffold,
-    SingularMonitoredSession as _SingularMonitoredSession, WorkerSessionCreator as _WorkerSessionCreator,
+    SessionCreator as _SessionCreator, SingularMonitoredSession as _SingularMonitoredSession,
+    WorkerSessionCreator as _WorkerSessionCreator,
 )
+from zmtf.client.session_manager import SessionManager as _SessionManager  # noqa: E402
 
 from zmtf.client.supervisor import Supervisor as _Supervisor  # noqa: E402
 
 train.Supervisor = _Supervisor
+train.SessionManager = _SessionManager
+train.SessionCreator = _SessionCreator
 train.MonitoredSession = _MonitoredSession
 train.MonitoredTrainingSession = _MonitoredTrainingSession
 train.Scaffold = _Scaffold

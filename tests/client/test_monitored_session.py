@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -96,7 +97,7 @@ def test_hook_errors_and_logging(caplog):
             sess.run(train)
     assert any(r.getMessage().startswith("loss = ") for r in caplog.records)
     bad = tf.constant(np.nan)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="NaN loss during training"):
+    with pytest.raises(tf.train.NanLossDuringTrainingError, match="NaN loss during training"):
         with tf.train.MonitoredTrainingSession(hooks=[tf.train.NanTensorHook(bad)]) as sess:
             sess.run(train)
 
@@ -233,11 +234,13 @@ def test_tf1_session_creators_chief_restores_and_worker_waits(tmp_path):
         assert box and box[0] >= 5.0
         with tf.train.SingularMonitoredSession(master=target, checkpoint_dir=str(tmp_path)) as sess:
             assert sess.run(step) == 3                      # restored from the checkpoint
+        first = str(tmp_path / "model.ckpt-1")
+        creator = tf.train.ChiefSessionCreator(master=target, checkpoint_filename_with_path=first)
+        with tf.train.MonitoredSession(session_creator=creator) as sess:
+            assert sess.run(step) == 1                      # that very checkpoint
     finally:
         for server in servers:
             server.stop()
-    with pytest.raises(ValueError, match="checkpoint_filename_with_path"):
-        tf.train.ChiefSessionCreator(checkpoint_filename_with_path="x")
 
 
 def test_second_or_step_timer():
@@ -356,3 +359,61 @@ def test_assert_global_step_names_what_is_wrong():
         tf.train.assert_global_step(tf.Variable([1, 2]))
     with pytest.raises(TypeError, match="Variable or Tensor"):
         tf.train.assert_global_step(3)
+
+
+def test_session_manager_chief_prepares_and_others_wait(tmp_path):
+    """tf.train.SessionManager as TF1 scripts use it directly: the chief initializes (or
+    restores), the other worker's wait_for_session returns once the model is ready."""
+    ports = free_tcp_ports(2)
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
+    servers = [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
+    try:
+        tf.reset_default_graph()
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(7.0)
+        init, saver = tf.global_variables_initializer(), tf.train.Saver()
+        manager = tf.train.SessionManager(recovery_wait_secs=0.05)
+        target = servers[1].target
+        box = []
+        waiter = threading.Thread(target=lambda: box.append(
+            manager.wait_for_session(target, max_wait_secs=30).run(v)))
+        waiter.start()
+        time.sleep(0.3)
+        assert not box                                   # nothing initialized yet: still waiting
+        sess = manager.prepare_session(target, init_op=init, saver=saver, checkpoint_dir=str(tmp_path))
+        sess.run(v.assign(8.0))
+        saver.save(sess, str(tmp_path / "model.ckpt"), global_step=1)
+        sess.close()
+        waiter.join(30)
+        assert box and box[0] in (7.0, 8.0)
+        tf.Session.reset(target)                         # the variables are gone from the ps
+        restored, ready = manager.recover_session(target, saver=saver, checkpoint_dir=str(tmp_path))
+        assert ready and restored.run(v) == 8.0
+        restored.close()
+        with pytest.raises(RuntimeError, match="no init_op or init_fn"):
+            tf.train.SessionManager().prepare_session(target)   # nothing to restore, nothing to run
+        tf.Session.reset(target)
+        with pytest.raises(RuntimeError, match="did not make model ready"):
+            tf.train.SessionManager().prepare_session(target, init_op=tf.no_op())
+        with pytest.raises(tf.errors.DeadlineExceededError, match="not ready after waiting"):
+            tf.train.SessionManager(recovery_wait_secs=0.05).wait_for_session(target, max_wait_secs=0.2)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_a_custom_session_creator_feeds_monitored_session():
+    class Counting(tf.train.SessionCreator):
+        made = 0
+
+        def create_session(self):
+            Counting.made += 1
+            sess = tf.Session()
+            sess.run(tf.global_variables_initializer())
+            return sess
+
+    tf.reset_default_graph()
+    v = tf.Variable(3.0)
+    with tf.train.MonitoredSession(session_creator=Counting()) as sess:
+        assert sess.run(v) == 3.0
+    assert Counting.made == 1

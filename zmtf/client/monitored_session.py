@@ -19,11 +19,11 @@ adds them.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from zmtf.client.session import Session
-from zmtf.framework.errors import DeadlineExceededError, OutOfRangeError
+from zmtf.client.session_manager import SessionManager
+from zmtf.framework.errors import OutOfRangeError
 from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.framework.variables import (
     global_variables, global_variables_initializer, local_variables_initializer,
@@ -31,7 +31,7 @@ from zmtf.framework.variables import (
 from zmtf.train.coordinator import Coordinator
 from zmtf.train.queue_runner import start_queue_runners
 from zmtf.train.optimizers import get_global_step
-from zmtf.train.saver import Saver, latest_checkpoint
+from zmtf.train.saver import Saver
 from zmtf.train.session_run_hook import (
     CheckpointSaverHook, SessionRunArgs, SessionRunContext, SessionRunValues, StepCounterHook,
     SummarySaverHook,
@@ -62,80 +62,76 @@ class Scaffold:
         self._finalized = True
 
 
-def initialize_or_restore(session: Any, scaffold: Scaffold, checkpoint_dir: str | None) -> bool:
-    """The chief's start: restore the newest checkpoint in ``checkpoint_dir``, else run the
-    init op. True if it restored."""
-    path = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
-    if path and scaffold.saver is not None:
-        scaffold.saver.restore(session, path)
-        return True
-    session.run(scaffold.init_op, feed_dict=scaffold.init_feed_dict)
-    return False
+#: How often a non-chief asks whether the chief has initialized the model (TF's
+#: SessionManager default is 30 s; a poll costs one small step here)
+WORKER_POLL_SECS = 0.2
 
 
-def wait_until_ready(session: Any, ready_op: Any, max_wait_secs: float) -> None:
-    """A non-chief's start: poll until every global variable is initialized (by the chief)."""
-    deadline = time.monotonic() + max_wait_secs
-    while True:
-        values = session.run(ready_op)
-        if all(bool(v) for v in (values if isinstance(values, list) else [values])):
-            return
-        if time.monotonic() >= deadline:
-            raise DeadlineExceededError(None, None, f"the chief did not initialize the "
-                                        f"variables within {max_wait_secs} s")
-        time.sleep(0.2)
+class SessionCreator:
+    """TF1's ``tf.train.SessionCreator``: MonitoredSession gets its session from
+    ``create_session()``; subclass it to make sessions your own way."""
+
+    def create_session(self) -> Any:
+        raise NotImplementedError("a SessionCreator subclass must define create_session()")
 
 
-class ChiefSessionCreator:
+class ChiefSessionCreator(SessionCreator):
     """TF1's ``tf.train.ChiefSessionCreator``: a session on ``master`` whose variables it
-    initializes, or restores from ``checkpoint_dir``'s newest checkpoint."""
-
-    is_chief = True
+    restores from ``checkpoint_filename_with_path`` or ``checkpoint_dir``'s newest
+    checkpoint, else initializes."""
 
     def __init__(self, scaffold: Scaffold | None = None, master: str = "", config: Any = None,
                  checkpoint_dir: str | None = None, checkpoint_filename_with_path: str | None = None,
                  max_wait_secs: float = 7200) -> None:
-        if checkpoint_filename_with_path is not None:
-            raise ValueError("ChiefSessionCreator: checkpoint_filename_with_path is not supported in "
-                             "zmtf; give checkpoint_dir (its newest checkpoint is restored)")
         self.scaffold = scaffold or Scaffold()
         self.master, self.config, self.checkpoint_dir = master, config, checkpoint_dir
+        self.checkpoint_filename_with_path = checkpoint_filename_with_path
         self.max_wait_secs = max_wait_secs
+
+    def _manager(self) -> SessionManager:
+        self.scaffold.finalize()
+        return SessionManager(local_init_op=self.scaffold.local_init_op,
+                              ready_op=self.scaffold.ready_op, graph=get_default_graph(),
+                              recovery_wait_secs=WORKER_POLL_SECS)
+
+    def create_session(self) -> Session:
+        return self._manager().prepare_session(
+            self.master, init_op=self.scaffold.init_op, saver=self.scaffold.saver,
+            checkpoint_dir=self.checkpoint_dir,
+            checkpoint_filename_with_path=self.checkpoint_filename_with_path,
+            max_wait_secs=self.max_wait_secs, config=self.config,
+            init_feed_dict=self.scaffold.init_feed_dict)
 
 
 class WorkerSessionCreator(ChiefSessionCreator):
     """TF1's ``tf.train.WorkerSessionCreator``: a session on ``master`` that waits (up to
     ``max_wait_secs``) until the chief has initialized the variables."""
 
-    is_chief = False
-
     def __init__(self, scaffold: Scaffold | None = None, master: str = "", config: Any = None,
                  max_wait_secs: float = 1800) -> None:
         super().__init__(scaffold, master, config, max_wait_secs=max_wait_secs)
+
+    def create_session(self) -> Session:
+        return self._manager().wait_for_session(self.master, self.config, self.max_wait_secs)
 
 
 class MonitoredSession:
     """TF1's ``tf.train.MonitoredSession(session_creator=, hooks=)``: a session wrapped with
     hooks and a coordinator (MonitoredTrainingSession makes one)."""
 
-    def __init__(self, session_creator: ChiefSessionCreator | None = None, hooks: list[Any] | None = None,
+    def __init__(self, session_creator: SessionCreator | None = None, hooks: list[Any] | None = None,
                  stop_grace_period_secs: float = 120) -> None:
         creator = session_creator or ChiefSessionCreator()
-        scaffold = creator.scaffold
+        scaffold = getattr(creator, "scaffold", None)
+        if scaffold is not None:
+            scaffold.finalize()
         self._hooks = list(hooks or [])
-        self._scaffold = scaffold
-        scaffold.finalize()
         for hook in self._hooks:
             hook.begin()
-        self._session = Session(creator.master, config=creator.config)
+        self._session = creator.create_session()
         self._grace = stop_grace_period_secs
         self._stop = False
         try:
-            if creator.is_chief:
-                self._initialize(creator.checkpoint_dir)
-            else:
-                self._wait_until_ready(creator.max_wait_secs)
-            self._session.run(scaffold.local_init_op)
             self._coord = Coordinator(clean_stop_exception_types=[OutOfRangeError])
             start_queue_runners(self._session, coord=self._coord)   # tf.train.batch & co.
             for hook in self._hooks:
@@ -147,12 +143,6 @@ class MonitoredSession:
     @property
     def graph(self) -> Any:
         return self._session.graph
-
-    def _initialize(self, checkpoint_dir: str | None) -> None:
-        initialize_or_restore(self._session, self._scaffold, checkpoint_dir)
-
-    def _wait_until_ready(self, max_wait_secs: float) -> None:
-        wait_until_ready(self._session, self._scaffold.ready_op, max_wait_secs)
 
     # ---- running ---------------------------------------------------------------------
     def should_stop(self) -> bool:
@@ -251,4 +241,4 @@ def SingularMonitoredSession(hooks: list[Any] | None = None, scaffold: Scaffold 
 
 
 __all__ = ["ChiefSessionCreator", "MonitoredSession", "MonitoredTrainingSession", "Scaffold",
-           "SingularMonitoredSession", "WorkerSessionCreator"]
+           "SessionCreator", "SingularMonitoredSession", "WorkerSessionCreator"]

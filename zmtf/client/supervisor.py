@@ -18,8 +18,9 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from zmtf.client.monitored_session import Scaffold, initialize_or_restore, wait_until_ready
+from zmtf.client.monitored_session import WORKER_POLL_SECS, Scaffold
 from zmtf.client.session import Session
+from zmtf.client.session_manager import SessionManager
 from zmtf.framework.errors import OutOfRangeError
 from zmtf.framework.graph import get_default_graph
 from zmtf.train.coordinator import Coordinator
@@ -62,18 +63,17 @@ class Supervisor:
 
     def prepare_or_wait_for_session(self, master: str = "", config: Any = None, **_unused: Any) -> Session:
         """A session whose variables are ready: initialized or restored (chief), or waited for."""
-        session = Session(master, graph=self._graph, config=config)
-        try:
-            if self._is_chief:
-                if self._logdir:
-                    os.makedirs(self._logdir, exist_ok=True)
-                initialize_or_restore(session, self._scaffold, self._logdir)
-            else:
-                wait_until_ready(session, self._scaffold.ready_op, self._max_wait)
-            session.run(self._scaffold.local_init_op)
-        except BaseException:
-            session.close()
-            raise
+        manager = SessionManager(local_init_op=self._scaffold.local_init_op,
+                                 ready_op=self._scaffold.ready_op, graph=self._graph,
+                                 recovery_wait_secs=WORKER_POLL_SECS)
+        if self._is_chief:
+            if self._logdir:
+                os.makedirs(self._logdir, exist_ok=True)
+            session = manager.prepare_session(master, init_op=self._scaffold.init_op,
+                                              saver=self._scaffold.saver, checkpoint_dir=self._logdir,
+                                              config=config, init_feed_dict=self._scaffold.init_feed_dict)
+        else:
+            session = manager.wait_for_session(master, config, self._max_wait)
         self._threads.extend(start_queue_runners(session, coord=self._coord))
         if self._is_chief and self._path and self._save_secs and self._scaffold.saver is not None:
             saver = threading.Thread(target=self._save_loop, args=(session,), daemon=True,

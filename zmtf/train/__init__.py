@@ -19,10 +19,14 @@ from zmtf.train.input import (
     batch, input_producer, limit_epochs, range_input_producer, shuffle_batch, slice_input_producer,
 )
 from zmtf.train.learning_rate_decay import (
-    cosine_decay, exponential_decay, inverse_time_decay, linear_cosine_decay, natural_exp_decay,
-    piecewise_constant, polynomial_decay,
+    cosine_decay, cosine_decay_restarts, exponential_decay, inverse_time_decay, linear_cosine_decay,
+    natural_exp_decay, noisy_linear_cosine_decay, piecewise_constant, piecewise_constant_decay,
+    polynomial_decay,
 )
 from zmtf.train.checkpoint_reader import NewCheckpointReader, list_variables, load_variable
+from zmtf.train.checkpoint_utils import (
+    checkpoints_iterator, get_checkpoint_mtimes, load_checkpoint, remove_checkpoint,
+)
 from zmtf.train.meta_graph import export_meta_graph, import_meta_graph, write_graph
 from zmtf.train.moving_averages import ExponentialMovingAverage
 from zmtf.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
@@ -32,14 +36,14 @@ from zmtf.train.saver import (
 )
 from zmtf.train.session_run_hook import (
     CheckpointSaverHook, CheckpointSaverListener, FeedFnHook, FinalOpsHook, GlobalStepWaiterHook,
-    LoggingTensorHook, NanTensorHook, SecondOrStepTimer, SessionRunArgs, SessionRunContext,
+    LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, SecondOrStepTimer, SessionRunArgs, SessionRunContext,
     SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook,
 )
 from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from zmtf.train.warm_start import init_from_checkpoint
 
 __all__ = [
-    "AdadeltaOptimizer", "ExponentialMovingAverage", "FtrlOptimizer", "AdagradOptimizer", "AdamOptimizer", "RMSPropOptimizer", "CheckpointSaverHook", "CheckpointState", "LoggingTensorHook", "NanTensorHook",
+    "AdadeltaOptimizer", "ExponentialMovingAverage", "FtrlOptimizer", "AdagradOptimizer", "AdamOptimizer", "RMSPropOptimizer", "CheckpointSaverHook", "CheckpointState", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook",
     "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
     "StopAtStepHook", "SummarySaverHook", "Coordinator", "GradientDescentOptimizer",
     "GreedyLoadBalancingStrategy", "MomentumOptimizer", "Optimizer", "QueueRunner", "Saver",
@@ -56,3 +60,6 @@ __all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStep
             "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer", "LooperThread",
             "assert_global_step", "basic_train_loop"]
 __all__ += ["export_meta_graph", "import_meta_graph", "write_graph"]
+__all__ += ["NanLossDuringTrainingError", "checkpoints_iterator", "cosine_decay_restarts",
+            "get_checkpoint_mtimes", "load_checkpoint", "noisy_linear_cosine_decay",
+            "piecewise_constant_decay", "remove_checkpoint"]

@@ -10,6 +10,7 @@ from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.ops import math_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.framework.ops.random_ops import random_normal
 
 
 def exponential_decay(learning_rate: Any, global_step: Any, decay_steps: Any, decay_rate: Any,
@@ -116,3 +117,43 @@ def linear_cosine_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
         linear = (steps - step) / steps
         cosine = 0.5 * (1.0 + math_ops.cos(math.pi * 2.0 * num_periods * step / steps))
         return lr * ((alpha + linear) * cosine + beta)
+
+
+piecewise_constant_decay = piecewise_constant   # the TF 1.13+ name
+
+
+def cosine_decay_restarts(learning_rate: Any, global_step: Any, first_decay_steps: Any,
+                          t_mul: float = 2.0, m_mul: float = 1.0, alpha: float = 0.0,
+                          name: str | None = None) -> Tensor:
+    """SGDR: cosine decay that restarts, each period ``t_mul`` times longer and its peak
+    ``m_mul`` times lower than the last (TF1's formula)."""
+    with get_default_graph().name_scope(name or "SGDRDecay"):
+        lr, step = _schedule_inputs(learning_rate, global_step, "cosine_decay_restarts")
+        first = math_ops.cast(convert_to_tensor(first_decay_steps), lr.dtype)
+        fraction = step / first
+        if t_mul == 1.0:
+            restart = math_ops.floor(fraction)
+            fraction = fraction - restart
+        else:
+            restart = math_ops.floor(math_ops.log(1.0 - fraction * (1.0 - t_mul)) / math.log(t_mul))
+            done = (1.0 - math_ops.pow(t_mul, restart)) / (1.0 - t_mul)
+            fraction = (fraction - done) / math_ops.pow(t_mul, restart)
+        cosine = 0.5 * math_ops.pow(m_mul, restart) * (1.0 + math_ops.cos(math.pi * fraction))
+        return lr * ((1.0 - alpha) * cosine + alpha)
+
+
+def noisy_linear_cosine_decay(learning_rate: Any, global_step: Any, decay_steps: Any,
+                              initial_variance: float = 1.0, variance_decay: float = 0.55,
+                              num_periods: float = 0.5, alpha: float = 0.0, beta: float = 0.001,
+                              name: str | None = None) -> Tensor:
+    """linear_cosine_decay with Gaussian noise on the linear part, of variance
+    initial_variance / (1 + step) ** variance_decay (a fresh draw each run)."""
+    with get_default_graph().name_scope(name or "NoisyLinearCosineDecay"):
+        lr, step = _schedule_inputs(learning_rate, global_step, "noisy_linear_cosine_decay")
+        steps = math_ops.cast(convert_to_tensor(decay_steps), lr.dtype)
+        step = math_ops.minimum(step, steps)
+        linear = (steps - step) / steps
+        std = math_ops.sqrt(initial_variance / math_ops.pow(1.0 + step, variance_decay))
+        noisy = alpha + linear + random_normal([], stddev=std)
+        cosine = 0.5 * (1.0 + math_ops.cos(math.pi * 2.0 * num_periods * step / steps))
+        return lr * (noisy * cosine + beta)

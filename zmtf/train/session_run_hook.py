@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from zmtf.framework.errors import InvalidArgumentError
 from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.train.optimizers import get_global_step
 from zmtf.train.saver import Saver
@@ -249,6 +248,13 @@ class LoggingTensorHook(SessionRunHook):
         self._count += 1
 
 
+class NanLossDuringTrainingError(RuntimeError):
+    """Raised by NanTensorHook (``fail_on_nan_loss=True``) when the loss becomes NaN."""
+
+    def __str__(self) -> str:
+        return "NaN loss during training."
+
+
 class NanTensorHook(SessionRunHook):
     """Stop (or fail) when ``loss_tensor`` becomes NaN."""
 
@@ -261,7 +267,7 @@ class NanTensorHook(SessionRunHook):
     def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
         if math.isnan(float(run_values.results)):
             if self._fail:
-                raise InvalidArgumentError(None, None, "NaN loss during training.")
+                raise NanLossDuringTrainingError()
             log.warning("NaN loss during training: stopping")
             run_context.request_stop()
 
