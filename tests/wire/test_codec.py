@@ -81,8 +81,9 @@ def test_messages_without_tensors_compare_equal():
 def test_header_layout_is_the_documented_spec():
     frames = codec.encode(m.RunStep(id=3, session="s", feeds=["x:0"], tensors=[F32]))
     assert msgpack.unpackb(frames[0]) == {
-        "v": 1, "kind": "RunStep", "id": 3,
-        "body": {"session": "s", "feeds": ["x:0"], "fetches": [], "targets": [], "timeout_ms": 0},
+        "v": 2, "kind": "RunStep", "id": 3,
+        "body": {"session": "s", "feeds": ["x:0"], "fetches": [], "targets": [], "timeout_ms": 0,
+                 "trace_level": 0},
         "tensors": [{"dtype": "<f4", "shape": [3, 4], "parts": 1}],
     }
     assert np.shares_memory(np.frombuffer(frames[1], np.uint8), F32)
@@ -161,7 +162,7 @@ def test_dataclasses_replace_assigns_an_id():
 
 # ---- decode refuses malformed frames -------------------------------------------------------
 def header(**changes):
-    base = {"v": 1, "kind": "RecvTensor", "id": 7, "body": {"step_id": 1, "key": "k"},
+    base = {"v": 2, "kind": "RecvTensor", "id": 7, "body": {"step_id": 1, "key": "k"},
             "tensors": []}
     base.update(changes)
     return msgpack.packb({k: v for k, v in base.items() if v is not DROP})
@@ -169,7 +170,8 @@ def header(**changes):
 
 DROP = object()
 F32_DESC = {"dtype": "<f4", "shape": [3, 4], "parts": 1}
-RUN_BODY = {"session": "s", "feeds": [], "fetches": [], "targets": [], "timeout_ms": 0}
+RUN_BODY = {"session": "s", "feeds": [], "fetches": [], "targets": [], "timeout_ms": 0,
+            "trace_level": 0}
 
 MALFORMED = [
     ("not-a-list", b"\x80", r"non-empty list of frames"),
@@ -190,7 +192,7 @@ MALFORMED = [
     ("header-huge-length", [b"\xdd\xff\xff\xff\xff"], r"not valid msgpack"),
     ("missing-key", [header(tensors=DROP)], r"exactly the keys"),
     ("extra-key", [header(extra=1)], r"exactly the keys"),
-    ("version-2", [header(v=2)], r"unsupported wire version 2; this zmtf speaks versions \[1\]"),
+    ("version-1", [header(v=1)], r"unsupported wire version 1; this zmtf speaks versions \[2\]"),
     ("version-str", [header(v="1")], r"unsupported wire version '1'"),
     ("version-bool", [header(v=True)], r"unsupported wire version True"),
     ("kind-unknown", [header(kind="Launch")],

@@ -23,6 +23,7 @@ from typing import Any
 
 from zmtf.client.session import Session
 from zmtf.client.session_manager import SessionManager
+from zmtf.framework.config import RunMetadata, RunOptions
 from zmtf.framework.errors import OutOfRangeError
 from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.framework.variables import (
@@ -154,16 +155,21 @@ class MonitoredSession:
             raise RuntimeError("Run called even after should_stop requested.")
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._session)
         extra, feeds = {}, dict(feed_dict or {})
+        hook_options = []
         for index, hook in enumerate(self._hooks):
             request = hook.before_run(context)
             if request is None:
                 continue
+            if request.options is not None:
+                hook_options.append(request.options)
             if request.fetches is not None:
                 extra[index] = request.fetches
             for key, value in (request.feed_dict or {}).items():
                 if key in feeds:
                     raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user: {key}")
                 feeds[key] = value
+        if hook_options:   # as TF: the largest trace level and the shortest deadline asked for
+            options, run_metadata = _merged_options(options, hook_options), run_metadata or RunMetadata()
         try:
             results = self._session.run([fetches, extra], feed_dict=feeds or None, options=options,
                                         run_metadata=run_metadata)
@@ -197,6 +203,13 @@ class MonitoredSession:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.close(run_end_hooks=exc_type is None or issubclass(exc_type, OutOfRangeError))
         return exc_type is not None and issubclass(exc_type, OutOfRangeError)
+
+
+def _merged_options(options: Any, hook_options: list[Any]) -> RunOptions:
+    every = ([options] if options is not None else []) + hook_options
+    deadlines = [o.timeout_in_ms for o in every if o.timeout_in_ms > 0]
+    return RunOptions(trace_level=max(o.trace_level for o in every),
+                      timeout_in_ms=min(deadlines) if deadlines else 0)
 
 
 def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N802 (TF's name)

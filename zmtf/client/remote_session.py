@@ -25,6 +25,7 @@ from zmtf.framework.errors import InvalidArgumentError, UnavailableError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_to_dict
 from zmtf.runtime.executor import fetched
+from zmtf.runtime.step_stats import from_plain
 from zmtf.wire import messages as m
 
 CONNECT_TIMEOUT = 10.0   # seconds to reach the master before UnavailableError
@@ -134,8 +135,11 @@ class RemoteSessionCore:
         return self._handle
 
     def _run_calls(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
-                   timeout: float | None) -> Generator[Call, Any, Any]:
-        """One run(): the session first if needed, then a RunStep; returns the fetch structure."""
+                   timeout: float | None,
+                   run_metadata: RunMetadata | None = None) -> Generator[Call, Any, Any]:
+        """One run(): the session first if needed, then a RunStep; returns the fetch structure.
+        Traced (``options.trace_level`` with a ``run_metadata``), every task's node timings
+        come back into ``run_metadata.step_stats``."""
         elements, rebuild = flatten(self.graph, fetches)
         fetch_tensors = [e for e in elements if isinstance(e, Tensor)]
         targets = [e.name for e in elements if isinstance(e, Operation)]
@@ -145,11 +149,15 @@ class RemoteSessionCore:
             timeout_ms = int(timeout * 1000)
         limit = timeout_ms / 1000.0 if timeout_ms > 0 else DEFAULT_RUN_TIMEOUT
         handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit))
+        traced = options is not None and options.trace_level > 0 and run_metadata is not None
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
                             fetches=[t.name for t in fetch_tensors], targets=targets,
-                            timeout_ms=timeout_ms, tensors=feed_values)
+                            timeout_ms=timeout_ms, trace_level=options.trace_level if traced else 0,
+                            tensors=feed_values)
         reply = yield Call(request, limit + 1.0,
                            lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
+        if traced:
+            run_metadata.step_stats = from_plain(reply.step_stats, self.target)
         position = {id(t): i for i, t in enumerate(fetch_tensors)}
         return rebuild([fetched(_writable(reply.tensors[position[id(e)]])) if id(e) in position
                         else None for e in elements])
@@ -172,7 +180,7 @@ class RemoteSessionCore:
     async def run(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
                   run_metadata: RunMetadata | None, timeout: float | None) -> Any:
         self._chan()
-        return await self._drive(self._run_calls(fetches, feed_dict, options, timeout))
+        return await self._drive(self._run_calls(fetches, feed_dict, options, timeout, run_metadata))
 
     # ---- driving it from a plain thread (the sync Session) ------------------------------------
     def _blocking_chan(self) -> BlockingChannel:
@@ -198,10 +206,12 @@ class RemoteSessionCore:
         except StopIteration as done:
             return done.value
 
-    def run_blocking(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None) -> Any:
+    def run_blocking(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
+                     run_metadata: RunMetadata | None = None) -> Any:
         """run() on the calling thread with its own socket: no event loop involved."""
         try:
-            return self._drive_blocking(self._run_calls(fetches, feed_dict, options, None))
+            return self._drive_blocking(self._run_calls(fetches, feed_dict, options, None,
+                                                        run_metadata))
         finally:
             if self._closing:   # another thread closed the session during this run
                 self._release_context()

@@ -74,7 +74,7 @@ class Session:
         self._async._check_open()
         if self._remote is not None:
             _refuse_inside_running_loop()
-            return self._remote.run_blocking(fetches, feed_dict, options)
+            return self._remote.run_blocking(fetches, feed_dict, options, run_metadata)
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         # With a deadline the step runs on a pool thread so this thread can stop waiting.
         future = self._core.start(call, inline=call.timeout is None)

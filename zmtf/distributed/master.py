@@ -104,7 +104,8 @@ class MasterService:
 
     # ---- steps ---------------------------------------------------------------------------
     def run_step(self, handle: str, feeds: list[str], fetches: list[str], targets: list[str],
-                 values: list[np.ndarray], timeout_ms: int) -> "Deferred | Awaitable[list]":
+                 values: list[np.ndarray], timeout_ms: int,
+                 trace: list | None = None) -> "Deferred | Awaitable[list]":
         """Run one step: an awaitable of the fetched values (cancel it to abort the step).
 
         A step whose partitions are registered already is a Deferred settled by callbacks
@@ -113,19 +114,21 @@ class MasterService:
         timeout = timeout_ms / 1000.0 if timeout_ms > 0 else self._timeout
         setup = session.setups.get((tuple(feeds), tuple(fetches), tuple(targets)))
         if setup is None:
-            return self._setup_then_run(session, feeds, fetches, targets, values, timeout)
-        return self._start(session, setup, fetches, dict(zip(feeds, values)), timeout)
+            return self._setup_then_run(session, feeds, fetches, targets, values, timeout, trace)
+        return self._start(session, setup, fetches, dict(zip(feeds, values)), timeout, trace)
 
     async def _setup_then_run(self, session: MasterSession, feeds: list[str], fetches: list[str],
                               targets: list[str], values: list[np.ndarray],
-                              timeout: float) -> list[np.ndarray]:
+                              timeout: float, trace: list | None) -> list[np.ndarray]:
         setup = await self._setup(session, feeds, fetches, targets)
-        return await self._start(session, setup, fetches, dict(zip(feeds, values)), timeout)
+        return await self._start(session, setup, fetches, dict(zip(feeds, values)), timeout, trace)
 
     def _start(self, session: MasterSession, setup: _StepSetup, fetches: list[str],
-               feed_values: dict[str, np.ndarray], timeout: float) -> Deferred:
+               feed_values: dict[str, np.ndarray], timeout: float,
+               trace: list | None = None) -> Deferred:
         """Start every partition of one step; the Deferred settles with the fetches or the
-        first error, after which the step is aborted on every task."""
+        first error, after which the step is aborted on every task. With ``trace`` (a list)
+        every partition's node timings are added to it."""
         step_id = next(self._step_ids)
         results: dict[str, np.ndarray] = {}
         step = Deferred()
@@ -165,7 +168,8 @@ class MasterService:
             if step.done():   # an earlier partition failed at once: start no more
                 break
             try:
-                call = self._start_partition(session, setup, part, step_id, feed_values, timeout)
+                call = self._start_partition(session, setup, part, step_id, feed_values, timeout,
+                                             trace)
             except Exception as error:  # noqa: BLE001 - e.g. the peer's channel is closed
                 call = failed(error)
             running.append(call)
@@ -176,14 +180,14 @@ class MasterService:
 
     def _start_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
                          step_id: int, feed_values: dict[str, np.ndarray],
-                         timeout: float) -> Deferred:
+                         timeout: float, trace: list | None = None) -> Deferred:
         values = [feed_values[name] for name in part.feeds]
         if part.task == self.task:
             return self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
-                                         part.fetches, part.targets, values, timeout)
+                                         part.fetches, part.targets, values, timeout, trace)
         run = dict(session=session.handle, graph_key=setup.graph_key, step_id=step_id,
                    feeds=part.feeds, fetches=part.fetches, targets=part.targets, tensors=values,
-                   timeout=timeout)
+                   timeout=timeout, trace=trace)
         first = self._remote_run_graph(part.task, run)
         if first.done() and not _lost_graphs(first):
             return first

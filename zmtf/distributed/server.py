@@ -33,6 +33,7 @@ from zmtf.framework.errors import (
 from zmtf.kernels.cpu.blas import for_server as blas_for_server
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
+from zmtf.runtime.step_stats import from_plain, to_plain
 from zmtf.wire import messages as m
 
 log = logging.getLogger("zmtf.server")
@@ -167,8 +168,9 @@ class ServerCore:
 
     def _run_step(self, msg: m.RunStep) -> Any:
         key = (msg.session, msg.id)
+        trace: list | None = [] if msg.trace_level > 0 else None
         step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
-                                    msg.timeout_ms)
+                                    msg.timeout_ms, trace)
         if asyncio.iscoroutine(step):   # the first run of a signature: placement, registration
             step = asyncio.ensure_future(step)
         self._running[key] = step
@@ -190,7 +192,8 @@ class ServerCore:
             elif done.exception() is not None:
                 reply.set_exception(done.exception())
             else:
-                reply.set_result(m.RunStepResult(id=msg.id, tensors=done.result()))
+                reply.set_result(m.RunStepResult(id=msg.id, tensors=done.result(),
+                                                 step_stats=to_plain(trace) if trace else []))
 
         step.add_done_callback(settled)
         reply.add_done_callback(lambda r: step.cancel() if r.cancelled() else None)
@@ -240,9 +243,11 @@ class ServerCore:
 
     def _run_graph(self, msg: m.RunGraph) -> Any:
         timeout = msg.timeout_ms / 1000.0 if msg.timeout_ms > 0 else None
+        trace: list | None = [] if msg.trace_level > 0 else None
         outputs = self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
-                                        msg.fetches, msg.targets, msg.tensors, timeout)
-        return then(outputs, lambda tensors: m.RunGraphResult(id=msg.id, tensors=tensors))
+                                        msg.fetches, msg.targets, msg.tensors, timeout, trace)
+        return then(outputs, lambda tensors: m.RunGraphResult(
+            id=msg.id, tensors=tensors, step_stats=to_plain(trace) if trace else []))
 
     def _cleanup_step(self, msg: m.CleanupStep) -> m.Ok:
         self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")
@@ -321,10 +326,17 @@ class ServerCore:
         self.channel(task).send_only(m.PushTensor(id=0, step_id=step_id, keys=keys, tensors=values))
 
     def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> Any:
-        timeout = fields["timeout"]
-        run = {k: v for k, v in fields.items() if k != "timeout"}
-        return self.channel(task).request(m.RunGraph(id=0, timeout_ms=int(timeout * 1000), **run),
-                                          timeout + 1.0, unwrap=_tensors_of)
+        timeout, trace = fields["timeout"], fields.get("trace")
+        run = {k: v for k, v in fields.items() if k not in ("timeout", "trace")}
+        unwrap = _tensors_of
+        if trace is not None:   # a traced step: the partition's node timings join the step's
+            def unwrap(reply: Any) -> Any:
+                from_plain(reply.step_stats, task)   # checked; kept plain (wall-clock already)
+                trace.extend(reply.step_stats)
+                return reply.tensors
+        return self.channel(task).request(
+            m.RunGraph(id=0, timeout_ms=int(timeout * 1000), trace_level=int(trace is not None), **run),
+            timeout + 1.0, unwrap=unwrap)
 
     async def _remote(self, task: str, what: str, **fields: Any) -> Any:
         if what == "register":

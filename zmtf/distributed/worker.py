@@ -144,7 +144,7 @@ class WorkerService:
     # ---- steps -----------------------------------------------------------------------
     def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
                   fetches: list[str], targets: list[str], values: list[np.ndarray],
-                  timeout: float | None) -> Deferred:
+                  timeout: float | None, trace: list | None = None) -> Deferred:
         """Start one partition for one step (on the loop thread); the Deferred gives the fetched
         values, owned by the caller. Cancelling it, or its deadline passing, aborts the step.
 
@@ -164,7 +164,7 @@ class WorkerService:
         loop = self.loop
         result = Deferred()
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
-                                    inline=inline)
+                                    inline=inline, trace=trace)
         self._running[step_id] = running
         timer = None if timeout is None or running.done() else loop.call_later(timeout, self._expire,
                                                                                result, step_id, timeout)

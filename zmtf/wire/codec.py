@@ -2,9 +2,12 @@
 
 One message is one multipart. Frame 0 is a msgpack map::
 
-    {"v": 1, "kind": "RunStep", "id": 17, "body": {...}, "tensors": [descriptor, ...]}
+    {"v": 2, "kind": "RunStep", "id": 17, "body": {...}, "tensors": [descriptor, ...]}
 
 and frames 1.. are the tensor parts, in the order of ``"tensors"`` (see ``tensors.py``).
+``"v"`` changes whenever a message's fields do (2: RunStep/RunGraph carry ``trace_level``
+and their results ``step_stats``); peers of different versions refuse each other's messages
+with an error that says to upgrade the older side.
 ``encode`` returns the header as bytes and the parts as memoryviews of the arrays, ready
 for ``send_multipart(frames, copy=False)``; ``decode`` takes what
 ``recv_multipart(copy=False)`` returns.
@@ -44,8 +47,8 @@ from zmtf.wire.tensors import (
     short_repr,
 )
 
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+VERSION = 2   # 2: RunStep/RunGraph trace_level, their results' step_stats
+SUPPORTED_VERSIONS = (2,)
 HEADER_KEYS = frozenset({"v", "kind", "id", "body", "tensors"})
 
 

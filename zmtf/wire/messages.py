@@ -113,13 +113,16 @@ class RunStep(Message):
     fetches: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
     timeout_ms: int = 0  # 0: no deadline
+    trace_level: int = 0  # > 0: every task reports when and where each node ran
     tensors: Tensors = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunStepResult(Message):
-    """Master -> client: the fetched values, in ``fetches`` order."""
+    """Master -> client: the fetched values, in ``fetches`` order; ``step_stats`` when traced:
+    one map per node run, {"node", "device", "thread": str, "start", "end": wall-clock s}."""
 
+    step_stats: list[dict[str, Any]] = field(default_factory=list)
     tensors: Tensors = field(default_factory=list)
 
 
@@ -171,13 +174,16 @@ class RunGraph(Message):
     fetches: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
     timeout_ms: int = 0
+    trace_level: int = 0
     tensors: Tensors = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunGraphResult(Message):
-    """Worker -> master: the partition's fetched values, in ``fetches`` order."""
+    """Worker -> master: the partition's fetched values, in ``fetches`` order (and its node
+    timings when traced, as RunStepResult's)."""
 
+    step_stats: list[dict[str, Any]] = field(default_factory=list)
     tensors: Tensors = field(default_factory=list)
 
 

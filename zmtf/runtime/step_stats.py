@@ -1,0 +1,54 @@
+"""RunMetadata's step stats across processes: NodeTrace <-> plain maps for the wire.
+
+A traced step's partitions each record a NodeTrace per node run (``Executor.run(trace=)``,
+times from ``time.perf_counter``). To travel to the master and the client they become
+plain maps with wall-clock times (``perf_counter`` has a different origin in every
+process; the wall clock is common to the tasks of one machine, and NTP-close across
+machines). A map from the network is checked before it becomes a NodeTrace again.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from zmtf.framework.errors import InvalidArgumentError
+from zmtf.runtime.executor import NodeTrace
+
+#: perf_counter -> wall clock in this process
+_WALL_OFFSET = time.time() - time.perf_counter()
+_TEXT_KEYS = ("node", "device", "thread")
+_KEYS = frozenset({*_TEXT_KEYS, "start", "end"})
+
+
+def to_plain(traces: list[Any]) -> list[dict[str, Any]]:
+    """NodeTraces (this process's clock) or maps already plain -> maps with wall-clock times."""
+    out = []
+    for t in traces:
+        if isinstance(t, dict):
+            out.append(t)
+            continue
+        out.append({"node": t.node_name, "device": t.device, "thread": t.thread,
+                    "start": t.start + _WALL_OFFSET, "end": t.end + _WALL_OFFSET})
+    return out
+
+
+def from_plain(items: Any, source: str) -> list[NodeTrace]:
+    """Checked maps from ``source`` -> NodeTraces (wall-clock times)."""
+    if not isinstance(items, list):
+        raise InvalidArgumentError(None, None, f"step stats from {source} must be a list")
+    traces = []
+    for k, item in enumerate(items):
+        if not isinstance(item, dict) or set(item) != _KEYS:
+            raise InvalidArgumentError(None, None, f"step stat {k} from {source} must be a map "
+                                       f"with exactly the keys {sorted(_KEYS)}")
+        if not all(type(item[key]) is str for key in _TEXT_KEYS):
+            raise InvalidArgumentError(None, None, f"step stat {k} from {source}: node, device "
+                                       f"and thread must be strings")
+        start, end = item["start"], item["end"]
+        if not all(type(v) in (int, float) and math.isfinite(v) for v in (start, end)) or end < start:
+            raise InvalidArgumentError(None, None, f"step stat {k} from {source}: start and end "
+                                       f"must be finite seconds, end >= start")
+        traces.append(NodeTrace(item["node"], item["device"], float(start), float(end), item["thread"]))
+    return traces
