@@ -13,6 +13,7 @@ from zmtf.framework.ops import (  # noqa: F401  (import order fills OP_DEFS)
     scatter_ops,
     selection_ops,
     state_ops,
+    string_ops,
     summary_ops,
     topk_ops,
     while_ops,
