@@ -142,3 +142,29 @@ def test_strings_stay_on_cpu_even_when_pinned_to_a_gpu_with_soft_placement():
     assert placed.devices == {"words": CPU, "number": GPU0}
     with pytest.raises(tf.errors.InvalidArgumentError, match="tf.string tensors stay on CPU"):
         place(ops, [GPU0, CPU], everything, task=task)
+
+
+def test_strings_cross_a_tcp_cluster_as_feeds_constants_and_results():
+    from zmtf.testing import free_tcp_ports
+
+    ports = free_tcp_ports(2)
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"],
+                                 "worker": [f"127.0.0.1:{ports[1]}"]})
+    servers = [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
+    try:
+        with tf.device("/job:ps/task:0"):
+            known = tf.constant(["cat", "dog\x00", ""], name="known")   # registered on the ps
+        with tf.device("/job:worker/task:0"):
+            asked = tf.placeholder(tf.string, [None], name="asked")
+            found = tf.equal(tf.expand_dims(asked, 1), tf.expand_dims(known, 0))
+            labelled = tf.strings.join([asked, tf.as_string(tf.size(known))], separator="/")
+        with tf.Session(f"grpc://127.0.0.1:{ports[1]}") as sess:
+            hits, labels, echoed = sess.run([found, labelled, known],
+                                            {asked: ["dog\x00", "", "emu"]})
+        assert hits.tolist() == [[False, True, False], [False, False, True],
+                                 [False, False, False]]
+        assert labels.tolist() == [b"dog\x00/3", b"/3", b"emu/3"]
+        assert echoed.tolist() == [b"cat", b"dog\x00", b""]
+    finally:
+        for server in servers:
+            server.stop()
