@@ -11,6 +11,7 @@ if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from zmtf import app, data, errors, layers, logging, losses, manip, math, metrics, nn, strings, summary, test, train
+from zmtf import io, python_io
 from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.py)
 reverse_v2 = reverse
 from zmtf.app import flags
@@ -41,6 +42,7 @@ from zmtf.framework.ops.manip_ops import meshgrid, roll
 from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.unique_ops import unique, unique_with_counts
 from zmtf.framework.ops.string_ops import as_string, decode_raw, string_join, string_to_number
+from zmtf.framework.ops.parsing_ops import FixedLenFeature, VarLenFeature, parse_example, parse_single_example
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op, tuple_ as tuple
 from zmtf.framework.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue, QueueBase, RandomShuffleQueue

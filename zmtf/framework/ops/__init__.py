@@ -8,6 +8,7 @@ from zmtf.framework.ops import (  # noqa: F401  (import order fills OP_DEFS)
     conv_ops,
     math_ops,
     nn_ops,
+    parsing_ops,
     partition_ops,
     random_ops,
     scatter_ops,
