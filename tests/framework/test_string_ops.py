@@ -133,8 +133,8 @@ def test_to_string_array_refuses_what_is_not_text():
 
 def test_strings_stay_on_cpu_even_when_pinned_to_a_gpu_with_soft_placement():
     with tf.device("/gpu:0"):
-        words = tf.constant(["a"], name="words")
-        number = tf.constant([1.0], name="number")
+        tf.constant(["a"], name="words")
+        tf.constant([1.0], name="number")
     ops = tf.get_default_graph().get_operations()
     task = DeviceSpec(job="localhost", replica=0, task=0)
     everything = lambda op_type, device_type, dtype: True  # noqa: E731 (a GPU kernel for all)

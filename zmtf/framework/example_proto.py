@@ -20,26 +20,14 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.framework.proto_wire import length_delimited
+from zmtf.framework.proto_wire import varint as _varint
 
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 
 
 # ---- writing ---------------------------------------------------------------------------------
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    value &= (1 << 64) - 1   # negative int64: ten bytes of two's complement, as protobuf
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _delimited(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | _BYTES) + _varint(len(payload)) + payload
+_delimited = length_delimited
 
 
 # ---- reading ---------------------------------------------------------------------------------

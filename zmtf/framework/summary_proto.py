@@ -9,27 +9,10 @@ from __future__ import annotations
 
 import struct
 
+from zmtf.framework.proto_wire import field as _field
+from zmtf.framework.proto_wire import length_delimited as _length_delimited
+from zmtf.framework.proto_wire import varint as _varint
 from zmtf.framework.tfrecord import crc32c, encode_record
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    value &= (1 << 64) - 1
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number: int, wire_type: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | wire_type) + payload
-
-
-def _length_delimited(number: int, data: bytes) -> bytes:
-    return _field(number, 2, _varint(len(data)) + data)
 
 
 def _double(number: int, value: float) -> bytes:
