@@ -168,3 +168,9 @@ def test_strings_cross_a_tcp_cluster_as_feeds_constants_and_results():
     finally:
         for server in servers:
             server.stop()
+
+
+def test_exporting_a_meta_graph_with_string_constants_is_refused_not_corrupted(tmp_path):
+    tf.constant(["a"], name="words")
+    with pytest.raises(NotImplementedError, match="tf.string constants"):
+        tf.train.export_meta_graph(str(tmp_path / "m.meta"))
