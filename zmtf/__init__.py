@@ -10,7 +10,8 @@ import sys as _sys
 if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (see kernels/cpu/blas.py)
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-from zmtf import app, data, errors, layers, linalg, logging, losses, manip, math, metrics, nn, summary, test, train
+from zmtf import app, data, errors, layers, linalg, logging, losses, manip, math, metrics, nn, strings, summary, test, train
+from zmtf import io, python_io
 from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.py)
 reverse_v2 = reverse
 from zmtf.app import flags
@@ -20,7 +21,7 @@ from zmtf.client.session import InteractiveSession, Session, get_default_session
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.dtypes import (
     DType, as_dtype, bool_ as bool, double, float16, float32, float64, half, int8, int16, int32, int64,
-    resource, uint8, uint16, uint32, uint64,
+    resource, string, uint8, uint16, uint32, uint64,
 )
 from zmtf.framework.graph import (
     Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph,
@@ -46,6 +47,8 @@ from zmtf.framework.ops.linalg_solve_ops import (
     matrix_triangular_solve,
 )
 from zmtf.framework.ops.special_ops import digamma, erf, erfc, lgamma, polygamma, zeta
+from zmtf.framework.ops.string_ops import as_string, decode_raw, string_join, string_to_number
+from zmtf.framework.ops.parsing_ops import FixedLenFeature, VarLenFeature, parse_example, parse_single_example
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op, tuple_ as tuple
 from zmtf.framework.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue, QueueBase, RandomShuffleQueue

@@ -1,6 +1,6 @@
-"""``tf.data``: in-memory datasets and their iterators (see framework/ops/dataset_ops.py)."""
+"""``tf.data``: in-memory and TFRecord datasets and their iterators (see framework/ops/dataset_ops.py)."""
 
-from zmtf.framework.ops.dataset_ops import Dataset, Iterator
+from zmtf.framework.ops.dataset_ops import Dataset, Iterator, TFRecordDataset
 
 
 def make_one_shot_iterator(dataset: Dataset) -> Iterator:
@@ -13,4 +13,4 @@ def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None
     return dataset.make_initializable_iterator(shared_name)
 
 
-__all__ = ["Dataset", "Iterator", "make_initializable_iterator", "make_one_shot_iterator"]
+__all__ = ["Dataset", "Iterator", "TFRecordDataset", "make_initializable_iterator", "make_one_shot_iterator"]

@@ -21,6 +21,7 @@ from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.fetches import Rebuild, flatten
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
+from zmtf.framework.dtypes import to_string_array
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.placement.plan import plan_step
 from zmtf.kernels.cpu.blas import set_blas_threads
@@ -148,6 +149,15 @@ def feed_arrays(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.nd
 def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
     """The fed value as an array of the tensor's dtype, checked against its static shape."""
     target = tensor.dtype.np
+    if tensor.dtype.is_string:
+        try:
+            array = to_string_array(value)
+        except TypeError as exc:
+            raise FeedMismatchError(
+                None, None, f"Cannot feed {type(value).__name__} for Tensor '{tensor.name}', which "
+                f"has dtype string: {exc}; feed str, bytes or lists/arrays of them.",
+                node_name=tensor.op.name) from None
+        return _checked_shape(tensor, array)
     array = np.asarray(value)
     if array.size == 0 and not isinstance(value, np.ndarray):
         array = array.astype(target)   # [] has no dtype of its own (numpy says float64)
@@ -160,6 +170,10 @@ def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
                 f"dtype {tensor.dtype.name}: convert the value with np.asarray(value, "
                 f"dtype=np.{tensor.dtype.name}).", node_name=tensor.op.name)
         array = array.astype(target)
+    return _checked_shape(tensor, array)
+
+
+def _checked_shape(tensor: Tensor, array: np.ndarray) -> np.ndarray:
     if not tensor.shape.is_compatible_with(array.shape):
         raise FeedMismatchError(
             None, None,

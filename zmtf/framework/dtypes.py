@@ -1,4 +1,9 @@
-"""DType: TF's element types, mapped one-to-one onto numpy dtypes."""
+"""DType: TF's element types, mapped one-to-one onto numpy dtypes.
+
+``tf.string`` is the one non-numeric type: its values are numpy object arrays whose
+elements are ``bytes`` (TF1 fetches give bytes); ``to_string_array`` makes one from str
+(utf-8 encoded), bytes, or nested lists/arrays of them.
+"""
 
 from __future__ import annotations
 
@@ -16,11 +21,11 @@ class DType:
 
     @property
     def as_numpy_dtype(self) -> type:
-        return np.dtype(self.name).type
+        return self.np.type
 
     @property
     def np(self) -> np.dtype:
-        return np.dtype(self.name)
+        return np.dtype(object) if self.name == "string" else np.dtype(self.name)
 
     @property
     def size(self) -> int:
@@ -33,6 +38,10 @@ class DType:
     @property
     def is_integer(self) -> bool:
         return self.name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+    @property
+    def is_string(self) -> bool:
+        return self.name == "string"
 
     @property
     def is_bool(self) -> bool:
@@ -71,13 +80,17 @@ uint64 = DType("uint64")
 bool_ = DType("bool")
 half = float16
 double = float64
+# Byte strings: numpy object arrays of bytes; CPU only, never on a GPU.
+string = DType("string")
 # A handle on a queue or accumulator: lives on one device, is never fed, fetched or sent.
 resource = DType("resource")
 
 ALL_DTYPES: tuple[DType, ...] = (
     float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool_,
 )
-_BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
+#: every dtype a tensor value may have: the numeric ones and tf.string
+VALUE_DTYPES: tuple[DType, ...] = ALL_DTYPES + (string,)
+_BY_NAME: dict[str, DType] = {d.name: d for d in VALUE_DTYPES}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "resource": resource})
 
 
@@ -93,10 +106,15 @@ def as_dtype(value: Any) -> DType:
         return int32
     if value is bool:
         return bool_
+    if value is str or value is bytes:
+        return string
     try:
-        name = np.dtype(value).name
+        numpy_dtype = np.dtype(value)
     except TypeError:
         raise TypeError(f"Cannot convert {value!r} to a zmtf DType") from None
+    if numpy_dtype.kind in "OSU":  # object (bytes elements), numpy bytes_ and str_
+        return string
+    name = numpy_dtype.name
     if name not in _BY_NAME:
         raise TypeError(
             f"dtype {name} is not supported by zmtf; use one of "
@@ -109,9 +127,40 @@ def infer_dtype(value: Any) -> DType:
     """The dtype TF infers for a Python or numpy value: 3 -> int32, 3.0 -> float32."""
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         return as_dtype(value.dtype)
+    if isinstance(value, (str, bytes)):
+        return string
     arr = np.asarray(value)
+    if arr.dtype == object and arr.size and all(isinstance(v, (str, bytes)) for v in arr.flat):
+        return string
     if arr.dtype == np.float64:
         return float32
     if arr.dtype == np.int64:
         return int32
     return as_dtype(arr.dtype)
+
+
+def to_string_array(value: Any) -> np.ndarray:
+    """``value`` (str, bytes, nested lists or arrays of them) as an object array of bytes.
+
+    str is utf-8 encoded. numpy's ``S`` dtype is never used on the way: it drops trailing
+    NUL bytes. Raises TypeError naming the first element that is not str or bytes.
+    """
+    if isinstance(value, (str, bytes)):
+        array = np.empty((), dtype=object)
+        array[()] = value
+    elif isinstance(value, np.ndarray) and value.dtype.kind == "S":
+        # fixed-width bytes already lost trailing NULs when they were made; keep what they hold
+        array = value.astype(object)
+    else:
+        array = np.array(value, dtype=object)
+    out = np.empty(array.shape, dtype=object)
+    flat = out.reshape(-1)
+    for i, item in enumerate(array.flat):
+        if isinstance(item, bytes):
+            flat[i] = bytes(item)   # np.bytes_ -> bytes
+        elif isinstance(item, str):
+            flat[i] = item.encode("utf-8")
+        else:
+            raise TypeError(f"a tf.string value needs str or bytes elements, got "
+                            f"{type(item).__name__} {item!r:.40} at flat index {i}")
+    return out

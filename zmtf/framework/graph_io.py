@@ -19,6 +19,7 @@ and of the same type):
 * tuples: ``{"__tuple__": [...]}`` (reductions keep ``axis`` as a tuple, and plans may
   hash attrs, so a tuple must not come back as a list).
 * numpy arrays: ``{"__array__": i}``, ``arrays[i]`` is the array; it comes back read-only.
+  String values (tf.string Consts) are object arrays of bytes; numpy's S/U arrays are refused.
 * numpy scalars: ``{"__scalar__": i}``, ``arrays[i]`` is a 0-d array of that dtype.
 
 A dict with exactly one key starting with ``__`` is one of these markers; any other
@@ -125,6 +126,10 @@ def _check_keys(mapping: dict[Any, Any], node: str, where: str) -> None:
 
 
 def _check_array_dtype(array: np.ndarray, node: str, key: str) -> DType:
+    if array.dtype.kind in "SU":
+        raise InvalidArgumentError(
+            f"node '{node}': attr '{key}' is a numpy {array.dtype} array; string values travel "
+            f"as object arrays of bytes (zmtf.framework.dtypes.to_string_array)")
     try:
         return as_dtype(array.dtype)
     except TypeError as exc:

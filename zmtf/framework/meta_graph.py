@@ -75,6 +75,9 @@ def meta_graph_to_dict(graph: Graph, collection_list: Any = None, clear_devices:
 
 
 def _array_to_plain(array: np.ndarray) -> dict[str, Any]:
+    if array.dtype == object:   # its bytes would be pointers
+        raise NotImplementedError("export_meta_graph: a graph holding tf.string constants (or "
+                                  "string attrs) cannot be exported yet; feed the strings instead")
     little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     return {"dtype": array.dtype.name, "shape": list(array.shape),
             "data": base64.b64encode(little.tobytes()).decode("ascii")}

@@ -9,25 +9,10 @@ from __future__ import annotations
 
 import struct
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    value &= (1 << 64) - 1
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number: int, wire_type: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | wire_type) + payload
-
-
-def _length_delimited(number: int, data: bytes) -> bytes:
-    return _field(number, 2, _varint(len(data)) + data)
+from zmtf.framework.proto_wire import field as _field
+from zmtf.framework.proto_wire import length_delimited as _length_delimited
+from zmtf.framework.proto_wire import varint as _varint
+from zmtf.framework.tfrecord import crc32c, encode_record
 
 
 def _double(number: int, value: float) -> bytes:
@@ -91,32 +76,8 @@ def encode_event(wall_time: float, step: int | None = None, summary: bytes | Non
     return out
 
 
-def _crc32c_table() -> list[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
+# TFRecord framing has its home in tfrecord.py; event files use the same records.
+record = encode_record
 
-
-_TABLE = _crc32c_table()
-
-
-def crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def _masked(crc: int) -> int:
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def record(data: bytes) -> bytes:
-    """TFRecord framing: length, masked crc of it, the data, masked crc of the data."""
-    length = struct.pack("<Q", len(data))
-    return (length + struct.pack("<I", _masked(crc32c(length))) + data
-            + struct.pack("<I", _masked(crc32c(data))))
+__all__ = ["crc32c", "encode_event", "histogram_summary", "image_summary", "record",
+           "scalar_summary", "text_summary"]

@@ -168,8 +168,17 @@ def _place_group(group: list[Operation], devices: list[DeviceSpec], supports: Su
 
 
 def _group_runs_on(group: list[Operation], device_type: str, supports: Supports) -> bool:
-    return all(op.type in NO_KERNEL_OPS or supports(op.type, device_type, kernel_dtype(op))
-               for op in group)
+    return all(_runs_on(op, device_type, supports) for op in group)
+
+
+def _runs_on(op: Operation, device_type: str, supports: Supports) -> bool:
+    if device_type != "CPU" and _touches_strings(op):
+        return False   # string tensors are Python objects: they live in host memory only
+    return op.type in NO_KERNEL_OPS or supports(op.type, device_type, kernel_dtype(op))
+
+
+def _touches_strings(op: Operation) -> bool:
+    return any(t.dtype.name == "string" for t in (*op.inputs, *op.outputs))
 
 
 def _unsatisfiable(group: list[Operation], pinned_op: Operation | None, requested: DeviceSpec,
@@ -183,10 +192,11 @@ def _unsatisfiable(group: list[Operation], pinned_op: Operation | None, requeste
                f"available devices: {', '.join(d.to_string() for d in devices)}")
     else:
         device_type = matching[0].device_type
-        blocker = next(op for op in group if op.type not in NO_KERNEL_OPS
-                       and not supports(op.type, device_type or "", kernel_dtype(op)))
+        blocker = next(op for op in group if not _runs_on(op, device_type or "", supports))
         why = (f"no supported kernel for {device_type} devices is available for "
                f"{blocker.type}({kernel_dtype(blocker)}) (node '{blocker.name}')")
+        if device_type != "CPU" and _touches_strings(blocker):
+            why += "; tf.string tensors stay on CPU"
         if blocker is not node:
             why += f", which is colocated with '{node.name}'"
     return InvalidArgumentError(

@@ -33,6 +33,8 @@ class BufferPool:
     def empty(self, shape: Any, dtype: Any) -> np.ndarray:
         """Like np.empty, from reused memory when the array is big."""
         dtype = np.dtype(dtype)
+        if dtype.hasobject:  # string tensors hold Python objects: never raw recycled bytes
+            return np.empty(shape, dtype)
         count = 1
         for d in (shape if isinstance(shape, tuple) else tuple(np.atleast_1d(shape))):
             count *= int(d)

@@ -1,7 +1,8 @@
 """The state of one tf.data iterator on a device: where its pipeline stands between steps.
 
 A pipeline is the plain-data spec the graph carries (``framework/ops/dataset_ops.py``) over
-the source arrays (the components ``from_tensor_slices`` cuts into elements). Each stage is
+the source arrays (the components ``from_tensor_slices`` cuts into elements, or the names of
+the TFRecord files whose records are the elements, read here, on the iterator's device). Each stage is
 a Python generator over elements (lists of arrays); ``next_element`` pulls one, raising
 OutOfRangeError at the end, as TF's IteratorGetNext does. It lives in the device's
 ResourceContainer, so steps (and sessions, on a worker) continue where the last one stopped;
@@ -21,6 +22,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from zmtf.framework.errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError
+from zmtf.framework.tfrecord import tf_record_iterator
 from zmtf.runtime.functional import run_now
 
 Element = list[np.ndarray]
@@ -72,19 +74,10 @@ class DatasetIterator:
 def _pipeline(spec: Sequence[Sequence[Any]], sources: list[np.ndarray], node: str,
               captures: Sequence[np.ndarray] = (), call: Any = None,
               device: str = "") -> Callable[[], Iterator[Element]]:
-    if not spec or spec[0][0] != "slices":
-        raise InvalidArgumentError(f"iterator '{node}': a pipeline starts from tensor slices")
-    rows = {len(s) if s.ndim else -1 for s in sources}
-    if len(rows) != 1 or -1 in rows:
-        raise InvalidArgumentError(
-            f"iterator '{node}': from_tensor_slices needs components with the same first "
-            f"dimension, got shapes {[list(s.shape) for s in sources]}")
-
-    def slices() -> Iterator[Element]:
-        for i in range(len(sources[0])):
-            yield [s[i] for s in sources]
-
-    make: Callable[[], Iterator[Element]] = slices
+    if not spec or spec[0][0] not in _SOURCES:
+        raise InvalidArgumentError(f"iterator '{node}': a pipeline starts from tensor slices "
+                                   f"or TFRecord files")
+    make = _SOURCES[spec[0][0]](sources, node)
     for stage in spec[1:]:
         if stage[0] in _FUNCTION_STAGES:
             fn = {**stage[1], "_device": device}   # one dict per pipeline: its plan is cached by it
@@ -93,6 +86,40 @@ def _pipeline(spec: Sequence[Sequence[Any]], sources: list[np.ndarray], node: st
         else:
             make = _STAGES[stage[0]](make, *stage[1:])
     return make
+
+
+def _slices(sources: list[np.ndarray], node: str) -> Callable[[], Iterator[Element]]:
+    rows = {len(s) if s.ndim else -1 for s in sources}
+    if len(rows) != 1 or -1 in rows:
+        raise InvalidArgumentError(
+            f"iterator '{node}': from_tensor_slices needs components with the same first "
+            f"dimension, got shapes {[list(s.shape) for s in sources]}")
+
+    def slices() -> Iterator[Element]:
+        for i in range(len(sources[0])):
+            # s[i, ...]: a string row stays a 0-d object array, not a bare bytes object
+            yield [s[i, ...] if s.dtype == object else s[i] for s in sources]
+
+    return slices
+
+
+def _tfrecords(sources: list[np.ndarray], node: str) -> Callable[[], Iterator[Element]]:
+    """Each record of each file in order, as a 0-d string; files are opened (on this device)
+    when the pipeline reaches them: a missing one is NotFoundError, a damaged record
+    DataLossError, both naming the file."""
+    filenames = sources[0] if len(sources) == 1 else None
+    if filenames is None or filenames.dtype != object or filenames.ndim > 1:
+        raise InvalidArgumentError(f"iterator '{node}': TFRecordDataset takes a string scalar "
+                                   f"or vector of filenames")
+
+    def records() -> Iterator[Element]:
+        for name in filenames.reshape(-1):
+            for record in tf_record_iterator(name.decode("utf-8", "replace")):
+                value = np.empty((), dtype=object)
+                value[()] = record
+                yield [value]
+
+    return records
 
 
 def _map(upstream: Callable[[], Iterator[Element]],
@@ -193,4 +220,5 @@ _STAGES: dict[str, Callable[..., Callable[[], Iterator[Element]]]] = {
     "shuffle": _shuffle, "repeat": _repeat, "batch": _batch, "take": _take, "skip": _skip,
 }
 _FUNCTION_STAGES = {"map": _map, "filter": _filter}
-STAGE_NAMES = frozenset(_STAGES) | frozenset(_FUNCTION_STAGES) | {"slices"}
+_SOURCES = {"slices": _slices, "tfrecord": _tfrecords}
+STAGE_NAMES = frozenset(_STAGES) | frozenset(_FUNCTION_STAGES) | frozenset(_SOURCES)

@@ -4,6 +4,7 @@ The cluster classes (ClusterSpec, Server) and the session classes (MonitoredTrai
 MonitoredSession, Scaffold) are added to this namespace by ``zmtf/__init__``.
 """
 
+from zmtf.framework.example_proto import BytesList, Example, Feature, Features, FloatList, Int64List
 from zmtf.train.adadelta import AdadeltaOptimizer
 from zmtf.train.basic_loops import LooperThread, basic_train_loop
 from zmtf.train.coordinator import Coordinator
@@ -44,6 +45,7 @@ from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from zmtf.train.warm_start import init_from_checkpoint
 
 __all__ = [
+    "BytesList", "Example", "Feature", "Features", "FloatList", "Int64List",
     "AdadeltaOptimizer", "ExponentialMovingAverage", "FtrlOptimizer", "AdagradOptimizer", "AdamOptimizer", "RMSPropOptimizer", "CheckpointSaverHook", "CheckpointState", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook",
     "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
     "StopAtStepHook", "SummarySaverHook", "Coordinator", "GradientDescentOptimizer",

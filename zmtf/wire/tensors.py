@@ -14,6 +14,14 @@ of non-negative ints, and the byte count of the parts must be exactly
 ``allocate`` (``decode_parts`` keeps them apart for a consumer that can reduce over parts
 instead).
 
+A ``tf.string`` tensor (an object array of bytes) has the descriptor dtype ``"string"``
+and ``parts`` >= 2 frames: first the element lengths as little-endian uint64 (8 bytes per
+element, row-major), then the elements' bytes concatenated, cut into ``CHUNK_BYTES`` parts
+(at least one, maybe empty). Decoding checks the lengths frame holds exactly one length per
+element, that no length exceeds the data and that they sum to the data's byte count, with
+lengths plus data under ``max_tensor_bytes``; the elements come back as ``bytes`` objects
+(one copy: they must outlive the frames). No pickle, no per-element framing to parse.
+
 Decoded arrays are **read-only**: a view of a received frame may alias the sender's own
 memory (inproc is zero-copy end to end), so a decoded tensor is a value, not a buffer.
 Consumers that need to write copy first, as the state kernels already do.
@@ -41,6 +49,9 @@ WIRE_DTYPES: frozenset[str] = frozenset({
     "|b1",
 })
 
+STRING_DTYPE = "string"  # the descriptor dtype of tf.string tensors (object arrays of bytes)
+_LENGTHS = np.dtype("<u8")
+
 Frame = Any  # bytes | bytearray | memoryview | zmq.Frame (anything with .buffer)
 Allocate = Callable[[np.dtype, tuple[int, ...]], np.ndarray]  # (dtype, shape) -> buffer
 Descriptor = dict[str, Any]
@@ -67,6 +78,7 @@ DEFAULT_LIMITS = Limits()
 
 def _describe(dtype: np.dtype | str, shape: Sequence[Any]) -> str:
     name = dtype.name if isinstance(dtype, np.dtype) else dtype
+    name = STRING_DTYPE if name == "object" else name
     return f"{name}{list(shape)}"
 
 
@@ -83,6 +95,8 @@ def encode_tensor(array: Any, index: int = 0,
     if not array.flags.c_contiguous:  # (np.ascontiguousarray would also turn 0-d into 1-d)
         array = np.ascontiguousarray(array)
     dtype = array.dtype
+    if dtype == object:
+        return _encode_strings(array, index, limits)
     if dtype.str not in WIRE_DTYPES:
         raise InvalidArgumentError(
             f"tensor {index} has dtype {dtype} ({dtype.str!r}), which cannot cross the wire; "
@@ -99,6 +113,31 @@ def encode_tensor(array: Any, index: int = 0,
     parts = [flat[start:start + chunk] for start in range(0, len(flat), chunk)] or [flat]
     descriptor = {"dtype": dtype.str, "shape": list(array.shape), "parts": len(parts)}
     return descriptor, parts
+
+
+def _encode_strings(array: np.ndarray, index: int,
+                    limits: Limits) -> tuple[Descriptor, list[memoryview]]:
+    """A string tensor -> [lengths (uint64 LE), data parts...]; every element must be bytes."""
+    flat = array.reshape(-1)
+    for position, item in enumerate(flat):
+        if not isinstance(item, bytes):
+            raise InvalidArgumentError(
+                f"tensor {index} (string{list(array.shape)}): element {position} is a "
+                f"{type(item).__name__}, not bytes; only bytes cross the wire (str: .encode())"
+            )
+    lengths = np.fromiter((len(item) for item in flat), dtype=_LENGTHS, count=flat.size)
+    data = b"".join(flat)
+    total = lengths.nbytes + len(data)
+    if total > limits.max_tensor_bytes:
+        raise InvalidArgumentError(
+            f"tensor {index} (string{list(array.shape)}) has {total} bytes with its lengths, "
+            f"over the limit of {limits.max_tensor_bytes} bytes per tensor"
+        )
+    view = memoryview(data)
+    chunk = limits.chunk_bytes
+    parts = [view[start:start + chunk] for start in range(0, len(view), chunk)] or [view]
+    descriptor = {"dtype": STRING_DTYPE, "shape": list(array.shape), "parts": 1 + len(parts)}
+    return descriptor, [memoryview(lengths.view(np.uint8)), *parts]
 
 
 def encode_tensors(arrays: Sequence[Any],
@@ -136,6 +175,7 @@ def frame_view(frame: Frame) -> memoryview:
 _Spec = tuple[np.dtype, list[int], int, int]  # dtype, shape, parts, nbytes
 _DESCRIPTOR_KEYS = frozenset({"dtype", "shape", "parts"})
 _NP_DTYPES = {name: np.dtype(name) for name in WIRE_DTYPES}
+_OBJECT = np.dtype(object)
 
 
 def _check_descriptor(index: int, descriptor: Any, limits: Limits) -> _Spec:
@@ -146,34 +186,42 @@ def _check_descriptor(index: int, descriptor: Any, limits: Limits) -> _Spec:
             f"got {short_repr(descriptor)}"
         )
     dtype_str, shape, parts = descriptor["dtype"], descriptor["shape"], descriptor["parts"]
-    if not isinstance(dtype_str, str) or dtype_str not in WIRE_DTYPES:
+    if not isinstance(dtype_str, str) or (dtype_str not in WIRE_DTYPES
+                                          and dtype_str != STRING_DTYPE):
         raise InvalidArgumentError(
             f"tensor {index}: dtype {short_repr(dtype_str)} is not allowed on the wire; "
-            f"allowed: {', '.join(sorted(WIRE_DTYPES))}"
+            f"allowed: {', '.join(sorted(WIRE_DTYPES))}, {STRING_DTYPE}"
         )
-    dtype = _NP_DTYPES[dtype_str]
+    # a string tensor's fixed-size part is its lengths frame: 8 bytes an element
+    dtype = _NP_DTYPES[dtype_str] if dtype_str != STRING_DTYPE else _OBJECT
     if (not isinstance(shape, list) or len(shape) > MAX_RANK
             or not all(type(d) is int and 0 <= d <= limits.max_tensor_bytes for d in shape)):
         raise InvalidArgumentError(
-            f"tensor {index} ({dtype.name}): shape must be a list of at most {MAX_RANK} ints in "
+            f"tensor {index} ({_describe(dtype, [])[:-2]}): shape must be a list of at most "
+            f"{MAX_RANK} ints in "
             f"[0, {limits.max_tensor_bytes}], got {short_repr(shape)}"
         )
-    nbytes = math.prod(shape) * dtype.itemsize
+    nbytes = math.prod(shape) * _item_bytes(dtype)
     if nbytes > limits.max_tensor_bytes:
         raise InvalidArgumentError(
             f"tensor {index} ({_describe(dtype, shape)}) needs {nbytes} bytes, over the limit of "
             f"{limits.max_tensor_bytes} bytes per tensor"
         )
-    if nbytes == 0 and math.prod(d for d in shape if d) * dtype.itemsize > limits.max_tensor_bytes:
+    if nbytes == 0 and math.prod(d for d in shape if d) * _item_bytes(dtype) > limits.max_tensor_bytes:
         raise InvalidArgumentError(  # an empty array whose other dims would overflow numpy
             f"tensor {index} ({_describe(dtype, shape)}): dimensions too large"
         )
-    if type(parts) is not int or parts < 1:
+    least = 2 if dtype is _OBJECT else 1
+    if type(parts) is not int or parts < least:
         raise InvalidArgumentError(
-            f"tensor {index} ({_describe(dtype, shape)}): parts must be an int >= 1, "
+            f"tensor {index} ({_describe(dtype, shape)}): parts must be an int >= {least}, "
             f"got {short_repr(parts)}"
         )
     return dtype, shape, parts, nbytes
+
+
+def _item_bytes(dtype: np.dtype) -> int:
+    return _LENGTHS.itemsize if dtype is _OBJECT else dtype.itemsize
 
 
 def _part_arrays(index: int, dtype: np.dtype, shape: list[int], nbytes: int,
@@ -214,7 +262,7 @@ def decode_tensor(index: int, descriptor: Any, frames: Sequence[Frame],
     buffers (the result is a read-only view of it), or use ``decode_parts`` and work part
     by part when it only reduces.
     """
-    return _assemble(index, _check_descriptor(index, descriptor, limits), frames, allocate)
+    return _assemble(index, _check_descriptor(index, descriptor, limits), frames, allocate, limits)
 
 
 def decode_parts(index: int, descriptor: Any, frames: Sequence[Frame],
@@ -230,6 +278,8 @@ def decode_parts(index: int, descriptor: Any, frames: Sequence[Frame],
             f"tensor {index} ({_describe(dtype, shape)}) has {parts} parts, "
             f"{len(frames)} frames given"
         )
+    if dtype is _OBJECT:
+        return [_strings(index, shape, frames, limits).reshape(-1)]
     return _part_arrays(index, dtype, shape, nbytes, [frame_view(f) for f in frames])
 
 
@@ -257,19 +307,21 @@ def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = D
     arrays = []
     start = 0
     for index, spec in enumerate(checked):
-        arrays.append(_assemble(index, spec, frames[start:start + spec[2]], allocate))
+        arrays.append(_assemble(index, spec, frames[start:start + spec[2]], allocate, limits))
         start += spec[2]
     return arrays
 
 
 def _assemble(index: int, spec: _Spec, frames: Sequence[Frame],
-              allocate: Allocate | None) -> np.ndarray:
+              allocate: Allocate | None, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
     dtype, shape, parts, nbytes = spec
     if parts != len(frames):
         raise InvalidArgumentError(
             f"tensor {index} ({_describe(dtype, shape)}) has {parts} parts, "
             f"{len(frames)} frames given"
         )
+    if dtype is _OBJECT:
+        return _strings(index, shape, frames, limits)
     pieces = _part_arrays(index, dtype, shape, nbytes, [frame_view(f) for f in frames])
     if len(pieces) == 1:
         return pieces[0].reshape(shape)
@@ -282,6 +334,45 @@ def _assemble(index: int, spec: _Spec, frames: Sequence[Frame],
     result = out.view()  # read-only view; a pooled buffer itself stays writable for reuse
     result.flags.writeable = False
     return result
+
+
+def _strings(index: int, shape: list[int], frames: Sequence[Frame],
+             limits: Limits) -> np.ndarray:
+    """[lengths, data parts...] -> a read-only object array of bytes, every count checked."""
+    what = f"tensor {index} ({_describe(STRING_DTYPE, shape)})"
+    count = math.prod(shape)
+    views = [frame_view(f) for f in frames]
+    if views[0].nbytes != count * _LENGTHS.itemsize:
+        raise InvalidArgumentError(
+            f"{what}: the lengths frame needs {count * _LENGTHS.itemsize} bytes (8 per "
+            f"element), has {views[0].nbytes}"
+        )
+    lengths = np.frombuffer(views[0], dtype=_LENGTHS)
+    data_bytes = sum(v.nbytes for v in views[1:])
+    if data_bytes + views[0].nbytes > limits.max_tensor_bytes:
+        raise InvalidArgumentError(
+            f"{what} has {data_bytes + views[0].nbytes} bytes, over the limit of "
+            f"{limits.max_tensor_bytes} bytes per tensor"
+        )
+    # max first: with every length <= data_bytes (< 2**33), the sum cannot overflow uint64
+    if count and (int(lengths.max()) > data_bytes or int(lengths.sum()) != data_bytes):
+        raise InvalidArgumentError(
+            f"{what}: the element lengths sum to "
+            f"{int(lengths.sum()) if int(lengths.max()) <= data_bytes else 'more'} bytes, "
+            f"the data frames have {data_bytes}"
+        )
+    if not count and data_bytes:
+        raise InvalidArgumentError(f"{what}: no elements, but {data_bytes} bytes of data")
+    data = bytes(views[1]) if len(views) == 2 else b"".join(views[1:])
+    out = np.empty(count, dtype=object)
+    ends = np.cumsum(lengths).tolist()
+    start = 0
+    for position, end in enumerate(ends):
+        out[position] = data[start:end]
+        start = end
+    out = out.reshape(shape)
+    out.flags.writeable = False
+    return out
 
 
 def _allocated(allocate: Allocate, dtype: np.dtype, shape: list[int]) -> np.ndarray:
@@ -311,7 +402,7 @@ def short_repr(value: Any) -> str:
 
 
 __all__ = [
-    "Allocate", "CHUNK_BYTES", "DEFAULT_LIMITS", "Limits", "MAX_RANK", "WIRE_DTYPES",
+    "Allocate", "CHUNK_BYTES", "DEFAULT_LIMITS", "Limits", "MAX_RANK", "STRING_DTYPE", "WIRE_DTYPES",
     "decode_parts", "decode_tensor", "decode_tensors", "encode_tensor", "encode_tensors",
     "frame_view", "short_repr",
 ]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from zmtf.framework.dtypes import DType, as_dtype, infer_dtype
+from zmtf.framework.dtypes import DType, as_dtype, infer_dtype, string, to_string_array
 from zmtf.framework.graph import Tensor
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.tensor_shape import TensorShape
@@ -22,13 +22,13 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
              verify_shape: bool = False) -> Tensor:
     """A Const op holding ``value`` (broadcast to ``shape`` when given), e.g. tf.constant(4.0)."""
     dt = as_dtype(dtype) if dtype is not None else infer_dtype(value)
-    array = np.array(value, dtype=dt.np)
+    array = to_string_array(value) if dt == string else np.array(value, dtype=dt.np)
     if shape is not None:
         shape = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
         if array.size == int(np.prod(shape, dtype=np.int64)):
             array = array.reshape(shape)
         elif array.size == 1 and not verify_shape:
-            array = np.full(shape, array.reshape(()), dtype=dt.np)
+            array = np.full(shape, array.reshape(())[()], dtype=dt.np)
         else:
             raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {array.shape}.")
     array.setflags(write=False)

@@ -15,7 +15,9 @@ function is traced once on placeholders for one element, its ops are cut out as 
 subgraph (as tf.while_loop's body is, ``while_ops.Subgraph``) and the iterator runs it per
 element. Tensors the function reads from outside are captured: the iterator op takes them
 after its sources, so their values are those of the moment the iterator starts.
-``flat_map``, ``interleave`` and the file readers are not built.
+``TFRecordDataset(filenames)`` is a source like ``from_tensor_slices``: its one source tensor
+holds the file names and its elements are the records (0-d tf.string), read by the iterator
+on its own device. ``flat_map``, ``interleave`` and the text reader are not built.
 """
 
 from __future__ import annotations
@@ -99,6 +101,17 @@ class Dataset:
                              f"{sorted(rows)}; they must agree")
         shapes = [t.shape.as_list()[1:] if t.shape.ndims is not None else None for t in leaves]
         return Dataset(tensors, leaves, [["slices"]], shapes)
+
+    @staticmethod
+    def _tfrecords(filenames: Any, compression_type: Any = None) -> Dataset:
+        if compression_type not in (None, ""):
+            raise NotImplementedError(f"compressed TFRecord files ({compression_type!r}) are not "
+                                      f"built in zmtf; write them uncompressed")
+        names = convert_to_tensor(filenames, dtype=dtypes.string, name="filenames")
+        if names.shape.ndims not in (None, 0, 1):
+            raise ValueError(f"TFRecordDataset: filenames must be a string scalar or vector, got "
+                             f"shape {names.shape}")
+        return Dataset(names, [names], [["tfrecord"]], [[]], types=["string"])
 
     def _then(self, stage: list[Any], shapes: list[list[int | None] | None] | None = None) -> Dataset:
         return Dataset(self._structure, self._sources, self._stages + [stage],
@@ -237,6 +250,15 @@ class Dataset:
         return Iterator(self, one_shot=False, shared_name=shared_name)
 
 
+def TFRecordDataset(filenames: Any, compression_type: Any = None, buffer_size: Any = None,  # noqa: N802
+                    num_parallel_reads: Any = None) -> Dataset:
+    """``tf.data.TFRecordDataset``: the records of ``filenames`` (a str, a list of them or a
+    string tensor), file after file, each a scalar tf.string (usually a serialized Example:
+    ``.map(lambda r: tf.parse_single_example(r, features))``). ``buffer_size`` and
+    ``num_parallel_reads`` are accepted; files are read one after the other."""
+    return Dataset._tfrecords(filenames, compression_type)
+
+
 class Iterator:
     """``get_next()`` gives the next element's tensors, in the dataset's structure."""
 
@@ -287,4 +309,4 @@ class Iterator:
         return self._dataset.output_shapes
 
 
-__all__ = ["Dataset", "Iterator"]
+__all__ = ["Dataset", "Iterator", "TFRecordDataset"]

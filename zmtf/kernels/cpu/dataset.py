@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.registry import register
 
@@ -40,7 +41,7 @@ def iterator_get_next(ctx: Any, inputs: list, attrs: dict) -> list:
     out = []
     for k, (value, dtype) in enumerate(zip(element, attrs["output_types"])):
         value = np.asarray(value)
-        if value.dtype != np.dtype(dtype):
+        if value.dtype != as_dtype(dtype).np:
             raise InvalidArgumentError(f"iterator '{node}': component {k} is {value.dtype}, the "
                                        f"graph expects {dtype}; initialize it with {dtype} data")
         out.append(value)
