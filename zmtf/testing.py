@@ -17,8 +17,8 @@ import socket
 import tempfile
 import threading
 import uuid
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, AsyncIterator, Iterator
 
 from zmtf.distributed.cluster_spec import ClusterSpec
 from zmtf.framework.config import ConfigProto
@@ -38,6 +38,14 @@ def free_tcp_ports(count: int) -> list[int]:
     finally:
         for s in sockets:
             s.close()
+
+
+def run_fetches(fetches: Any, feed: Any = None) -> Any:
+    """``fetches`` evaluated in a fresh local Session of the default graph (tests' one-liner)."""
+    from zmtf.client.session import Session
+
+    with Session() as sess:
+        return sess.run(fetches, feed)
 
 
 def run_in_thread(sess: Any, fetches: Any, feed: Any = None) -> tuple[threading.Thread, list]:
@@ -123,6 +131,24 @@ class LocalCluster:
                 errors.append(error)
         if errors:
             raise errors[0]
+
+
+@contextmanager
+def running_servers(jobs: dict[str, int] | None = None,
+                    transport: str = "tcp") -> Iterator[dict[tuple[str, int], Any]]:
+    """``tf.train.Server`` for every task of ``jobs`` (default one ps and one worker) in
+    this process, as TF1 scripts start them; all stopped on exit. Yields {(job, task): server}."""
+    from zmtf.distributed.server import Server
+
+    spec = cluster_spec_for(jobs or {"ps": 1, "worker": 1}, transport)
+    servers: dict[tuple[str, int], Any] = {}
+    try:
+        for job, index, _ in spec.all_tasks():
+            servers[(job, index)] = Server(spec, job_name=job, task_index=index)
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.testing import free_tcp_ports
+from zmtf.testing import free_tcp_ports, running_servers
 
 
 @pytest.fixture(autouse=True)
@@ -364,16 +364,13 @@ def test_assert_global_step_names_what_is_wrong():
 def test_session_manager_chief_prepares_and_others_wait(tmp_path):
     """tf.train.SessionManager as TF1 scripts use it directly: the chief initializes (or
     restores), the other worker's wait_for_session returns once the model is ready."""
-    ports = free_tcp_ports(2)
-    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
-    servers = [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
-    try:
+    with running_servers() as servers:
         tf.reset_default_graph()
         with tf.device("/job:ps/task:0"):
             v = tf.Variable(7.0)
         init, saver = tf.global_variables_initializer(), tf.train.Saver()
         manager = tf.train.SessionManager(recovery_wait_secs=0.05)
-        target = servers[1].target
+        target = servers[("worker", 0)].target
         box = []
         waiter = threading.Thread(target=lambda: box.append(
             manager.wait_for_session(target, max_wait_secs=30).run(v)))
@@ -397,9 +394,6 @@ def test_session_manager_chief_prepares_and_others_wait(tmp_path):
             tf.train.SessionManager().prepare_session(target, init_op=tf.no_op())
         with pytest.raises(tf.errors.DeadlineExceededError, match="not ready after waiting"):
             tf.train.SessionManager(recovery_wait_secs=0.05).wait_for_session(target, max_wait_secs=0.2)
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def test_a_custom_session_creator_feeds_monitored_session():

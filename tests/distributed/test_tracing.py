@@ -8,18 +8,15 @@ import pytest
 
 import zmtf as tf
 from zmtf.runtime.step_stats import from_plain
-from zmtf.testing import free_tcp_ports
+from zmtf.testing import running_servers
 
 
 @pytest.fixture
 def two_tasks():
-    ports = free_tcp_ports(2)
-    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
-    servers = [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
+    """[ps, worker] servers on tcp://127.0.0.1."""
     tf.reset_default_graph()
-    yield servers
-    for server in servers:
-        server.stop()
+    with running_servers() as servers:
+        yield [servers[("ps", 0)], servers[("worker", 0)]]
 
 
 def _model():

@@ -13,11 +13,6 @@ X = (rng.normal(size=(8, 3, 3, 4)) * 2.0 + 1.5).astype(np.float32)
 EPS = 1e-3
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def _variables() -> dict[str, tf.Variable]:
     return {v.op.name.split("/", 1)[1]: v for v in tf.global_variables()}
 

@@ -7,11 +7,6 @@ import zmtf as tf
 from zmtf.testing import free_tcp_ports
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def test_value_and_gradient_follow_the_predicate():
     x = tf.placeholder(tf.float64, [3])
     p = tf.placeholder(tf.bool, [])

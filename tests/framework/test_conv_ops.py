@@ -12,11 +12,6 @@ from zmtf.kernels import supports
 from zmtf.placement.placer import place
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def run(fetches, feed=None):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())

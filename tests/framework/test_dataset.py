@@ -7,15 +7,10 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.testing import free_tcp_ports
+from zmtf.testing import free_tcp_ports, running_servers
 
 X = np.arange(20, dtype=np.float32).reshape(10, 2)
 Y = np.arange(10, dtype=np.int64)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
 
 
 def drain(sess, element, feed=None) -> list:
@@ -211,10 +206,7 @@ def test_a_loop_inside_a_pipeline_function_is_refused_with_the_way_out():
 
 
 def test_a_remote_iterator_runs_its_pipeline_functions_on_the_worker():
-    ports = free_tcp_ports(2)
-    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
-    servers = [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
-    try:
+    with running_servers() as servers:
         with tf.device("/job:ps/task:0"):
             offset = tf.Variable(100.0)
         with tf.device("/job:worker/task:0"):
@@ -222,10 +214,7 @@ def test_a_remote_iterator_runs_its_pipeline_functions_on_the_worker():
                 .filter(lambda v: v[0] > 105.0).batch(10)
             iterator = ds.make_initializable_iterator()
             element = iterator.get_next()
-        with tf.Session(servers[1].target) as sess:
+        with tf.Session(servers[("worker", 0)].target) as sess:
             sess.run(offset.initializer)
             sess.run(iterator.initializer)
             np.testing.assert_allclose(sess.run(element), X[3:] + 100.0)
-    finally:
-        for server in servers:
-            server.stop()

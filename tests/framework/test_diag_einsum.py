@@ -5,19 +5,10 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.testing import run_fetches as run
 from zmtf.errors import InvalidArgumentError
 
 rng = np.random.default_rng(7)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
-def run(fetches, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 EINSUMS = [

@@ -11,12 +11,6 @@ X = RNG.standard_normal((3, 5, 4)).astype(np.float32)
 LENGTHS = np.array([5, 2, 0], np.int32)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-
-
 def _static(cell, x, lengths, steps=5):
     with tf.variable_scope(tf.get_variable_scope(), reuse=True):
         outputs, state = tf.nn.static_rnn(cell, tf.unstack(tf.transpose(x, [1, 0, 2]), num=steps),

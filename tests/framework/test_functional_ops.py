@@ -4,19 +4,9 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.testing import run_fetches as run
 
 X = (np.arange(12, dtype=np.float64).reshape(4, 3) - 5) / 3
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-
-
-def run(fetches, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 def test_map_fn_same_and_other_shapes_and_a_dtype_nest():

@@ -6,12 +6,6 @@ import pytest
 import zmtf as tf
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-
-
 def test_names_are_unique_and_scoped():
     a = tf.constant(1.0, name="a")
     a2 = tf.constant(2.0, name="a")

@@ -6,21 +6,12 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.testing import run_fetches as run
 from zmtf.errors import InvalidArgumentError
 
 rng = np.random.default_rng(9)
 A = rng.normal(size=(2, 3, 4, 4)) + 3 * np.eye(4)
 B = rng.normal(size=(2, 3, 4, 2))
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
-def run(fetches, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 def test_inverse_determinants_and_solve_match_numpy():

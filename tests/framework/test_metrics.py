@@ -9,11 +9,6 @@ from zmtf.testing import free_tcp_ports
 rng = np.random.default_rng(3)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def test_streaming_accuracy_over_three_batches_is_the_overall_accuracy():
     labels = tf.placeholder(tf.int64, [None])
     predictions = tf.placeholder(tf.int64, [None])

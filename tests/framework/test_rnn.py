@@ -15,11 +15,6 @@ rnn_cell = tf.nn.rnn_cell
 rng = np.random.default_rng(11)
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 

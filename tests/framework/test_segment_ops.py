@@ -5,17 +5,8 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.testing import run_fetches as run
 from zmtf.errors import InvalidArgumentError
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
-def run(fetches, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 def reference(reduce, data, ids, count, empty):

@@ -8,19 +8,10 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.testing import run_fetches as run
 
 EULER = 0.5772156649015329
 rng = np.random.default_rng(11)
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
-def run(fetches, feed=None):
-    with tf.Session() as sess:
-        return sess.run(fetches, feed)
 
 
 X = np.concatenate([rng.uniform(-8, 8, 40), rng.uniform(0.01, 3, 20), [0.5, 1.0, 25.0, 170.5]])

@@ -15,11 +15,6 @@ CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def run(fetches, feed_dict=None):
     with tf.Session() as sess:
         return sess.run(fetches, feed_dict)

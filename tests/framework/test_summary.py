@@ -14,11 +14,6 @@ from zmtf.framework.summary_proto import crc32c
 DBL_MAX = sys.float_info.max
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def _masked(crc):
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 

@@ -14,11 +14,6 @@ FEATURES = {"x": tf.FixedLenFeature([2], tf.float32), "y": tf.FixedLenFeature([1
 TRUE_W = np.float32([[2.0], [-1.0]])
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def write_examples(path, rows, first_id=0):
     """``rows`` rows of (x, y = x @ TRUE_W) as Examples; returns their ids in file order."""
     x = np.random.default_rng(first_id).normal(size=(rows, 2)).astype(np.float32)

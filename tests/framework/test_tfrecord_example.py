@@ -13,11 +13,6 @@ from zmtf.framework.example_proto import parse_example as decode_example
 from zmtf.framework.tfrecord import crc32c, masked_crc32c
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def example(**features):
     """example(x=[1.0, 2.0], n=[3], s=[b"a"]): the list kind follows the first value's type."""
     def feature(values):

@@ -7,11 +7,6 @@ import zmtf as tf
 from zmtf.testing import free_tcp_ports
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-
-
 def test_names_come_from_variable_scopes_not_name_scopes():
     with tf.name_scope("ns"):
         with tf.variable_scope("layer"):

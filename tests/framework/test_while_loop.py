@@ -4,13 +4,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.testing import free_tcp_ports
-
-
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
+from zmtf.testing import running_servers
 
 
 def run(fetches, feed=None):
@@ -180,22 +174,16 @@ def test_back_prop_false_stops_the_gradient():
 
 
 def test_a_loop_runs_on_a_worker_of_a_cluster_and_trains_a_ps_variable():
-    ports = free_tcp_ports(2)
-    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
-    servers = [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
-    try:
+    with running_servers() as servers:
         with tf.device("/job:ps/task:0"):
             w = tf.Variable(0.5)
         with tf.device("/job:worker/task:0"):
             _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * w), [0, 2.0])
             loss = tf.square(y - 2.0)
             train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
-        with tf.Session(servers[1].target) as sess:
+        with tf.Session(servers[("worker", 0)].target) as sess:
             sess.run(tf.global_variables_initializer())
             assert sess.run(y) == pytest.approx(0.25)
             for _ in range(300):
                 sess.run(train)
             assert sess.run(w) == pytest.approx(1.0, abs=1e-2)
-    finally:
-        for server in servers:
-            server.stop()

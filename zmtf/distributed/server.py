@@ -328,12 +328,12 @@ class ServerCore:
     def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> Any:
         timeout, trace = fields["timeout"], fields.get("trace")
         run = {k: v for k, v in fields.items() if k not in ("timeout", "trace")}
-        unwrap = _tensors_of
-        if trace is not None:   # a traced step: the partition's node timings join the step's
-            def unwrap(reply: Any) -> Any:
-                from_plain(reply.step_stats, task)   # checked; kept plain (wall-clock already)
-                trace.extend(reply.step_stats)
-                return reply.tensors
+        def traced(reply: Any) -> Any:   # the partition's node timings join the step's
+            from_plain(reply.step_stats, task)   # checked; kept plain (wall-clock already)
+            trace.extend(reply.step_stats)
+            return reply.tensors
+
+        unwrap = _tensors_of if trace is None else traced
         return self.channel(task).request(
             m.RunGraph(id=0, timeout_ms=int(timeout * 1000), trace_level=int(trace is not None), **run),
             timeout + 1.0, unwrap=unwrap)

@@ -126,24 +126,23 @@ def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
         return pack_acc(stacked)
 
 
-def foldl(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
-          parallel_iterations: Any = None, back_prop: bool = True, swap_memory: bool = False,
-          name: str | None = None) -> Any:
-    """The last accumulator of ``acc = fn(acc, x)`` over elems, first to last."""
-    with get_default_graph().name_scope(name or "foldl"):
-        loop, _, pack_acc, count = _fold(fn, elems, initializer, False, "foldl", "foldl")
-        finals = list(loop.outputs[1:1 + count])
-        return pack_acc(finals if back_prop else [array_ops.stop_gradient(f) for f in finals])
+def _folded(caller: str, reverse: bool) -> Callable[..., Any]:
+    def fold(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
+             parallel_iterations: Any = None, back_prop: bool = True, swap_memory: bool = False,
+             name: str | None = None) -> Any:
+        with get_default_graph().name_scope(name or caller):
+            loop, _, pack_acc, count = _fold(fn, elems, initializer, reverse, caller, caller)
+            finals = list(loop.outputs[1:1 + count])
+            return pack_acc(finals if back_prop else [array_ops.stop_gradient(f) for f in finals])
+
+    fold.__name__ = caller
+    fold.__doc__ = (f"The last accumulator of ``acc = fn(acc, x)`` over elems, "
+                    f"{'last to first' if reverse else 'first to last'} (TF1's tf.{caller}).")
+    return fold
 
 
-def foldr(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
-          parallel_iterations: Any = None, back_prop: bool = True, swap_memory: bool = False,
-          name: str | None = None) -> Any:
-    """The last accumulator of ``acc = fn(acc, x)`` over elems, last to first."""
-    with get_default_graph().name_scope(name or "foldr"):
-        loop, _, pack_acc, count = _fold(fn, elems, initializer, True, "foldr", "foldr")
-        finals = list(loop.outputs[1:1 + count])
-        return pack_acc(finals if back_prop else [array_ops.stop_gradient(f) for f in finals])
+foldl = _folded("foldl", reverse=False)
+foldr = _folded("foldr", reverse=True)
 
 
 __all__ = ["foldl", "foldr", "map_fn", "scan"]
