@@ -164,6 +164,12 @@ def test_map_before_batch_and_filter_run_per_element_with_captured_values():
     np.testing.assert_allclose(np.concatenate([b[0] for b in again]), X[kept].sum(1) + 1)
 
 
+def test_a_pending_map_reports_its_output_types_and_shapes():
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).map(lambda v, y: (tf.reduce_sum(v), tf.cast(y, tf.int32)))
+    assert ds.output_types == (tf.float32, tf.int32)
+    assert ds.output_shapes == (tf.TensorShape([]), tf.TensorShape([]))
+
+
 def test_a_mapped_element_may_change_structure_shape_and_dtype():
     ds = tf.data.Dataset.from_tensor_slices({"x": X, "y": Y}).map(
         lambda d: {"pair": tf.stack([d["x"][0], d["x"][1], tf.cast(d["y"], tf.float32)]),

@@ -112,3 +112,20 @@ def test_inputs_must_have_time_and_a_dtype_or_state():
         tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicRNNCell(2), tf.zeros([3, 4]), dtype=tf.float32)
     with pytest.raises(ValueError, match="dtype must be specified"):
         tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicRNNCell(2), tf.zeros([3, 5, 4]))
+
+
+def test_static_bidirectional_with_lengths_equals_the_dynamic_one():
+    x = tf.placeholder(tf.float32, [3, 5, 4])
+    fw, bw = tf.nn.rnn_cell.GRUCell(3), tf.nn.rnn_cell.GRUCell(3)
+    steps = tf.unstack(tf.transpose(x, [1, 0, 2]), num=5)
+    outputs, _, state_bw = tf.nn.static_bidirectional_rnn(fw, bw, steps, sequence_length=LENGTHS,
+                                                           dtype=tf.float32)
+    with tf.variable_scope("bidirectional_rnn", reuse=True):
+        (out_fw, out_bw), (_, dyn_state_bw) = tf.nn.bidirectional_dynamic_rnn(
+            fw, bw, x, sequence_length=LENGTHS, dtype=tf.float32, scope="bidirectional_rnn")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got, want, got_state, want_state = sess.run(
+            [tf.stack(outputs, 1), tf.concat([out_fw, out_bw], 2), state_bw, dyn_state_bw], {x: X})
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_allclose(got_state, want_state, atol=1e-6)

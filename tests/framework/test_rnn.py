@@ -225,9 +225,6 @@ def test_errors_name_the_problem():
         tf.nn.static_rnn(rnn_cell.GRUCell(2), [tf.ones([1, 2])])
     with pytest.raises(ValueError, match=r"inputs.shape\[-1\] to be known"):
         rnn_cell.GRUCell(2)(tf.placeholder(tf.float32, [1, None]), tf.zeros([1, 2]))
-    with pytest.raises(NotImplementedError, match="sequence_length"):
-        tf.nn.static_bidirectional_rnn(rnn_cell.GRUCell(2), rnn_cell.GRUCell(2), [tf.ones([1, 2])],
-                                       dtype=tf.float32, sequence_length=[1])
 
 
 # ---- gradients ---------------------------------------------------------------------------

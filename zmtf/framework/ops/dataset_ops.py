@@ -227,16 +227,15 @@ class Dataset:
 
     @property
     def output_types(self) -> Any:
+        """The element's dtypes (pending maps are traced once to find them)."""
         if self._maps:
-            raise NotImplementedError("output_types of a mapped Dataset: build get_next() and read "
-                                      "its tensors' dtypes")
+            return self._maps_as_stages().output_types
         return _pack(self._structure, [as_dtype(d) for d in self._types])
 
     @property
     def output_shapes(self) -> Any:
         if self._maps:
-            raise NotImplementedError("output_shapes of a mapped Dataset: build get_next() and "
-                                      "read its tensors' shapes")
+            return self._maps_as_stages().output_shapes
         return _pack(self._structure, [TensorShape(s) for s in self._shapes])
 
     def make_one_shot_iterator(self) -> Iterator:

@@ -11,7 +11,7 @@ from zmtf.framework.graph import Tensor
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.image_ops import reverse
-from zmtf.framework.ops.selection_ops import gather
+from zmtf.framework.ops.selection_ops import gather, unstack
 from zmtf.framework.ops.sequence_ops import reverse_sequence
 from zmtf.framework.ops.while_ops import build_loop, loop_history
 from zmtf.framework.ops.rnn_cell import RNNCell, flatten, pack_sequence_as
@@ -86,20 +86,27 @@ def static_bidirectional_rnn(cell_fw: RNNCell, cell_bw: RNNCell, inputs: Sequenc
     """``cell_fw`` over ``inputs`` and ``cell_bw`` over them reversed, in scopes
     "<scope>/fw" and "<scope>/bw" (default scope "bidirectional_rnn"); returns
     ``(outputs, output_state_fw, output_state_bw)``, each output the concatenation
-    [fw, bw] of the two directions at that time step."""
-    if sequence_length is not None:
-        raise NotImplementedError("static_bidirectional_rnn: sequence_length is not built in "
-                                  "zmtf (it needs tf.reverse_sequence); pad the inputs instead")
+    [fw, bw] of the two directions at that time step. With ``sequence_length`` each
+    example is reversed within its own length, as TF1 does."""
     if not isinstance(inputs, (list, tuple)) or not inputs:
         raise TypeError("static_bidirectional_rnn: inputs must be a non-empty list of tensors")
+    lengths = _lengths(sequence_length)
+
+    def backwards(steps: list[Any]) -> list[Any]:
+        if lengths is None:
+            return list(steps)[::-1]
+        stacked = array_ops.stack([convert_to_tensor(s) for s in steps])   # [time, batch, ...]
+        flipped = reverse_sequence(stacked, lengths, seq_axis=0, batch_axis=1)
+        return unstack(flipped, num=len(steps))
+
     with variable_scope(scope or "bidirectional_rnn"):
         with variable_scope("fw") as fw_scope:
             output_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype,
-                                             scope=fw_scope)
+                                             sequence_length=lengths, scope=fw_scope)
         with variable_scope("bw") as bw_scope:
-            reversed_bw, state_bw = static_rnn(cell_bw, list(inputs)[::-1], initial_state_bw,
-                                               dtype, scope=bw_scope)
-    outputs = [array_ops.concat([fw, bw], 1) for fw, bw in zip(output_fw, reversed_bw[::-1])]
+            reversed_bw, state_bw = static_rnn(cell_bw, backwards(inputs), initial_state_bw,
+                                               dtype, sequence_length=lengths, scope=bw_scope)
+    outputs = [array_ops.concat([fw, bw], 1) for fw, bw in zip(output_fw, backwards(reversed_bw))]
     return outputs, state_fw, state_bw
 
 
