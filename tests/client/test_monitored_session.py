@@ -411,3 +411,30 @@ def test_a_custom_session_creator_feeds_monitored_session():
     with tf.train.MonitoredSession(session_creator=Counting()) as sess:
         assert sess.run(v) == 3.0
     assert Counting.made == 1
+
+
+def test_supervisor_writes_summaries_and_step_rate_on_the_chief(tmp_path):
+    tf.reset_default_graph()
+    step = tf.train.get_or_create_global_step()
+    loss = tf.Variable(3.0)
+    tf.summary.scalar("loss", loss)
+    train = tf.group(step.assign_add(1), loss.assign_sub(0.1))
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_summaries_secs=0.1, save_model_secs=0)
+    assert sv.summary_op is not None and sv.summary_writer is not None
+    with sv.managed_session() as sess:
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            sess.run(train)
+            time.sleep(0.01)
+        sv.summary_computed(sess, sess.run(tf.summary.scalar("extra", tf.constant(7.0))))
+    [path] = tmp_path.glob("events.out.tfevents.*")
+    tags = [(v.tag, e.step) for e in tf.train.summary_iterator(str(path)) if e.summary
+            for v in e.summary.value]
+    assert any(tag == "loss" for tag, _ in tags) and any(tag == "global_step/sec" for tag, _ in tags)
+    assert ("extra", tags[-1][1]) in tags and tags[-1][1] > 0
+    worker = tf.train.Supervisor(is_chief=False, logdir=str(tmp_path))
+    assert worker.summary_writer is None
+    with pytest.raises(RuntimeError, match="Only chief"):
+        worker.start_standard_services(None)
+    with pytest.raises(RuntimeError, match="requires a summary writer"):
+        worker.summary_computed(None, b"")

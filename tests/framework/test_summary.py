@@ -283,3 +283,35 @@ async def test_summaries_run_on_a_cluster_task(zmtf_cluster):
     assert histo(summary_values(got)["v"])["sum"] == 6.0
     np.testing.assert_array_equal(images(got)["i/image/0"][3], [[[127], [255]]])
     assert parse(summary_values(got)["t"][8][0])[8] == [b"a", b"b"]
+
+
+def test_summary_iterator_reads_back_what_file_writer_wrote(tmp_path):
+    x = tf.placeholder(tf.float32, [None])
+    tf.summary.scalar("loss", tf.reduce_mean(x))
+    tf.summary.histogram("values", x)
+    merged = tf.summary.merge_all()
+    writer = tf.summary.FileWriter(str(tmp_path))
+    with tf.Session() as sess:
+        for step in range(3):
+            writer.add_summary(sess.run(merged, {x: np.arange(5.0) + step}), global_step=step)
+    writer.close()
+    [path] = tmp_path.glob("events.out.tfevents.*")
+    events = list(tf.train.summary_iterator(str(path)))
+    assert events[0].file_version == "brain.Event:2"
+    written = [(e.step, {v.tag: v for v in e.summary.value}) for e in events[1:]]
+    assert [step for step, _ in written] == [0, 1, 2]
+    assert [values["loss"].simple_value for _, values in written] == [2.0, 3.0, 4.0]
+    histo = written[2][1]["values"].histo
+    assert (histo.num, histo.min, histo.max, histo.sum) == (5.0, 2.0, 6.0, 20.0)
+    assert written[0][1]["values"].HasField("histo") and not written[0][1]["values"].HasField("image")
+
+
+def test_summary_iterator_refuses_a_corrupt_file(tmp_path):
+    writer = tf.summary.FileWriter(str(tmp_path))
+    writer.close()
+    [path] = tmp_path.glob("events.out.tfevents.*")
+    data = bytearray(path.read_bytes())
+    data[-6] ^= 0xFF   # inside the first record's payload: its CRC no longer matches
+    path.write_bytes(bytes(data))
+    with pytest.raises(tf.errors.DataLossError):
+        list(tf.train.summary_iterator(str(path)))

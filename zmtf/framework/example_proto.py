@@ -15,64 +15,25 @@ repeated numbers and skips unknown fields, as protobuf does.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.framework.proto_wire import BYTES as _BYTES
+from zmtf.framework.proto_wire import FIXED32 as _FIXED32
+from zmtf.framework.proto_wire import VARINT as _VARINT
+from zmtf.framework.proto_wire import fields as _fields
 from zmtf.framework.proto_wire import length_delimited
+from zmtf.framework.proto_wire import read_varint as _read_varint
 from zmtf.framework.proto_wire import varint as _varint
-
-_VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 
 
 # ---- writing ---------------------------------------------------------------------------------
 _delimited = length_delimited
 
 
-# ---- reading ---------------------------------------------------------------------------------
-def _read_varint(data: bytes, pos: int, where: str) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data):
-            raise InvalidArgumentError(f"{where}: truncated varint")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            if result >> 64:
-                raise InvalidArgumentError(f"{where}: varint over 64 bits")
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise InvalidArgumentError(f"{where}: varint longer than 10 bytes")
-
-
-def _fields(data: bytes, where: str) -> Iterator[tuple[int, int, Any]]:
-    """(field number, wire type, value): an int, or the bytes of a length-delimited field."""
-    pos = 0
-    while pos < len(data):
-        tag, pos = _read_varint(data, pos, where)
-        number, wire_type = tag >> 3, tag & 7
-        if number == 0:
-            raise InvalidArgumentError(f"{where}: field number 0 is invalid")
-        if wire_type == _VARINT:
-            value, pos = _read_varint(data, pos, where)
-        elif wire_type in (_FIXED64, _FIXED32):
-            size = 8 if wire_type == _FIXED64 else 4
-            if pos + size > len(data):
-                raise InvalidArgumentError(f"{where}: truncated fixed-size field {number}")
-            value, pos = data[pos:pos + size], pos + size
-        elif wire_type == _BYTES:
-            length, pos = _read_varint(data, pos, where)
-            if pos + length > len(data):
-                raise InvalidArgumentError(f"{where}: field {number} claims {length} bytes, "
-                                           f"{len(data) - pos} left")
-            value, pos = data[pos:pos + length], pos + length
-        else:
-            raise InvalidArgumentError(f"{where}: wire type {wire_type} (field {number}) is "
-                                       f"not valid here")
-        yield number, wire_type, value
+# ---- reading: proto_wire.read_varint / fields ----------------------------------------------
 
 
 def _signed64(value: int) -> int:

@@ -41,6 +41,7 @@ from zmtf.train.session_run_hook import (
     SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook,
 )
 from zmtf.train.profiler_hook import ProfilerHook
+from zmtf.train.summary_iterator import summary_iterator
 from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from zmtf.train.warm_start import init_from_checkpoint
 
@@ -65,4 +66,4 @@ __all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStep
 __all__ += ["export_meta_graph", "import_meta_graph", "write_graph"]
 __all__ += ["NanLossDuringTrainingError", "checkpoints_iterator", "cosine_decay_restarts",
             "get_checkpoint_mtimes", "load_checkpoint", "noisy_linear_cosine_decay",
-            "piecewise_constant_decay", "remove_checkpoint", "ProfilerHook"]
+            "piecewise_constant_decay", "remove_checkpoint", "ProfilerHook", "summary_iterator"]
