@@ -16,7 +16,9 @@ from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.p
 reverse_v2 = reverse
 from zmtf.app import flags
 from zmtf.client.async_session import AsyncSession
-from zmtf.framework.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from zmtf.framework.config import (
+    ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions,
+)
 from zmtf.client.session import InteractiveSession, Session, get_default_session
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.dtypes import (

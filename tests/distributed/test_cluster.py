@@ -149,6 +149,11 @@ def test_malformed_frames_get_an_error_reply_and_the_server_keeps_serving(cluste
             reply = codec.decode(sock.recv_multipart())
             assert isinstance(reply, messages.ErrorReply)
             assert reply.code == tf.errors.INVALID_ARGUMENT
+        for filters in ([3], "/job:ps", ["/job:ps/task:x"]):   # a session config checked too
+            sock.send_multipart(codec.encode(messages.CreateSession(
+                id=8, graph={"version": 1, "nodes": []}, config={"device_filters": filters})))
+            reply = codec.decode(sock.recv_multipart())
+            assert isinstance(reply, messages.ErrorReply) and "device_filters" in reply.message
         sock.send_multipart(codec.encode(messages.Ping(id=9)))
         pong = codec.decode(sock.recv_multipart())
         assert isinstance(pong, messages.Pong) and pong.id == 9
@@ -362,3 +367,44 @@ def test_fetching_a_ps_variable_op_by_name_gives_its_value(cluster):
     with tf.Session(servers[("worker", 0)].target) as sess:
         sess.run(w.initializer)
         np.testing.assert_array_equal(sess.run("w:0"), [3.0, 4.0])
+
+
+def test_device_filters_keep_a_worker_from_waiting_on_the_others():
+    """TF1's between-graph idiom: ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"]).
+    Worker 1 is down; with the filters worker 0's session neither asks it for its devices
+    nor can place on it, so it starts at once."""
+    ports = free_ports(3)
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"],
+                                 "worker": [f"127.0.0.1:{ports[1]}", f"127.0.0.1:{ports[2]}"]})
+    servers = [tf.train.Server(spec, job_name="ps", task_index=0),
+               tf.train.Server(spec, job_name="worker", task_index=0)]
+    try:
+        tf.reset_default_graph()
+        with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0", cluster=spec)):
+            v = tf.Variable(2.0)
+            y = v * 3.0
+        with tf.device("/job:worker/task:1"):
+            elsewhere = v + 1.0
+        config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"])
+        started = time.monotonic()
+        with tf.Session(servers[1].target, config=config) as sess:
+            sess.run(v.initializer)
+            assert sess.run(y) == 6.0
+            assert time.monotonic() - started < 1.5   # no 2 s wait for the task that is down
+            with pytest.raises(tf.errors.InvalidArgumentError, match="device_filters"):
+                sess.run(elsewhere)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_config_options_of_tf1_scripts_are_accepted_and_filters_checked():
+    config = tf.ConfigProto(
+        device_filters=["/job:ps", "/job:worker/task:1"], isolate_session_state=True,
+        graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(
+            opt_level=tf.OptimizerOptions.L0, global_jit_level=tf.OptimizerOptions.OFF)))
+    assert config.device_filters == ["/job:ps", "/job:worker/task:1"]
+    with pytest.raises(ValueError):
+        tf.ConfigProto(device_filters=["/job:ps/task:zero"])
+    with pytest.raises(TypeError, match="list of device names"):
+        tf.ConfigProto(device_filters="/job:ps")

@@ -124,7 +124,8 @@ class RemoteSessionCore:
         graph, arrays = graph_to_dict(self.graph)
         if self._handle is None:
             config = {"log_device_placement": self.config.log_device_placement,
-                      "allow_soft_placement": self.config.allow_soft_placement}
+                      "allow_soft_placement": self.config.allow_soft_placement,
+                      "device_filters": list(self.config.device_filters)}
             reply = yield Call(m.CreateSession(id=0, graph=graph, config=config, tensors=arrays),
                                connect_timeout)
             self._handle = reply.session

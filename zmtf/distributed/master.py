@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable
 
 import numpy as np
 
+from zmtf.framework.config import device_matches
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FetchNotFoundError, InvalidArgumentError, NotFoundError, OpError
 from zmtf.framework.graph import Graph, Operation, Tensor
@@ -62,7 +63,7 @@ class MasterService:
 
     def __init__(self, task: str, worker: WorkerService, cluster_devices: Callable[[], list[str]],
                  remote: RemoteCall, remote_run_graph: RemoteRunGraph, default_timeout: float,
-                 learn_devices: Callable[[], Awaitable[None]] | None = None) -> None:
+                 learn_devices: Callable[[list[str] | None], Awaitable[None]] | None = None) -> None:
         self._learn_devices = learn_devices
         self.task = task
         self.task_spec = DeviceSpec.from_string(task)
@@ -245,8 +246,8 @@ class MasterService:
         async with session.lock:
             setup = session.setups.get(key)
             if setup is None:
-                if self._learn_devices is not None:
-                    await self._learn_devices()
+                if self._learn_devices is not None:   # the tasks this session may use only
+                    await self._learn_devices(session.config.get("device_filters"))
                 setup = self._plan(session, feeds, fetches, targets)
                 await self._register(session, setup)
                 session.setups[key] = setup
@@ -258,9 +259,19 @@ class MasterService:
         feed_t = [_tensor(graph, n) for n in feeds]
         fetch_t = [_tensor(graph, n) for n in fetches]
         target_ops = [graph.get_operation_by_name(n) for n in targets]
-        plan = plan_step(fetch_t, feed_t, target_ops, self._cluster_devices(), supports,
-                         task=self.task_spec, previous=session.placements,
-                         allow_soft_placement=bool(session.config.get("allow_soft_placement")))
+        devices = self._cluster_devices()
+        filters = session.config.get("device_filters")
+        if filters:   # the session sees only what its filters name, and its own task
+            devices = [d for d in devices if d.startswith(self.task + "/") or device_matches(d, filters)]
+        try:
+            plan = plan_step(fetch_t, feed_t, target_ops, devices, supports,
+                             task=self.task_spec, previous=session.placements,
+                             allow_soft_placement=bool(session.config.get("allow_soft_placement")))
+        except InvalidArgumentError as error:
+            if filters:
+                error.message += (f" (this session's ConfigProto.device_filters {filters} leave "
+                                  f"out every other device)")
+            raise
         for name, device in plan.placement.devices.items():
             session.placements.setdefault(name, device)
         if session.config.get("log_device_placement"):

@@ -20,6 +20,7 @@ import numpy as np
 import zmq
 
 from zmtf.framework.config import ConfigProto
+from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
@@ -159,7 +160,8 @@ class ServerCore:
         return handler(self, message)
 
     async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
-        await self.learn_cluster_devices()
+        filters = _device_filters(msg.config)
+        await self.learn_cluster_devices(filters)
         return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
@@ -287,8 +289,9 @@ class ServerCore:
                 names.extend(self._peer_devices.get(task, [f"{task}/device:CPU:0"]))
         return names
 
-    async def learn_cluster_devices(self) -> None:
-        """Ask every peer for its devices (once per peer; an unreachable one is asked again later)."""
+    async def learn_cluster_devices(self, filters: list[str] | None = None) -> None:
+        """Ask every peer for its devices (once per peer; an unreachable one is asked again
+        later); with ``filters`` (a session's device_filters), only the peers they match."""
         async def ask(task: str) -> None:
             try:
                 reply = await self._call(task, m.ListDevices(id=0), 2.0)
@@ -298,6 +301,8 @@ class ServerCore:
             self._peer_devices[task] = [d["name"] for d in mine]
 
         peers = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]
+        if filters:
+            peers = [t for t in peers if any(_names_task(f, t) for f in filters)]
         await asyncio.gather(*[ask(t) for t in peers if t != self.task and t not in self._peer_devices])
 
     def channel(self, task: str) -> Channel:
@@ -346,6 +351,26 @@ class ServerCore:
         if what == "deregister":
             return await self._call(task, m.DeregisterGraph(id=0, graph_key="", **fields), CONTROL_TIMEOUT)
         raise UnimplementedError(None, None, f"unknown remote call {what}")
+
+
+def _device_filters(config: dict[str, Any]) -> list[str]:
+    """A session config's device_filters, checked (they come from the network)."""
+    filters = config.get("device_filters", [])
+    if type(filters) is not list or not all(type(f) is str for f in filters):
+        raise InvalidArgumentError(None, None, "config 'device_filters' must be a list of device names")
+    try:
+        for spec in filters:
+            DeviceSpec.from_string(spec)
+    except (ValueError, TypeError) as exc:
+        raise InvalidArgumentError(None, None, f"config 'device_filters': {exc}") from None
+    return filters
+
+
+def _names_task(spec: str, task: str) -> bool:
+    """Whether a filter names this task (whatever device it then names)."""
+    want, have = DeviceSpec.from_string(spec), DeviceSpec.from_string(task)
+    return all(getattr(want, n) is None or getattr(want, n) == getattr(have, n)
+               for n in ("job", "replica", "task"))
 
 
 def _tcp_names(address: str, bound: str) -> set[str]:

@@ -5,6 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from zmtf.framework.device_spec import DeviceSpec
+
+
+def device_matches(device: str, filters: list[str]) -> bool:
+    """Whether ``device`` (a full name) matches one of ``filters``: every field a filter
+    names is equal (TF's device_filters rule)."""
+    full = DeviceSpec.from_string(device)
+    for spec in filters:
+        want = DeviceSpec.from_string(spec)
+        if all(getattr(want, name) is None or getattr(want, name) == getattr(full, name)
+               for name in ("job", "replica", "task", "device_type", "device_index")):
+            return True
+    return False
+
 
 @dataclass
 class GPUOptions:
@@ -23,8 +37,47 @@ class GPUOptions:
 
 
 @dataclass
+class OptimizerOptions:
+    """TF1's graph-optimizer settings: accepted and recorded; zmtf runs no graph rewrites
+    (no constant folding pass, no XLA), so they change nothing."""
+
+    L1 = 0
+    L0 = -1
+    DEFAULT = 0
+    OFF = -1
+    ON_1 = 1
+    ON_2 = 2
+
+    do_common_subexpression_elimination: bool = False
+    do_constant_folding: bool = False
+    do_function_inlining: bool = False
+    opt_level: int = 0
+    global_jit_level: int = 0
+
+
+@dataclass
+class GraphOptions:
+    """TF1's GraphOptions: accepted and recorded, inert (see OptimizerOptions)."""
+
+    optimizer_options: OptimizerOptions = field(default_factory=OptimizerOptions)
+    enable_bfloat16_sendrecv: bool = False
+    infer_shapes: bool = False
+    place_pruned_graph: bool = False
+    build_cost_model: int = 0
+    timeline_step: int = 0
+    rewrite_options: Any = None
+
+
+@dataclass
 class ConfigProto:
-    """Session options: ``config = tf.ConfigProto(); config.log_device_placement = True``."""
+    """Session options: ``config = tf.ConfigProto(); config.log_device_placement = True``.
+
+    ``device_filters`` (e.g. ``["/job:ps", "/job:worker/task:0"]``, as TF1's between-graph
+    scripts set it) limits the devices a remote session's master considers and the tasks it
+    asks for their devices: a worker then neither places ops on nor waits for the other
+    workers. The master's own task always stays. ``graph_options``, ``isolate_session_state``,
+    ``placement_period`` and ``rpc_options`` are accepted for TF1 scripts and change nothing.
+    """
 
     log_device_placement: bool = False
     allow_soft_placement: bool = False
@@ -34,10 +87,20 @@ class ConfigProto:
     gpu_options: GPUOptions = field(default_factory=GPUOptions)
     device_count: dict[str, int] = field(default_factory=dict)
     operation_timeout_in_ms: int = 0
+    device_filters: list[str] = field(default_factory=list)
+    graph_options: GraphOptions = field(default_factory=GraphOptions)
+    isolate_session_state: bool = False
+    placement_period: int = 0
+    rpc_options: Any = None
 
     def __post_init__(self) -> None:
         if isinstance(self.gpu_options, dict):
             self.gpu_options = GPUOptions(**self.gpu_options)
+        if isinstance(self.device_filters, str):
+            raise TypeError("device_filters must be a list of device names, e.g. ['/job:ps']")
+        self.device_filters = list(self.device_filters)
+        for spec in self.device_filters:
+            DeviceSpec.from_string(spec)   # a malformed filter fails here, naming itself
         for name in ("inter_op_parallelism_threads", "intra_op_parallelism_threads"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0 (0 means one per core), got {getattr(self, name)}")
