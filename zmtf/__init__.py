@@ -100,8 +100,8 @@ from zmtf.framework.scopes import (
 from zmtf.framework.tensor_shape import TensorShape
 from zmtf.framework.variables import (
     Variable, all_variables, global_variables, global_variables_initializer, initialize_all_variables,
-    local_variables, local_variables_initializer, moving_average_variables, trainable_variables,
-    variables_initializer,
+    local_variables, local_variables_initializer, moving_average_variables,
+    report_uninitialized_variables, trainable_variables, variables_initializer,
 )
 
 mod = floormod

@@ -165,7 +165,27 @@ def test_strings_cross_a_tcp_cluster_as_feeds_constants_and_results():
             server.stop()
 
 
-def test_exporting_a_meta_graph_with_string_constants_is_refused_not_corrupted(tmp_path):
-    tf.constant(["a"], name="words")
-    with pytest.raises(NotImplementedError, match="tf.string constants"):
-        tf.train.export_meta_graph(str(tmp_path / "m.meta"))
+def test_string_constants_round_trip_through_a_meta_graph(tmp_path):
+    tf.constant([[b"a", b"\x00b"], [b"", "\u00e9".encode()]], name="words")
+    tf.train.export_meta_graph(str(tmp_path / "m.meta"))
+    tf.reset_default_graph()
+    tf.train.import_meta_graph(str(tmp_path / "m.meta"))
+    words = tf.get_default_graph().get_tensor_by_name("words:0")
+    assert words.dtype == tf.string
+    with tf.Session() as sess:
+        assert sess.run(words).tolist() == [[b"a", b"\x00b"], [b"", "\u00e9".encode()]]
+
+
+def test_a_meta_graph_with_malformed_string_data_is_refused(tmp_path):
+    import json
+
+    tf.constant([b"a", b"b"], name="words")
+    tf.train.export_meta_graph(str(tmp_path / "m.meta"))
+    doc = json.loads((tmp_path / "m.meta").read_text())
+    [entry] = [a for a in doc["arrays"] if a["dtype"] == "string"]
+    for bad in (["YQ=="], "YQ==", ["YQ==", "not base64!"]):
+        entry["data"] = bad
+        (tmp_path / "bad.meta").write_text(json.dumps(doc))
+        tf.reset_default_graph()
+        with pytest.raises(tf.errors.InvalidArgumentError, match="base64"):
+            tf.train.import_meta_graph(str(tmp_path / "bad.meta"))

@@ -55,7 +55,7 @@ def start(cluster, graphs):
     coord = tf.train.Coordinator()
     threads = chief["opt"].get_chief_queue_runner().create_threads(sessions[0], coord, start=True)
     for sess, (_, ops) in zip(sessions[1:], graphs[1:]):
-        while sess.run(ops["opt"].ready_for_local_init_op).any():
+        while sess.run(ops["opt"].ready_for_local_init_op).size:   # names not initialized yet
             time.sleep(0.01)
         sess.run(ops["opt"].local_step_init_op)
     return sessions, coord, threads
@@ -182,3 +182,50 @@ def test_misuse_is_reported():
             more.get_init_tokens_op(1)
         with pytest.raises(ValueError, match="already called"):
             more.apply_gradients([(tf.constant(1.0), v)], global_step=step)
+
+
+def test_mnist_replica_style_supervisor_with_an_int32_global_step():
+    """tensorflow/tools/dist_test/python/mnist_replica.py's shape: an int32 global step,
+    Supervisor(local_init_op=, ready_for_local_init_op=) and device_filters; the chief
+    starts its sync runner with sv.start_queue_runners(sess, [chief_queue_runner])."""
+    from zmtf.testing import running_servers
+
+    results = {}
+
+    def worker(task, servers, spec):
+        graph = tf.Graph()
+        with graph.as_default():
+            with tf.device(tf.train.replica_device_setter(
+                    worker_device=f"/job:worker/task:{task}", cluster=spec)):
+                step = tf.Variable(0, name="global_step", trainable=False)   # int32, as the script
+                w = tf.Variable(np.zeros(2, np.float32))
+                x = tf.placeholder(tf.float32, [None, 2])
+                loss = tf.reduce_mean(tf.square(tf.reduce_sum(x * w, 1) - tf.reduce_sum(x, 1)))
+                opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.2),
+                                                     replicas_to_aggregate=2, total_num_replicas=2)
+                train = opt.minimize(loss, global_step=step)
+            sv = tf.train.Supervisor(
+                is_chief=task == 0, init_op=tf.global_variables_initializer(),
+                local_init_op=opt.chief_init_op if task == 0 else opt.local_step_init_op,
+                ready_for_local_init_op=opt.ready_for_local_init_op, global_step=step)
+            config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{task}"])
+            sess = sv.prepare_or_wait_for_session(servers[("worker", task)].target, config=config)
+            if task == 0:
+                sess.run(opt.get_init_tokens_op())
+                sv.start_queue_runners(sess, [opt.get_chief_queue_runner()])
+            rng = np.random.default_rng(task)
+            while sess.run(step) < 20:
+                sess.run(train, {x: rng.standard_normal((8, 2)).astype(np.float32)})
+            results[task] = sess.run([step, w])
+            sess.close()
+
+    with running_servers({"ps": 1, "worker": 2}) as servers:
+        spec = tf.train.ClusterSpec(servers[("ps", 0)]._core.cluster.as_dict())
+        threads = [threading.Thread(target=worker, args=(task, servers, spec)) for task in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert sorted(results) == [0, 1]
+    assert all(step >= 20 for step, _ in results.values())
+    np.testing.assert_allclose(results[0][1], [1.0, 1.0], atol=0.1)   # w -> 1: x.w == sum(x)

@@ -28,6 +28,7 @@ from zmtf.framework.errors import OutOfRangeError
 from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.framework.variables import (
     global_variables, global_variables_initializer, local_variables_initializer,
+    report_uninitialized_variables,
 )
 from zmtf.train.coordinator import Coordinator
 from zmtf.train.queue_runner import start_queue_runners
@@ -44,9 +45,10 @@ class Scaffold:
 
     def __init__(self, init_op: Any = None, init_feed_dict: dict | None = None,
                  local_init_op: Any = None, saver: Saver | None = None, ready_op: Any = None,
-                 **_unused: Any) -> None:
+                 ready_for_local_init_op: Any = None, **_unused: Any) -> None:
         self.init_op, self.init_feed_dict = init_op, init_feed_dict
         self.local_init_op, self.saver, self.ready_op = local_init_op, saver, ready_op
+        self.ready_for_local_init_op = ready_for_local_init_op
         self._finalized = False
 
     def finalize(self) -> None:
@@ -56,8 +58,10 @@ class Scaffold:
             self.init_op = global_variables_initializer()
         if self.local_init_op is None:
             self.local_init_op = local_variables_initializer()
-        if self.ready_op is None:
-            self.ready_op = [v.is_initialized() for v in global_variables()]
+        if self.ready_op is None:   # TF's defaults: the names of uninitialized variables
+            self.ready_op = report_uninitialized_variables()
+        if self.ready_for_local_init_op is None:
+            self.ready_for_local_init_op = report_uninitialized_variables(global_variables())
         if self.saver is None and global_variables():
             self.saver = Saver()
         self._finalized = True
@@ -92,8 +96,9 @@ class ChiefSessionCreator(SessionCreator):
     def _manager(self) -> SessionManager:
         self.scaffold.finalize()
         return SessionManager(local_init_op=self.scaffold.local_init_op,
-                              ready_op=self.scaffold.ready_op, graph=get_default_graph(),
-                              recovery_wait_secs=WORKER_POLL_SECS)
+                              ready_op=self.scaffold.ready_op,
+                              ready_for_local_init_op=self.scaffold.ready_for_local_init_op,
+                              graph=get_default_graph(), recovery_wait_secs=WORKER_POLL_SECS)
 
     def create_session(self) -> Session:
         return self._manager().prepare_session(

@@ -23,7 +23,7 @@ import numpy as np
 from zmtf.client.session import Session
 from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.variables import global_variables
+from zmtf.framework.variables import global_variables, report_uninitialized_variables
 from zmtf.train.saver import latest_checkpoint
 
 
@@ -35,7 +35,7 @@ class SessionManager:
         self._graph = graph or get_default_graph()
         with self._graph.as_default():
             self._ready_op = ready_op if ready_op is not None else \
-                [v.is_initialized() for v in global_variables()]
+                report_uninitialized_variables(global_variables())
         self._local_init_op, self._ready_for_local_init_op = local_init_op, ready_for_local_init_op
         self._local_init_feed_dict = local_init_feed_dict
         self._local_init_run_options = local_init_run_options
@@ -155,6 +155,7 @@ def _not_ready_names(value: Any) -> list[str]:
         if array.dtype == np.bool_:
             if not array.all():
                 missing.append(f"ready check {k}")
-        elif array.size:
-            missing.extend(str(v) for v in array.ravel())
+        elif array.size:   # names, as report_uninitialized_variables gives them
+            missing.extend(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+                           for v in array.ravel())
     return missing

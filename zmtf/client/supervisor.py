@@ -47,14 +47,16 @@ class Supervisor:
                  save_model_secs: float = 600, recovery_wait_secs: float = 30,
                  stop_grace_secs: float = 120, checkpoint_basename: str = "model.ckpt",
                  summary_writer: Any = USE_DEFAULT, init_fn: Callable[[Any], None] | None = None,
-                 **_unused: Any) -> None:
+                 ready_for_local_init_op: Any = USE_DEFAULT, **_unused: Any) -> None:
         self._graph = graph or get_default_graph()
         with self._graph.as_default():
             self._scaffold = Scaffold(
                 init_op=None if init_op is USE_DEFAULT else init_op, init_feed_dict=init_feed_dict,
                 local_init_op=None if local_init_op is USE_DEFAULT else local_init_op,
                 saver=None if saver is USE_DEFAULT else saver,
-                ready_op=None if ready_op is USE_DEFAULT else ready_op)
+                ready_op=None if ready_op is USE_DEFAULT else ready_op,
+                ready_for_local_init_op=None if ready_for_local_init_op is USE_DEFAULT
+                else ready_for_local_init_op)
             self._scaffold.finalize()
             self._global_step = get_global_step(self._graph) if global_step is USE_DEFAULT else global_step
             self._summary_op = merge_all() if summary_op is USE_DEFAULT else summary_op
@@ -85,8 +87,9 @@ class Supervisor:
         """A session whose variables are ready: initialized or restored (chief), or waited for;
         its queue runners started, and on the chief the standard services."""
         manager = SessionManager(local_init_op=self._scaffold.local_init_op,
-                                 ready_op=self._scaffold.ready_op, graph=self._graph,
-                                 recovery_wait_secs=WORKER_POLL_SECS)
+                                 ready_op=self._scaffold.ready_op,
+                                 ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
+                                 graph=self._graph, recovery_wait_secs=WORKER_POLL_SECS)
         if self._is_chief:
             if self._logdir:
                 os.makedirs(self._logdir, exist_ok=True)
@@ -191,7 +194,13 @@ class Supervisor:
         return self._coord.stop_on_exception()
 
     def start_queue_runners(self, sess: Any, queue_runners: Any = None) -> list[threading.Thread]:
-        threads = start_queue_runners(sess, coord=self._coord)
+        """The threads of ``queue_runners`` (default: the graph's QUEUE_RUNNERS collection),
+        under the supervisor's coordinator (a SyncReplicas chief passes its chief runner)."""
+        if queue_runners is None:
+            threads = start_queue_runners(sess, coord=self._coord)
+        else:
+            threads = [t for qr in queue_runners
+                       for t in qr.create_threads(sess, coord=self._coord, daemon=True, start=True)]
         self._threads.extend(threads)
         return threads
 

@@ -75,9 +75,11 @@ def meta_graph_to_dict(graph: Graph, collection_list: Any = None, clear_devices:
 
 
 def _array_to_plain(array: np.ndarray) -> dict[str, Any]:
-    if array.dtype == object:   # its bytes would be pointers
-        raise NotImplementedError("export_meta_graph: a graph holding tf.string constants (or "
-                                  "string attrs) cannot be exported yet; feed the strings instead")
+    if array.dtype == object:   # tf.string: one base64 string per element, in C order
+        if not all(isinstance(v, bytes) for v in array.ravel()):
+            raise InvalidArgumentError("export_meta_graph: a string array must hold bytes")
+        return {"dtype": "string", "shape": list(array.shape),
+                "data": [base64.b64encode(v).decode("ascii") for v in array.ravel()]}
     little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     return {"dtype": array.dtype.name, "shape": list(array.shape),
             "data": base64.b64encode(little.tobytes()).decode("ascii")}
@@ -198,6 +200,8 @@ def _array_from_plain(i: int, entry: Any) -> np.ndarray:
     if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data"}:
         raise InvalidArgumentError(f"meta graph array {i} must be a map of dtype, shape, data")
     dtype, shape, data = entry["dtype"], entry["shape"], entry["data"]
+    if dtype == "string":
+        return _strings_from_plain(i, shape, data)
     if not isinstance(dtype, str) or dtype not in _ARRAY_DTYPES:
         raise InvalidArgumentError(f"meta graph array {i}: dtype {dtype!r:.40} is not one of "
                                    f"{sorted(_ARRAY_DTYPES)}")
@@ -216,6 +220,24 @@ def _array_from_plain(i: int, entry: Any) -> np.ndarray:
         raise InvalidArgumentError(f"meta graph array {i} ({dtype}{shape}) needs "
                                    f"{math.prod(shape) * little.itemsize} bytes, has {len(raw)}")
     return np.frombuffer(raw, dtype=little).reshape(shape).astype(np.dtype(dtype))
+
+
+def _strings_from_plain(i: int, shape: Any, data: Any) -> np.ndarray:
+    if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(
+            type(d) is int and d >= 0 for d in shape):
+        raise InvalidArgumentError(f"meta graph array {i}: shape must be a list of at most "
+                                   f"{MAX_RANK} non-negative ints")
+    if not isinstance(data, list) or len(data) != math.prod(shape) or not all(
+            isinstance(v, str) for v in data):
+        raise InvalidArgumentError(f"meta graph array {i} (string{shape}): data must be a list of "
+                                   f"{math.prod(shape)} base64 strings")
+    try:
+        values = [base64.b64decode(v, validate=True) for v in data]
+    except (binascii.Error, ValueError):
+        raise InvalidArgumentError(f"meta graph array {i}: data must be base64 strings") from None
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out.reshape(shape)
 
 
 # ---- import_scope and clear_devices: rewrites of the (still unchecked) document ---------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from zmtf.framework.graph import GraphKeys, Operation, Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import state_ops
@@ -161,3 +163,22 @@ def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables(), name="init")
 
 
+
+
+def report_uninitialized_variables(var_list: Any = None,
+                                   name: str = "report_uninitialized_variables") -> Tensor:
+    """The names (a 1-D tf.string tensor) of the variables of ``var_list`` (default: global
+    and local) that are not initialized yet; empty once they all are. TF1's ready op."""
+    from zmtf.framework.ops import array_ops, math_ops
+    from zmtf.framework.ops.constant_op import constant
+    from zmtf.framework.ops.selection_ops import boolean_mask
+
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+    graph = get_default_graph()
+    with graph.name_scope(name):
+        if not var_list:
+            return array_ops.reshape(constant([], dtype="string"), [0])
+        names = constant(np.array([v.op.name.encode() for v in var_list], dtype=object))
+        missing = math_ops.logical_not(array_ops.stack([v.is_initialized() for v in var_list]))
+        return boolean_mask(names, missing)

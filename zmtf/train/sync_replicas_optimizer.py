@@ -26,11 +26,11 @@ from typing import Any
 from zmtf.framework import dtypes
 from zmtf.framework.errors import UnimplementedError
 from zmtf.framework.graph import GraphKeys, Operation, Tensor
-from zmtf.framework.ops import array_ops, math_ops
+from zmtf.framework.ops import array_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.control_flow_ops import group, no_op
 from zmtf.framework.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
-from zmtf.framework.variables import Variable, global_variables
+from zmtf.framework.variables import Variable, global_variables, report_uninitialized_variables
 from zmtf.train.optimizers import Optimizer
 from zmtf.train.queue_runner import QueueRunner
 from zmtf.train.session_run_hook import SessionRunHook
@@ -112,11 +112,8 @@ class SyncReplicasOptimizer(Optimizer):
             self._local_step = Variable(0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
                                         dtype=global_step.dtype, name="sync_rep_local_step")
         self.local_step_init_op = self._local_step.assign(global_step)
-        # TF returns the names of uninitialized variables; zmtf has no string tensors, so
-        # this is one bool per global variable, True where it is uninitialized (ready: none).
-        flags = [math_ops.logical_not(v.is_initialized()) for v in global_variables()]
-        self.ready_for_local_init_op = (array_ops.stack(flags) if flags else
-                                        array_ops.zeros([0], dtype=dtypes.bool_))
+        # as TF: the names of the global variables not initialized yet (ready: none)
+        self.ready_for_local_init_op = report_uninitialized_variables(global_variables())
 
     def _accumulate(self, pairs: list) -> tuple[list[Operation], list[Tensor | None]]:
         """One accumulator per variable, next to it: apply_grad ops and take_grad tensors."""

@@ -220,6 +220,17 @@ def _shapes(shapes: Any, count: int) -> list[TensorShape]:
     return [as_shape(s) for s in listed]
 
 
+def _as_int64(value: Any, name: str) -> Tensor:
+    """A step as int64, cast from any integer tensor (TF's to_int64 of the accumulator API)."""
+    from zmtf.framework.ops.math_ops import cast
+
+    step = convert_to_tensor(value, name=name) if hasattr(value, "dtype") or hasattr(value, "_as_graph_element") \
+        else convert_to_tensor(value, dtype=_dtypes.int64, name=name)
+    if not step.dtype.is_integer:
+        raise TypeError(f"{name} must be an integer tensor, got {step.dtype.name} ({step.name})")
+    return step if step.dtype == _dtypes.int64 else cast(step, _dtypes.int64)
+
+
 class ConditionalAccumulator:
     """Averages gradients computed at its current global step; stale ones are dropped.
 
@@ -249,7 +260,7 @@ class ConditionalAccumulator:
         if not self._shape.is_compatible_with(grad.shape):
             raise ValueError(f"Shape mismatch: accumulator '{self._name}' holds gradients of "
                              f"shape {self._shape}, got {grad.shape}")
-        step = convert_to_tensor(local_step, dtype=_dtypes.int64, name="local_step")
+        step = _as_int64(local_step, "local_step")   # TF casts: an int32 global step is common
         return self._apply("AccumulatorApplyGradient", [step, grad],
                            _op_name(self, name, "ApplyGradient"))
 
@@ -263,7 +274,7 @@ class ConditionalAccumulator:
 
     def set_global_step(self, new_global_step: Any, name: str | None = None) -> Operation:
         """Gradients with an older local_step are stale from now on."""
-        step = convert_to_tensor(new_global_step, dtype=_dtypes.int64, name="new_global_step")
+        step = _as_int64(new_global_step, "new_global_step")
         return self._apply("AccumulatorSetGlobalStep", [step],
                            _op_name(self, name, "SetGlobalStep"))
 
