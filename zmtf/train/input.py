@@ -1,4 +1,5 @@
-"""TF1's queue-based input pipelines: slice_input_producer, batch, shuffle_batch.
+"""TF1's queue-based input pipelines: string_input_producer, slice_input_producer, batch,
+shuffle_batch and the *_join forms that let several readers feed one batch queue.
 
 Each function builds a queue, the op that fills it and a QueueRunner in the QUEUE_RUNNERS
 collection, and returns what a training step dequeues. Nothing runs until
@@ -16,8 +17,8 @@ from it then fails the same way and closes the batch queue, and the training ste
 dequeue_many raises OutOfRangeError once fewer than batch_size elements are left
 (dequeue_up_to, with allow_smaller_final_batch, hands out that last partial batch first).
 
-String tensors are not supported by zmtf, so string_input_producer and the file readers
-are not here.
+Files: ``string_input_producer(filenames)`` is a queue of file names that a reader
+(framework/ops/io_ops.py: ``tf.TFRecordReader().read(queue)``) takes from as it needs.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
-from zmtf.framework.ops.array_ops import identity
+from zmtf.framework.ops.array_ops import identity, size
+from zmtf.framework.ops.composite_ops import assert_
 from zmtf.framework.ops.composite_ops import range_
+from zmtf.framework.ops.math_ops import greater
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.data_flow_ops import FIFOQueue, QueueBase, RandomShuffleQueue
 from zmtf.framework.ops.random_ops import random_shuffle
@@ -87,6 +90,25 @@ def range_input_producer(limit: int, num_epochs: int | None = None, shuffle: boo
                               shared_name, name=scope)
 
 
+def string_input_producer(string_tensor: Any, num_epochs: int | None = None,
+                          shuffle: bool = True, seed: int | None = None, capacity: int = 32,
+                          shared_name: str | None = None, name: str | None = None,
+                          cancel_op: Any = None) -> FIFOQueue:
+    """A queue of the strings (file names) of ``string_tensor``, epoch after epoch, shuffled
+    per epoch; an empty list is refused here, an empty tensor when its enqueue runs."""
+    not_null = "string_input_producer requires a non-null input tensor"
+    if not isinstance(string_tensor, Tensor) and len(string_tensor) == 0:
+        raise ValueError(not_null)
+    graph = get_default_graph()
+    with graph.name_scope(name or "input_producer") as scope:
+        string_tensor = convert_to_tensor(string_tensor, dtype=dtypes.string)
+        check = assert_(greater(size(string_tensor), 0), [not_null])
+        with graph.control_dependencies([check]):
+            string_tensor = identity(string_tensor)
+        return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity,
+                              shared_name, name=scope, cancel_op=cancel_op)
+
+
 def slice_input_producer(tensor_list: Any, num_epochs: int | None = None, shuffle: bool = True,
                          seed: int | None = None, capacity: int = 32,
                          shared_name: str | None = None, name: str | None = None) -> list[Tensor]:
@@ -142,6 +164,88 @@ def shuffle_batch(tensors: Any, batch_size: Any, capacity: int, min_after_dequeu
                                     enqueue_many, allow_smaller_final_batch, scope)
 
 
+def batch_join(tensors_list: Any, batch_size: Any, capacity: int = 32,
+               enqueue_many: bool = False, shapes: Any = None, dynamic_pad: bool = False,
+               allow_smaller_final_batch: bool = False, shared_name: str | None = None,
+               name: str | None = None) -> Any:
+    """Batches from several lists of tensors of one structure (one runner thread enqueues
+    each list: the TF1 way for several readers to feed one batch queue)."""
+    if dynamic_pad:
+        raise ValueError("dynamic_pad=True needs a PaddingFIFOQueue, which zmtf does not have; "
+                         "pad the tensors to one shape and pass dynamic_pad=False")
+    with get_default_graph().name_scope(name or "batch_join") as scope:
+        lists = _as_tensor_list_list(tensors_list)
+        types, shape_list = _join_types_and_shapes(lists, shapes, enqueue_many)
+        queue = FIFOQueue(capacity, types, shapes=shape_list, shared_name=shared_name)
+        return _join(queue, tensors_list, lists, batch_size, enqueue_many,
+                     allow_smaller_final_batch, scope)
+
+
+def shuffle_batch_join(tensors_list: Any, batch_size: Any, capacity: int, min_after_dequeue: int,
+                       seed: int | None = None, enqueue_many: bool = False, shapes: Any = None,
+                       allow_smaller_final_batch: bool = False, shared_name: str | None = None,
+                       name: str | None = None) -> Any:
+    """shuffle_batch fed by several lists of tensors, one runner thread each (batch_join)."""
+    if capacity <= min_after_dequeue:
+        raise ValueError(f"capacity {capacity} must be bigger than min_after_dequeue "
+                         f"{min_after_dequeue}.")
+    with get_default_graph().name_scope(name or "shuffle_batch_join") as scope:
+        lists = _as_tensor_list_list(tensors_list)
+        types, shape_list = _join_types_and_shapes(lists, shapes, enqueue_many)
+        queue = RandomShuffleQueue(capacity, min_after_dequeue, types, shapes=shape_list,
+                                   seed=seed, shared_name=shared_name)
+        return _join(queue, tensors_list, lists, batch_size, enqueue_many,
+                     allow_smaller_final_batch, scope)
+
+
+def _as_tensor_list_list(tensors_list: Any) -> list[list[Tensor]]:
+    """Each set of tensors as a list; the sets must agree in kind, keys and length."""
+    if not isinstance(tensors_list, (list, tuple)) or not tensors_list:
+        raise ValueError("Expected at least one set of tensors")
+    first = tensors_list[0]
+    for other in tensors_list[1:]:
+        if isinstance(first, dict) != isinstance(other, dict):
+            raise ValueError("Expected every set of tensors to be a dict, or none of them")
+        if isinstance(first, dict) and sorted(first) != sorted(other):
+            raise ValueError(f"Keys of tensors in every dict must match: {sorted(first)} vs. "
+                             f"{sorted(other)}")
+        if not isinstance(first, dict) and len(first) != len(other):
+            raise ValueError(f"Expected every set of tensors to hold {len(first)} tensors, "
+                             f"one holds {len(other)}")
+    return [_as_tensor_list(tensors) for tensors in tensors_list]
+
+
+def _join_types_and_shapes(lists: list[list[Tensor]], shapes: Any,
+                           enqueue_many: bool) -> tuple[list[Any], list[TensorShape]]:
+    """The common component dtypes, and each component's shape merged over every set."""
+    types = [t.dtype for t in lists[0]]
+    for other in lists[1:]:
+        if [t.dtype for t in other] != types:
+            raise TypeError(f"Expected types to be consistent: "
+                            f"{', '.join(t.name for t in types)} vs. "
+                            f"{', '.join(t.dtype.name for t in other)}.")
+    if shapes is not None:
+        return _types_and_shapes(lists[0], shapes, enqueue_many)
+    merged = []
+    for position in range(len(types)):
+        shape = TensorShape(None)
+        for tensors in lists:
+            dims = tensors[position].shape
+            if enqueue_many and dims.ndims is not None:
+                dims = TensorShape(dims.dims[1:]) if dims.ndims else dims
+            shape = shape.merge_with(dims)
+        merged.append(shape)
+    return _types_and_shapes(lists[0], merged, enqueue_many)
+
+
+def _join(queue: QueueBase, tensors_list: Any, lists: list[list[Tensor]], batch_size: Any,
+          enqueue_many: bool, allow_smaller_final_batch: bool, scope: str) -> Any:
+    enqueue_ops = [(queue.enqueue_many if enqueue_many else queue.enqueue)(tensors)
+                   for tensors in lists]
+    return _run_and_dequeue(queue, enqueue_ops, tensors_list[0], batch_size,
+                            allow_smaller_final_batch, scope)
+
+
 # ---- shared by batch and shuffle_batch ----------------------------------------------------
 def _as_tensor_list(tensors: Any) -> list[Tensor]:
     """A list of tensors, or a dict of them (taken in sorted key order, as TF)."""
@@ -184,10 +288,17 @@ def _types_and_shapes(tensor_list: list[Tensor], shapes: Any,
 def _enqueue_and_dequeue(queue: QueueBase, tensors: Any, tensor_list: list[Tensor],
                          batch_size: Any, num_threads: int, enqueue_many: bool,
                          allow_smaller_final_batch: bool, scope: str) -> Any:
-    """``num_threads`` runner threads fill ``queue``; returns the batch, shaped as ``tensors``
-    (the dequeue op is named after the scope, "batch" or "shuffle_batch", as in TF)."""
+    """``num_threads`` runner threads fill ``queue``; returns the batch, shaped as ``tensors``."""
     enqueue = (queue.enqueue_many if enqueue_many else queue.enqueue)(tensor_list)
-    add_queue_runner(QueueRunner(queue, [enqueue] * num_threads))
+    return _run_and_dequeue(queue, [enqueue] * num_threads, tensors, batch_size,
+                            allow_smaller_final_batch, scope)
+
+
+def _run_and_dequeue(queue: QueueBase, enqueue_ops: list[Any], tensors: Any, batch_size: Any,
+                     allow_smaller_final_batch: bool, scope: str) -> Any:
+    """A runner thread per enqueue op fills ``queue``; returns the batch, shaped as
+    ``tensors`` (the dequeue op is named after the scope, "batch" or "shuffle_batch", as TF)."""
+    add_queue_runner(QueueRunner(queue, enqueue_ops))
     if allow_smaller_final_batch:
         dequeued = queue.dequeue_up_to(batch_size, name=scope)
     else:
