@@ -31,7 +31,7 @@ def tfrecord_files(tmp_path):
 
 @pytest.fixture
 def text_files(tmp_path):
-    contents = {"t1.txt": "header\nl1\n\nl3\r\nl4", "t2.txt": "", "t3.txt": "h\nm1\n"}
+    contents = {"t1.txt": "header\nl1\n\nl3\r\nl4", "t2.txt": "", "t3.txt": "h\nm1\r"}
     for name, text in contents.items():
         (tmp_path / name).write_text(text)
     return [str(tmp_path / name) for name in contents]
@@ -99,7 +99,7 @@ def test_text_line_reader_read_up_to_counts_every_line(text_files):
 def test_whole_file_reader_gives_each_file_once_empty_ones_too(text_files):
     records, counters = read_all(text_files, tf.WholeFileReader())
     assert records == [[text_files[0].encode(), b"header\nl1\n\nl3\r\nl4"],
-                       [text_files[1].encode(), b""], [text_files[2].encode(), b"h\nm1\n"]]
+                       [text_files[1].encode(), b""], [text_files[2].encode(), b"h\nm1\r"]]
     assert counters == [3, 3]
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.testing import running_servers
 
 
 @pytest.fixture(autouse=True)
@@ -93,3 +94,17 @@ def test_string_input_producer_refuses_an_empty_list_and_an_empty_tensor():
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match=r"assertion failed: \[string_input_producer requires a non-null"):
             sess.run(enqueue, {names: []})
+
+
+def test_a_string_queue_on_a_ps_is_fed_and_read_from_a_worker():
+    with running_servers() as servers:
+        with tf.device("/job:ps/task:0"):
+            queue = tf.FIFOQueue(10, [tf.string], shapes=[[]], shared_name="names")
+        with tf.device("/job:worker/task:0"):
+            names = tf.string_join([tf.constant(["x", "yy"]), tf.constant("!")])
+        fill = queue.enqueue_many([names])
+        taken = queue.dequeue_many(2)
+        with tf.Session(servers[("worker", 0)].target) as sess:
+            sess.run(fill)
+            assert sess.run(queue.size()) == 2
+            assert sess.run(taken).tolist() == [b"x!", b"yy!"]

@@ -44,7 +44,7 @@ def tfrecord_records(filename: bytes) -> Iterator[Record]:
 
 
 def text_line_records(skip_header_lines: int) -> Format:
-    """The lines of a text file without their "\\n" (or "\\r\\n"), the first
+    """The lines of a text file without their "\\n" and a "\\r" before it, the first
     ``skip_header_lines`` of each file left out."""
 
     def records(filename: bytes) -> Iterator[Record]:
@@ -53,7 +53,9 @@ def text_line_records(skip_header_lines: int) -> Format:
                 if number <= skip_header_lines:
                     continue
                 if line.endswith(b"\n"):
-                    line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+                    line = line[:-1]
+                if line.endswith(b"\r"):   # as TF, also on a last line with no "\n"
+                    line = line[:-1]
                 yield b"%s:%d" % (filename, number), line
 
     return records
