@@ -126,3 +126,15 @@ def test_shuffle_batch_join_checks_the_sets_agree():
         sets = [[tf.constant(1.0), tf.constant([1, 2])], [tf.constant(2.0), tf.constant([3, 4])]]
         x, y = tf.train.shuffle_batch_join(sets, 4, 20, 5)
     assert x.op.name == "shuffle_batch_join" and y.shape.as_list() == [4, 2]
+
+
+def test_four_runner_threads_sharing_one_reader_read_every_record_once(tmp_path):
+    files = [write_examples(tmp_path / f"{i}.tfrecord", 7, 10 * i) for i in range(6)]
+    filename_queue = tf.train.string_input_producer(files, num_epochs=2, shuffle=True)
+    xs, ys, ids = tf.train.batch(read_examples(filename_queue), batch_size=5, num_threads=4,
+                                 capacity=8, allow_smaller_final_batch=True)
+    with tf.train.MonitoredSession() as sess:
+        seen = []
+        while not sess.should_stop():
+            seen.extend(sess.run(ids).tolist())
+    assert sorted(seen) == sorted([10 * i + k for i in range(6) for k in range(7)] * 2)
