@@ -23,7 +23,7 @@ Files: ``string_input_producer(filenames)`` is a queue of file names that a read
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
@@ -135,15 +135,9 @@ def batch(tensors: Any, batch_size: Any, num_threads: int = 1, capacity: int = 3
           allow_smaller_final_batch: bool = False, shared_name: str | None = None,
           name: str | None = None) -> Any:
     """Batches of ``batch_size`` elements, in the order one thread enqueues them."""
-    if dynamic_pad:
-        raise ValueError("dynamic_pad=True needs a PaddingFIFOQueue, which zmtf does not have; "
-                         "pad the tensors to one shape and pass dynamic_pad=False")
-    with get_default_graph().name_scope(name or "batch") as scope:
-        tensor_list = _as_tensor_list(tensors)
-        types, shape_list = _types_and_shapes(tensor_list, shapes, enqueue_many)
-        queue = FIFOQueue(capacity, types, shapes=shape_list, shared_name=shared_name)
-        return _enqueue_and_dequeue(queue, tensors, tensor_list, batch_size, num_threads,
-                                    enqueue_many, allow_smaller_final_batch, scope)
+    return _batching([tensors], num_threads, _fifo(capacity, dynamic_pad, shared_name),
+                     batch_size, enqueue_many, shapes, allow_smaller_final_batch,
+                     name or "batch")
 
 
 def shuffle_batch(tensors: Any, batch_size: Any, capacity: int, min_after_dequeue: int,
@@ -152,50 +146,73 @@ def shuffle_batch(tensors: Any, batch_size: Any, capacity: int, min_after_dequeu
                   shared_name: str | None = None, name: str | None = None) -> Any:
     """Batches of ``batch_size`` elements drawn at random from a RandomShuffleQueue that keeps
     ``min_after_dequeue`` elements in to mix (until its input runs out)."""
-    if capacity <= min_after_dequeue:
-        raise ValueError(f"capacity {capacity} must be bigger than min_after_dequeue "
-                         f"{min_after_dequeue}.")
-    with get_default_graph().name_scope(name or "shuffle_batch") as scope:
-        tensor_list = _as_tensor_list(tensors)
-        types, shape_list = _types_and_shapes(tensor_list, shapes, enqueue_many)
-        queue = RandomShuffleQueue(capacity, min_after_dequeue, types, shapes=shape_list,
-                                   seed=seed, shared_name=shared_name)
-        return _enqueue_and_dequeue(queue, tensors, tensor_list, batch_size, num_threads,
-                                    enqueue_many, allow_smaller_final_batch, scope)
+    return _batching([tensors], num_threads,
+                     _shuffling(capacity, min_after_dequeue, seed, shared_name), batch_size,
+                     enqueue_many, shapes, allow_smaller_final_batch, name or "shuffle_batch")
 
 
 def batch_join(tensors_list: Any, batch_size: Any, capacity: int = 32,
                enqueue_many: bool = False, shapes: Any = None, dynamic_pad: bool = False,
                allow_smaller_final_batch: bool = False, shared_name: str | None = None,
                name: str | None = None) -> Any:
-    """Batches from several lists of tensors of one structure (one runner thread enqueues
-    each list: the TF1 way for several readers to feed one batch queue)."""
-    if dynamic_pad:
-        raise ValueError("dynamic_pad=True needs a PaddingFIFOQueue, which zmtf does not have; "
-                         "pad the tensors to one shape and pass dynamic_pad=False")
-    with get_default_graph().name_scope(name or "batch_join") as scope:
-        lists = _as_tensor_list_list(tensors_list)
-        types, shape_list = _join_types_and_shapes(lists, shapes, enqueue_many)
-        queue = FIFOQueue(capacity, types, shapes=shape_list, shared_name=shared_name)
-        return _join(queue, tensors_list, lists, batch_size, enqueue_many,
-                     allow_smaller_final_batch, scope)
+    """Batches from several sets of tensors of one structure, one runner thread enqueuing
+    each set: the TF1 way for several readers to feed one batch queue."""
+    return _batching(tensors_list, 1, _fifo(capacity, dynamic_pad, shared_name), batch_size,
+                     enqueue_many, shapes, allow_smaller_final_batch, name or "batch_join")
 
 
 def shuffle_batch_join(tensors_list: Any, batch_size: Any, capacity: int, min_after_dequeue: int,
                        seed: int | None = None, enqueue_many: bool = False, shapes: Any = None,
                        allow_smaller_final_batch: bool = False, shared_name: str | None = None,
                        name: str | None = None) -> Any:
-    """shuffle_batch fed by several lists of tensors, one runner thread each (batch_join)."""
+    """shuffle_batch fed by several sets of tensors, one runner thread each (batch_join)."""
+    return _batching(tensors_list, 1, _shuffling(capacity, min_after_dequeue, seed, shared_name),
+                     batch_size, enqueue_many, shapes, allow_smaller_final_batch,
+                     name or "shuffle_batch_join")
+
+
+# ---- shared by the batch functions ----------------------------------------------------------
+_MakeQueue = Callable[[list[Any], list[TensorShape]], QueueBase]
+
+
+def _fifo(capacity: int, dynamic_pad: bool, shared_name: str | None) -> _MakeQueue:
+    if dynamic_pad:
+        raise ValueError("dynamic_pad=True needs a PaddingFIFOQueue, which zmtf does not have; "
+                         "pad the tensors to one shape and pass dynamic_pad=False")
+    return lambda types, shapes: FIFOQueue(capacity, types, shapes=shapes,
+                                           shared_name=shared_name)
+
+
+def _shuffling(capacity: int, min_after_dequeue: int, seed: int | None,
+               shared_name: str | None) -> _MakeQueue:
     if capacity <= min_after_dequeue:
         raise ValueError(f"capacity {capacity} must be bigger than min_after_dequeue "
                          f"{min_after_dequeue}.")
-    with get_default_graph().name_scope(name or "shuffle_batch_join") as scope:
+    return lambda types, shapes: RandomShuffleQueue(capacity, min_after_dequeue, types,
+                                                    shapes=shapes, seed=seed,
+                                                    shared_name=shared_name)
+
+
+def _batching(tensors_list: Any, threads_per_set: int, make_queue: _MakeQueue, batch_size: Any,
+              enqueue_many: bool, shapes: Any, allow_smaller_final_batch: bool,
+              scope_name: str) -> Any:
+    """A queue filled by ``threads_per_set`` runner threads per set of tensors; returns the
+    batch, shaped as the first set (the dequeue op is named after the scope, as TF's)."""
+    with get_default_graph().name_scope(scope_name) as scope:
         lists = _as_tensor_list_list(tensors_list)
-        types, shape_list = _join_types_and_shapes(lists, shapes, enqueue_many)
-        queue = RandomShuffleQueue(capacity, min_after_dequeue, types, shapes=shape_list,
-                                   seed=seed, shared_name=shared_name)
-        return _join(queue, tensors_list, lists, batch_size, enqueue_many,
-                     allow_smaller_final_batch, scope)
+        queue = make_queue(*_types_and_shapes(lists, shapes, enqueue_many))
+        enqueue = queue.enqueue_many if enqueue_many else queue.enqueue
+        add_queue_runner(QueueRunner(queue, [enqueue(tensors) for tensors in lists
+                                             for _ in range(threads_per_set)]))
+        if allow_smaller_final_batch:
+            dequeued = queue.dequeue_up_to(batch_size, name=scope)
+        else:
+            dequeued = queue.dequeue_many(batch_size, name=scope)
+    first = tensors_list[0]
+    if isinstance(first, dict):
+        listed = dequeued if isinstance(dequeued, list) else [dequeued]
+        return {key: listed[i] for i, key in enumerate(sorted(first))}
+    return dequeued  # one tensor, not a list of one, for a single component (as TF)
 
 
 def _as_tensor_list_list(tensors_list: Any) -> list[list[Tensor]]:
@@ -215,38 +232,6 @@ def _as_tensor_list_list(tensors_list: Any) -> list[list[Tensor]]:
     return [_as_tensor_list(tensors) for tensors in tensors_list]
 
 
-def _join_types_and_shapes(lists: list[list[Tensor]], shapes: Any,
-                           enqueue_many: bool) -> tuple[list[Any], list[TensorShape]]:
-    """The common component dtypes, and each component's shape merged over every set."""
-    types = [t.dtype for t in lists[0]]
-    for other in lists[1:]:
-        if [t.dtype for t in other] != types:
-            raise TypeError(f"Expected types to be consistent: "
-                            f"{', '.join(t.name for t in types)} vs. "
-                            f"{', '.join(t.dtype.name for t in other)}.")
-    if shapes is not None:
-        return _types_and_shapes(lists[0], shapes, enqueue_many)
-    merged = []
-    for position in range(len(types)):
-        shape = TensorShape(None)
-        for tensors in lists:
-            dims = tensors[position].shape
-            if enqueue_many and dims.ndims is not None:
-                dims = TensorShape(dims.dims[1:]) if dims.ndims else dims
-            shape = shape.merge_with(dims)
-        merged.append(shape)
-    return _types_and_shapes(lists[0], merged, enqueue_many)
-
-
-def _join(queue: QueueBase, tensors_list: Any, lists: list[list[Tensor]], batch_size: Any,
-          enqueue_many: bool, allow_smaller_final_batch: bool, scope: str) -> Any:
-    enqueue_ops = [(queue.enqueue_many if enqueue_many else queue.enqueue)(tensors)
-                   for tensors in lists]
-    return _run_and_dequeue(queue, enqueue_ops, tensors_list[0], batch_size,
-                            allow_smaller_final_batch, scope)
-
-
-# ---- shared by batch and shuffle_batch ----------------------------------------------------
 def _as_tensor_list(tensors: Any) -> list[Tensor]:
     """A list of tensors, or a dict of them (taken in sorted key order, as TF)."""
     if isinstance(tensors, dict):
@@ -261,49 +246,36 @@ def _as_tensor_list(tensors: Any) -> list[Tensor]:
     return [convert_to_tensor(t) for t in listed]
 
 
-def _types_and_shapes(tensor_list: list[Tensor], shapes: Any,
+def _types_and_shapes(lists: list[list[Tensor]], shapes: Any,
                       enqueue_many: bool) -> tuple[list[Any], list[TensorShape]]:
-    """Component dtypes and per-element shapes (without the batch dimension if enqueue_many)."""
+    """The component dtypes, common to every set, and each component's per-element shape
+    (without the batch dimension if enqueue_many), merged over the sets."""
+    types = [t.dtype for t in lists[0]]
+    for other in lists[1:]:
+        if [t.dtype for t in other] != types:
+            raise TypeError(f"Expected types to be consistent: "
+                            f"{', '.join(t.name for t in types)} vs. "
+                            f"{', '.join(t.dtype.name for t in other)}.")
     if shapes is not None:
         shape_list = [as_shape(s) for s in shapes]
     else:
-        shape_list = []
-        for tensor in tensor_list:
-            if tensor.shape.ndims is None:
-                raise ValueError(f"Cannot infer Tensor's rank: {tensor.name}; pass shapes=")
-            if enqueue_many and tensor.shape.ndims == 0:
-                raise ValueError(f"enqueue_many=True needs tensors of rank >= 1, "
-                                 f"{tensor.name} is a scalar")
-            shape_list.append(TensorShape(tensor.shape.dims[1:] if enqueue_many
-                                          else tensor.shape.dims))
-    if len(shape_list) != len(tensor_list):
-        raise ValueError(f"shapes must give one shape per tensor: {len(tensor_list)} tensors, "
+        shape_list = [TensorShape(None)] * len(types)
+        for tensors in lists:
+            shape_list = [merged.merge_with(_element_shape(tensor, enqueue_many))
+                          for merged, tensor in zip(shape_list, tensors)]
+    if len(shape_list) != len(types):
+        raise ValueError(f"shapes must give one shape per tensor: {len(types)} tensors, "
                          f"{len(shape_list)} shapes")
     if not all(s.is_fully_defined() for s in shape_list):
         raise ValueError(f"All shapes must be fully defined: {[str(s) for s in shape_list]}; "
                          f"pass shapes= to say what each element's shape is")
-    return [t.dtype for t in tensor_list], shape_list
+    return types, shape_list
 
 
-def _enqueue_and_dequeue(queue: QueueBase, tensors: Any, tensor_list: list[Tensor],
-                         batch_size: Any, num_threads: int, enqueue_many: bool,
-                         allow_smaller_final_batch: bool, scope: str) -> Any:
-    """``num_threads`` runner threads fill ``queue``; returns the batch, shaped as ``tensors``."""
-    enqueue = (queue.enqueue_many if enqueue_many else queue.enqueue)(tensor_list)
-    return _run_and_dequeue(queue, [enqueue] * num_threads, tensors, batch_size,
-                            allow_smaller_final_batch, scope)
-
-
-def _run_and_dequeue(queue: QueueBase, enqueue_ops: list[Any], tensors: Any, batch_size: Any,
-                     allow_smaller_final_batch: bool, scope: str) -> Any:
-    """A runner thread per enqueue op fills ``queue``; returns the batch, shaped as
-    ``tensors`` (the dequeue op is named after the scope, "batch" or "shuffle_batch", as TF)."""
-    add_queue_runner(QueueRunner(queue, enqueue_ops))
-    if allow_smaller_final_batch:
-        dequeued = queue.dequeue_up_to(batch_size, name=scope)
-    else:
-        dequeued = queue.dequeue_many(batch_size, name=scope)
-    if isinstance(tensors, dict):
-        listed = dequeued if isinstance(dequeued, list) else [dequeued]
-        return {key: listed[i] for i, key in enumerate(sorted(tensors))}
-    return dequeued  # one tensor, not a list of one, for a single component (as TF)
+def _element_shape(tensor: Tensor, enqueue_many: bool) -> TensorShape:
+    if enqueue_many and tensor.shape.ndims == 0:
+        raise ValueError(f"enqueue_many=True needs tensors of rank >= 1, {tensor.name} is a "
+                         f"scalar")
+    if not enqueue_many or tensor.shape.ndims is None:
+        return tensor.shape
+    return TensorShape(tensor.shape.dims[1:])
