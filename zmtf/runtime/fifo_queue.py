@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import CancelledError, InvalidArgumentError, OutOfRangeError
 from zmtf.kernels.cpu._common import shape_str
 from zmtf.runtime.parking import Completion, Done, Parking, run
@@ -58,7 +59,7 @@ class Queue(Parking):
                  capacity: int) -> None:
         super().__init__()
         self.name = name
-        self.dtypes = tuple(np.dtype(d) for d in dtypes)
+        self.dtypes = tuple(as_dtype(d).np for d in dtypes)   # tf.string: object arrays
         self.shapes = None if not shapes else tuple(tuple(s) for s in shapes)
         self.capacity = capacity
         self._elements: Any = self._new_storage()
@@ -83,9 +84,9 @@ class Queue(Parking):
     def check_matches(self, dtypes: Sequence[str], shapes: Sequence[Any] | None, capacity: int,
                       node_name: str, **extra: Any) -> None:
         """A second queue op with the same shared_name must ask for the same queue."""
-        mine = ([d.name for d in self.dtypes], [list(s) for s in self.shapes or ()], self.capacity,
-                *self._extra_attrs().values())
-        theirs = ([np.dtype(d).name for d in dtypes], [list(s) for s in shapes or ()], capacity,
+        mine = ([as_dtype(d).name for d in self.dtypes], [list(s) for s in self.shapes or ()],
+                self.capacity, *self._extra_attrs().values())
+        theirs = ([as_dtype(d).name for d in dtypes], [list(s) for s in shapes or ()], capacity,
                   *extra.values())
         if mine != theirs:
             fields = ", ".join(["component types", "shapes", "capacity", *self._extra_attrs()])

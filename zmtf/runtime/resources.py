@@ -1,4 +1,5 @@
-"""ResourceContainer: where variables, queues and accumulators live between steps.
+"""ResourceContainer: where variables, queues, accumulators, iterators and readers live
+between steps.
 
 One container per local session, or per worker (shared by every session on that task, so
 two workers' graphs that name the same ``shared_name`` meet in the same queue on a ps).
@@ -15,6 +16,8 @@ from zmtf.framework.errors import CancelledError, FailedPreconditionError, Inval
 from zmtf.runtime.accumulator import ConditionalAccumulator
 from zmtf.runtime.dataset_iterator import DatasetIterator
 from zmtf.runtime.fifo_queue import FIFOQueue
+from zmtf.runtime.file_readers import FileReader
+from zmtf.runtime.record_formats import format_for
 from zmtf.runtime.shuffle_queue import RandomShuffleQueue
 
 
@@ -96,6 +99,17 @@ class ResourceContainer:
     def iterator(self, name: str, node_name: str) -> DatasetIterator:
         """The tf.data iterator state named ``name``, made (not started) on first use."""
         return self._lookup_or_create(name, DatasetIterator, lambda: DatasetIterator(name), node_name)
+
+    def reader(self, name: str, op_type: str, attrs: dict[str, Any], node_name: str) -> FileReader:
+        """The reader state named ``name`` (a TFRecordReaderV2, ... op), made on first use."""
+        reader = self._lookup_or_create(
+            name, FileReader, lambda: FileReader(name, op_type, format_for(op_type, attrs)),
+            node_name)
+        if reader.op_type != op_type:
+            raise InvalidArgumentError(
+                f"shared_name '{name}' of node '{node_name}' ({op_type}) names a "
+                f"{reader.op_type} reader on this device; give one of them another shared_name")
+        return reader
 
     def _lookup_or_create(self, name: str, kind: type, create: Callable[[], Any],
                           node_name: str) -> Any:

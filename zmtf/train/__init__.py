@@ -17,7 +17,8 @@ from zmtf.train.optimizers import (
 from zmtf.train.ftrl import FtrlOptimizer
 from zmtf.train.proximal import ProximalAdagradOptimizer, ProximalGradientDescentOptimizer
 from zmtf.train.input import (
-    batch, input_producer, limit_epochs, range_input_producer, shuffle_batch, slice_input_producer,
+    batch, batch_join, input_producer, limit_epochs, range_input_producer, shuffle_batch,
+    shuffle_batch_join, slice_input_producer, string_input_producer,
 )
 from zmtf.train.learning_rate_decay import (
     cosine_decay, cosine_decay_restarts, exponential_decay, inverse_time_decay, linear_cosine_decay,
@@ -56,7 +57,8 @@ __all__ = [
     "piecewise_constant", "polynomial_decay", "get_checkpoint_state", "get_global_step", "get_or_create_global_step",
     "global_step", "latest_checkpoint", "replica_device_setter", "start_queue_runners",
     "update_checkpoint_state", "batch", "input_producer", "limit_epochs", "range_input_producer",
-    "shuffle_batch", "slice_input_producer",
+    "shuffle_batch", "slice_input_producer", "batch_join", "shuffle_batch_join",
+    "string_input_producer",
 ]
 __all__ += ["NewCheckpointReader", "list_variables", "load_variable"]
 __all__ += ["CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",

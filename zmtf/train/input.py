@@ -1,4 +1,5 @@
-"""TF1's queue-based input pipelines: slice_input_producer, batch, shuffle_batch.
+"""TF1's queue-based input pipelines: string_input_producer, slice_input_producer, batch,
+shuffle_batch and the *_join forms that let several readers feed one batch queue.
 
 Each function builds a queue, the op that fills it and a QueueRunner in the QUEUE_RUNNERS
 collection, and returns what a training step dequeues. Nothing runs until
@@ -16,18 +17,20 @@ from it then fails the same way and closes the batch queue, and the training ste
 dequeue_many raises OutOfRangeError once fewer than batch_size elements are left
 (dequeue_up_to, with allow_smaller_final_batch, hands out that last partial batch first).
 
-String tensors are not supported by zmtf, so string_input_producer and the file readers
-are not here.
+Files: ``string_input_producer(filenames)`` is a queue of file names that a reader
+(framework/ops/io_ops.py: ``tf.TFRecordReader().read(queue)``) takes from as it needs.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
-from zmtf.framework.ops.array_ops import identity
+from zmtf.framework.ops.array_ops import identity, size
+from zmtf.framework.ops.composite_ops import assert_
 from zmtf.framework.ops.composite_ops import range_
+from zmtf.framework.ops.math_ops import greater
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.data_flow_ops import FIFOQueue, QueueBase, RandomShuffleQueue
 from zmtf.framework.ops.random_ops import random_shuffle
@@ -87,6 +90,25 @@ def range_input_producer(limit: int, num_epochs: int | None = None, shuffle: boo
                               shared_name, name=scope)
 
 
+def string_input_producer(string_tensor: Any, num_epochs: int | None = None,
+                          shuffle: bool = True, seed: int | None = None, capacity: int = 32,
+                          shared_name: str | None = None, name: str | None = None,
+                          cancel_op: Any = None) -> FIFOQueue:
+    """A queue of the strings (file names) of ``string_tensor``, epoch after epoch, shuffled
+    per epoch; an empty list is refused here, an empty tensor when its enqueue runs."""
+    not_null = "string_input_producer requires a non-null input tensor"
+    if not isinstance(string_tensor, Tensor) and len(string_tensor) == 0:
+        raise ValueError(not_null)
+    graph = get_default_graph()
+    with graph.name_scope(name or "input_producer") as scope:
+        string_tensor = convert_to_tensor(string_tensor, dtype=dtypes.string)
+        check = assert_(greater(size(string_tensor), 0), [not_null])
+        with graph.control_dependencies([check]):
+            string_tensor = identity(string_tensor)
+        return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity,
+                              shared_name, name=scope, cancel_op=cancel_op)
+
+
 def slice_input_producer(tensor_list: Any, num_epochs: int | None = None, shuffle: bool = True,
                          seed: int | None = None, capacity: int = 32,
                          shared_name: str | None = None, name: str | None = None) -> list[Tensor]:
@@ -113,15 +135,9 @@ def batch(tensors: Any, batch_size: Any, num_threads: int = 1, capacity: int = 3
           allow_smaller_final_batch: bool = False, shared_name: str | None = None,
           name: str | None = None) -> Any:
     """Batches of ``batch_size`` elements, in the order one thread enqueues them."""
-    if dynamic_pad:
-        raise ValueError("dynamic_pad=True needs a PaddingFIFOQueue, which zmtf does not have; "
-                         "pad the tensors to one shape and pass dynamic_pad=False")
-    with get_default_graph().name_scope(name or "batch") as scope:
-        tensor_list = _as_tensor_list(tensors)
-        types, shape_list = _types_and_shapes(tensor_list, shapes, enqueue_many)
-        queue = FIFOQueue(capacity, types, shapes=shape_list, shared_name=shared_name)
-        return _enqueue_and_dequeue(queue, tensors, tensor_list, batch_size, num_threads,
-                                    enqueue_many, allow_smaller_final_batch, scope)
+    return _batching([tensors], num_threads, _fifo(capacity, dynamic_pad, shared_name),
+                     batch_size, enqueue_many, shapes, allow_smaller_final_batch,
+                     name or "batch")
 
 
 def shuffle_batch(tensors: Any, batch_size: Any, capacity: int, min_after_dequeue: int,
@@ -130,19 +146,92 @@ def shuffle_batch(tensors: Any, batch_size: Any, capacity: int, min_after_dequeu
                   shared_name: str | None = None, name: str | None = None) -> Any:
     """Batches of ``batch_size`` elements drawn at random from a RandomShuffleQueue that keeps
     ``min_after_dequeue`` elements in to mix (until its input runs out)."""
+    return _batching([tensors], num_threads,
+                     _shuffling(capacity, min_after_dequeue, seed, shared_name), batch_size,
+                     enqueue_many, shapes, allow_smaller_final_batch, name or "shuffle_batch")
+
+
+def batch_join(tensors_list: Any, batch_size: Any, capacity: int = 32,
+               enqueue_many: bool = False, shapes: Any = None, dynamic_pad: bool = False,
+               allow_smaller_final_batch: bool = False, shared_name: str | None = None,
+               name: str | None = None) -> Any:
+    """Batches from several sets of tensors of one structure, one runner thread enqueuing
+    each set: the TF1 way for several readers to feed one batch queue."""
+    return _batching(tensors_list, 1, _fifo(capacity, dynamic_pad, shared_name), batch_size,
+                     enqueue_many, shapes, allow_smaller_final_batch, name or "batch_join")
+
+
+def shuffle_batch_join(tensors_list: Any, batch_size: Any, capacity: int, min_after_dequeue: int,
+                       seed: int | None = None, enqueue_many: bool = False, shapes: Any = None,
+                       allow_smaller_final_batch: bool = False, shared_name: str | None = None,
+                       name: str | None = None) -> Any:
+    """shuffle_batch fed by several sets of tensors, one runner thread each (batch_join)."""
+    return _batching(tensors_list, 1, _shuffling(capacity, min_after_dequeue, seed, shared_name),
+                     batch_size, enqueue_many, shapes, allow_smaller_final_batch,
+                     name or "shuffle_batch_join")
+
+
+# ---- shared by the batch functions ----------------------------------------------------------
+_MakeQueue = Callable[[list[Any], list[TensorShape]], QueueBase]
+
+
+def _fifo(capacity: int, dynamic_pad: bool, shared_name: str | None) -> _MakeQueue:
+    if dynamic_pad:
+        raise ValueError("dynamic_pad=True needs a PaddingFIFOQueue, which zmtf does not have; "
+                         "pad the tensors to one shape and pass dynamic_pad=False")
+    return lambda types, shapes: FIFOQueue(capacity, types, shapes=shapes,
+                                           shared_name=shared_name)
+
+
+def _shuffling(capacity: int, min_after_dequeue: int, seed: int | None,
+               shared_name: str | None) -> _MakeQueue:
     if capacity <= min_after_dequeue:
         raise ValueError(f"capacity {capacity} must be bigger than min_after_dequeue "
                          f"{min_after_dequeue}.")
-    with get_default_graph().name_scope(name or "shuffle_batch") as scope:
-        tensor_list = _as_tensor_list(tensors)
-        types, shape_list = _types_and_shapes(tensor_list, shapes, enqueue_many)
-        queue = RandomShuffleQueue(capacity, min_after_dequeue, types, shapes=shape_list,
-                                   seed=seed, shared_name=shared_name)
-        return _enqueue_and_dequeue(queue, tensors, tensor_list, batch_size, num_threads,
-                                    enqueue_many, allow_smaller_final_batch, scope)
+    return lambda types, shapes: RandomShuffleQueue(capacity, min_after_dequeue, types,
+                                                    shapes=shapes, seed=seed,
+                                                    shared_name=shared_name)
 
 
-# ---- shared by batch and shuffle_batch ----------------------------------------------------
+def _batching(tensors_list: Any, threads_per_set: int, make_queue: _MakeQueue, batch_size: Any,
+              enqueue_many: bool, shapes: Any, allow_smaller_final_batch: bool,
+              scope_name: str) -> Any:
+    """A queue filled by ``threads_per_set`` runner threads per set of tensors; returns the
+    batch, shaped as the first set (the dequeue op is named after the scope, as TF's)."""
+    with get_default_graph().name_scope(scope_name) as scope:
+        lists = _as_tensor_list_list(tensors_list)
+        queue = make_queue(*_types_and_shapes(lists, shapes, enqueue_many))
+        enqueue = queue.enqueue_many if enqueue_many else queue.enqueue
+        add_queue_runner(QueueRunner(queue, [enqueue(tensors) for tensors in lists
+                                             for _ in range(threads_per_set)]))
+        if allow_smaller_final_batch:
+            dequeued = queue.dequeue_up_to(batch_size, name=scope)
+        else:
+            dequeued = queue.dequeue_many(batch_size, name=scope)
+    first = tensors_list[0]
+    if isinstance(first, dict):
+        listed = dequeued if isinstance(dequeued, list) else [dequeued]
+        return {key: listed[i] for i, key in enumerate(sorted(first))}
+    return dequeued  # one tensor, not a list of one, for a single component (as TF)
+
+
+def _as_tensor_list_list(tensors_list: Any) -> list[list[Tensor]]:
+    """Each set of tensors as a list; the sets must agree in kind, keys and length."""
+    if not isinstance(tensors_list, (list, tuple)) or not tensors_list:
+        raise ValueError("Expected at least one set of tensors")
+    first = tensors_list[0]
+    for other in tensors_list[1:]:
+        if isinstance(first, dict) != isinstance(other, dict):
+            raise ValueError("Expected every set of tensors to be a dict, or none of them")
+        if isinstance(first, dict) and sorted(first) != sorted(other):
+            raise ValueError(f"Keys of tensors in every dict must match: {sorted(first)} vs. "
+                             f"{sorted(other)}")
+        if not isinstance(first, dict) and len(first) != len(other):
+            raise ValueError(f"Expected every set of tensors to hold {len(first)} tensors, "
+                             f"one holds {len(other)}")
+    return [_as_tensor_list(tensors) for tensors in tensors_list]
+
+
 def _as_tensor_list(tensors: Any) -> list[Tensor]:
     """A list of tensors, or a dict of them (taken in sorted key order, as TF)."""
     if isinstance(tensors, dict):
@@ -157,42 +246,36 @@ def _as_tensor_list(tensors: Any) -> list[Tensor]:
     return [convert_to_tensor(t) for t in listed]
 
 
-def _types_and_shapes(tensor_list: list[Tensor], shapes: Any,
+def _types_and_shapes(lists: list[list[Tensor]], shapes: Any,
                       enqueue_many: bool) -> tuple[list[Any], list[TensorShape]]:
-    """Component dtypes and per-element shapes (without the batch dimension if enqueue_many)."""
+    """The component dtypes, common to every set, and each component's per-element shape
+    (without the batch dimension if enqueue_many), merged over the sets."""
+    types = [t.dtype for t in lists[0]]
+    for other in lists[1:]:
+        if [t.dtype for t in other] != types:
+            raise TypeError(f"Expected types to be consistent: "
+                            f"{', '.join(t.name for t in types)} vs. "
+                            f"{', '.join(t.dtype.name for t in other)}.")
     if shapes is not None:
         shape_list = [as_shape(s) for s in shapes]
     else:
-        shape_list = []
-        for tensor in tensor_list:
-            if tensor.shape.ndims is None:
-                raise ValueError(f"Cannot infer Tensor's rank: {tensor.name}; pass shapes=")
-            if enqueue_many and tensor.shape.ndims == 0:
-                raise ValueError(f"enqueue_many=True needs tensors of rank >= 1, "
-                                 f"{tensor.name} is a scalar")
-            shape_list.append(TensorShape(tensor.shape.dims[1:] if enqueue_many
-                                          else tensor.shape.dims))
-    if len(shape_list) != len(tensor_list):
-        raise ValueError(f"shapes must give one shape per tensor: {len(tensor_list)} tensors, "
+        shape_list = [TensorShape(None)] * len(types)
+        for tensors in lists:
+            shape_list = [merged.merge_with(_element_shape(tensor, enqueue_many))
+                          for merged, tensor in zip(shape_list, tensors)]
+    if len(shape_list) != len(types):
+        raise ValueError(f"shapes must give one shape per tensor: {len(types)} tensors, "
                          f"{len(shape_list)} shapes")
     if not all(s.is_fully_defined() for s in shape_list):
         raise ValueError(f"All shapes must be fully defined: {[str(s) for s in shape_list]}; "
                          f"pass shapes= to say what each element's shape is")
-    return [t.dtype for t in tensor_list], shape_list
+    return types, shape_list
 
 
-def _enqueue_and_dequeue(queue: QueueBase, tensors: Any, tensor_list: list[Tensor],
-                         batch_size: Any, num_threads: int, enqueue_many: bool,
-                         allow_smaller_final_batch: bool, scope: str) -> Any:
-    """``num_threads`` runner threads fill ``queue``; returns the batch, shaped as ``tensors``
-    (the dequeue op is named after the scope, "batch" or "shuffle_batch", as in TF)."""
-    enqueue = (queue.enqueue_many if enqueue_many else queue.enqueue)(tensor_list)
-    add_queue_runner(QueueRunner(queue, [enqueue] * num_threads))
-    if allow_smaller_final_batch:
-        dequeued = queue.dequeue_up_to(batch_size, name=scope)
-    else:
-        dequeued = queue.dequeue_many(batch_size, name=scope)
-    if isinstance(tensors, dict):
-        listed = dequeued if isinstance(dequeued, list) else [dequeued]
-        return {key: listed[i] for i, key in enumerate(sorted(tensors))}
-    return dequeued  # one tensor, not a list of one, for a single component (as TF)
+def _element_shape(tensor: Tensor, enqueue_many: bool) -> TensorShape:
+    if enqueue_many and tensor.shape.ndims == 0:
+        raise ValueError(f"enqueue_many=True needs tensors of rank >= 1, {tensor.name} is a "
+                         f"scalar")
+    if not enqueue_many or tensor.shape.ndims is None:
+        return tensor.shape
+    return TensorShape(tensor.shape.dims[1:])

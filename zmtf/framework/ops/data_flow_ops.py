@@ -17,11 +17,14 @@ import numpy as np
 from zmtf.framework import dtypes as _dtypes
 from zmtf.framework.dtypes import DType, as_dtype
 from zmtf.framework.graph import Operation, Tensor, get_default_graph
-from zmtf.framework.op_def import apply_op, op_def
+from zmtf.framework.op_def import STRING_INPUT_OPS, apply_op, op_def
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.tensor_shape import TensorShape, as_shape
 
 _HANDLE = [(_dtypes.resource, TensorShape([]))]
+
+# queues hold strings as they hold numbers (file names, serialized records)
+STRING_INPUT_OPS.update({"QueueEnqueueV2", "QueueEnqueueManyV2"})
 
 
 @op_def("FIFOQueueV2", "RandomShuffleQueueV2", "ConditionalAccumulator", stateful=True)

@@ -7,13 +7,14 @@ from typing import Any
 from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.graph import Tensor, get_default_graph
-from zmtf.framework.op_def import apply_op, op_def
+from zmtf.framework.op_def import STRING_INPUT_OPS, apply_op, op_def
 from zmtf.framework.ops.array_ops import _shape_tensor, _shape_value
 from zmtf.framework.ops.constant_op import convert_to_tensor
 from zmtf.framework.ops.math_ops import add, multiply
 from zmtf.framework.tensor_shape import TensorShape
 
 RANDOM_OPS = ("RandomStandardNormal", "RandomUniform", "TruncatedNormal")
+STRING_INPUT_OPS.add("RandomShuffle")   # string_input_producer shuffles file names
 
 
 @op_def(*RANDOM_OPS, stateful=True)

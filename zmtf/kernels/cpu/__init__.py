@@ -3,7 +3,7 @@
 One module per family: elementwise, reduce, matmul, nn, conv and pool (over the sliding
 windows of windows.py), random, array, selection, partition, scatter, state (sparse_apply:
 the optimizers' row updates; adadelta_ftrl: Adadelta and FTRL), data_flow (queues and
-accumulators) and dataset (tf.data iterators), whose shared state is in zmtf/runtime. _jit holds the numba policy (decorator
+accumulators), dataset (tf.data iterators) and readers (TF1's file readers), whose shared state is in zmtf/runtime. _jit holds the numba policy (decorator
 options, caching, thread count, numpy/numba threshold).
 """
 
@@ -14,6 +14,7 @@ from zmtf.kernels.cpu import (
 from zmtf.kernels.cpu import image  # noqa: F401 (registers the image kernels)
 from zmtf.kernels.cpu import sampling, sequence  # noqa: F401 (samplers, ReverseSequence, GatherNd, ScatterNd)
 from zmtf.kernels.cpu import parsing, strings  # noqa: F401 (tf.string kernels, ParseExample)
+from zmtf.kernels.cpu import readers  # noqa: F401 (TF1's file readers)
 from zmtf.kernels.cpu.state import VariableRef
 
 __all__ = ["VariableRef", "adadelta_ftrl", "array", "bincount", "control_flow", "conv", "data_flow", "dataset", "diag", "elementwise",

@@ -90,7 +90,8 @@ def queue_enqueue_many(ctx: Any, inputs: list, attrs: dict, done: Any) -> None:
             f"enqueue_many (node '{attrs['_node_name']}') needs components with one common first "
             f"dimension, got shapes {[list(b.shape) for b in batches]}")
     count = sizes.pop()
-    elements = [tuple(b[k].copy() for b in batches) for k in range(count)]
+    # b[k, ...]: an array even for a vector's (or a string vector's) element
+    elements = [tuple(b[k, ...].copy() for b in batches) for k in range(count)]
     _park(done, queue, queue.enqueue(elements, done))
 
 

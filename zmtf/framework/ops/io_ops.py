@@ -1,0 +1,143 @@
+"""TF1's readers: tf.TFRecordReader, tf.TextLineReader, tf.WholeFileReader.
+
+A reader is one handle op (TFRecordReaderV2, ...) whose state, the file it is in and where,
+lives on its device between steps (runtime/file_readers.py); ``read(queue)`` takes the
+next record, taking the next file name from ``queue`` (string_input_producer's) when a file
+is spent. The placer keeps a reader, its queue and the ops using them on one device.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from zmtf.framework import dtypes as _dtypes
+from zmtf.framework.graph import Operation, Tensor, get_default_graph
+from zmtf.framework.op_def import apply_op, op_def
+from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.framework.tensor_shape import TensorShape
+
+READER_OPS = ("TFRecordReaderV2", "TextLineReaderV2", "WholeFileReaderV2")
+
+
+@op_def(*READER_OPS, stateful=True)
+def _reader_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(_dtypes.resource, TensorShape([]))]
+
+
+@op_def("ReaderReadV2", stateful=True)
+def _read_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(_dtypes.string, TensorShape([]))] * 2
+
+
+@op_def("ReaderReadUpToV2", stateful=True)
+def _read_up_to_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(_dtypes.string, TensorShape([None]))] * 2
+
+
+@op_def("ReaderNumRecordsProducedV2", "ReaderNumWorkUnitsCompletedV2", stateful=True)
+def _count_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return [(_dtypes.int64, TensorShape([]))]
+
+
+@op_def("ReaderResetV2", stateful=True)
+def _no_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    return []
+
+
+class ReaderBase:
+    """What every reader offers: read, read_up_to, its counters and reset."""
+
+    def __init__(self, reader_ref: Tensor, supports_serialize: bool = False) -> None:
+        self._reader_ref = reader_ref
+        self._supports_serialize = supports_serialize
+
+    reader_ref = property(lambda self: self._reader_ref)
+    supports_serialize = property(lambda self: self._supports_serialize)
+
+    def read(self, queue: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
+        """The next record as (key, value) string scalars; OutOfRangeError once ``queue`` is
+        closed and empty and the last file is spent."""
+        op = apply_op("ReaderReadV2", [self._reader_ref, _queue_ref(queue)], {},
+                      name=name or "ReaderReadV2")
+        return op.outputs[0], op.outputs[1]
+
+    def read_up_to(self, queue: Any, num_records: Any,
+                   name: str | None = None) -> tuple[Tensor, Tensor]:
+        """Up to ``num_records`` records of the current file as ([n], [n]) strings: fewer
+        at the end of a file, never a mix of two files."""
+        count = convert_to_tensor(num_records, dtype=_dtypes.int64, name="num_records")
+        op = apply_op("ReaderReadUpToV2", [self._reader_ref, _queue_ref(queue), count], {},
+                      name=name or "ReaderReadUpToV2")
+        return op.outputs[0], op.outputs[1]
+
+    def num_records_produced(self, name: str | None = None) -> Tensor:
+        return self._count("ReaderNumRecordsProducedV2", name)
+
+    def num_work_units_completed(self, name: str | None = None) -> Tensor:
+        """How many files this reader has read to their end."""
+        return self._count("ReaderNumWorkUnitsCompletedV2", name)
+
+    def reset(self, name: str | None = None) -> Operation:
+        """Forget the current file and zero the counters."""
+        return apply_op("ReaderResetV2", [self._reader_ref], {}, name=name or "ReaderResetV2")
+
+    def serialize_state(self, name: str | None = None) -> Tensor:
+        raise NotImplementedError("zmtf readers do not serialize their state; to resume, "
+                                  "save which files are done and build the queue from the rest")
+
+    def restore_state(self, state: Any, name: str | None = None) -> Operation:
+        raise NotImplementedError("zmtf readers do not restore a serialized state; to resume, "
+                                  "build the file-name queue from the files not yet read")
+
+    def _count(self, op_type: str, name: str | None) -> Tensor:
+        return apply_op(op_type, [self._reader_ref], {}, name=name or op_type).outputs[0]
+
+
+class TFRecordReader(ReaderBase):
+    """Records of TFRecord files, keyed "<file>:<byte offset>"."""
+
+    def __init__(self, name: str | None = None, options: Any = None) -> None:
+        compression = getattr(options, "compression_type", options)
+        if compression not in (None, "", 0):
+            raise NotImplementedError(f"compressed TFRecord files ({compression!r}) are not "
+                                      f"built in zmtf; write and read them uncompressed")
+        super().__init__(_reader_op("TFRecordReaderV2", {"compression_type": ""}, name))
+
+
+class TextLineReader(ReaderBase):
+    """Lines of text files without their newline, keyed "<file>:<line number>" (1-based);
+    ``skip_header_lines`` leaves out the first lines of every file."""
+
+    def __init__(self, skip_header_lines: int | None = None, name: str | None = None) -> None:
+        skip = int(skip_header_lines or 0)
+        if skip < 0:
+            raise ValueError(f"skip_header_lines must be >= 0, got {skip_header_lines}")
+        super().__init__(_reader_op("TextLineReaderV2", {"skip_header_lines": skip}, name))
+
+
+class WholeFileReader(ReaderBase):
+    """One record per file: its whole contents, keyed by the file name."""
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(_reader_op("WholeFileReaderV2", {}, name))
+
+
+def _reader_op(op_type: str, attrs: dict[str, Any], name: str | None) -> Tensor:
+    # a fresh name per reader built: a rerun of a script on a long-running worker starts
+    # its readers over (a reader is private to its graph, as TF's are)
+    attrs = {**attrs, "shared_name": f"reader_{uuid.uuid4().hex}", "container": ""}
+    with get_default_graph().control_dependencies(None):   # state, not part of a step
+        return apply_op(op_type, [], attrs, name=name or op_type).outputs[0]
+
+
+def _queue_ref(queue: Any) -> Tensor:
+    """A queue object's handle (TF also takes the handle tensor itself)."""
+    ref = queue if isinstance(queue, Tensor) else getattr(queue, "queue_ref", None)
+    if not isinstance(ref, Tensor) or ref.dtype != _dtypes.resource:
+        raise TypeError(f"a reader reads file names from a queue (tf.train.string_input_producer"
+                        f"'s, or a tf.FIFOQueue of tf.string), got {type(queue).__name__}")
+    return ref
+
+
+__all__ = ["ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader"]

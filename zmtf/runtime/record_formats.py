@@ -1,0 +1,79 @@
+"""What each TF1 reader makes of one file: its records as (key, value) pairs, in order.
+
+A format is ``records(filename) -> iterator of (key, value)`` (both ``bytes``), keyed as TF
+keys them: TFRecordReader "<file>:<byte offset of the record>", TextLineReader
+"<file>:<line number>" (1-based, skipped header lines counted), WholeFileReader the file
+name itself. The file is opened on the first ``next``: a missing file raises
+NotFoundError naming it, a damaged TFRecord DataLossError (framework/tfrecord.py).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO, Callable, Iterator
+
+from zmtf.framework.errors import InvalidArgumentError, NotFoundError, PermissionDeniedError
+from zmtf.framework.tfrecord import read_records
+
+Record = tuple[bytes, bytes]
+Format = Callable[[bytes], Iterator[Record]]
+
+
+def open_file(filename: bytes) -> BinaryIO:
+    """The file named by a queue's element, opened for reading; OS errors as TF's errors."""
+    path = os.fsdecode(filename)
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise NotFoundError(None, None, f"{path}; No such file or directory") from None
+    except PermissionError:
+        raise PermissionDeniedError(None, None, f"{path}; Permission denied") from None
+    except IsADirectoryError:
+        raise InvalidArgumentError(None, None, f"{path} is a directory, not a file: give the "
+                                   f"reader file names (tf.train.match_filenames_once or "
+                                   f"glob them)") from None
+
+
+def tfrecord_records(filename: bytes) -> Iterator[Record]:
+    """Each checked record of a TFRecord file, keyed by its byte offset."""
+    with open_file(filename) as stream:
+        offset = 0
+        for data in read_records(stream, os.fsdecode(filename), os.fstat(stream.fileno()).st_size):
+            yield b"%s:%d" % (filename, offset), data
+            offset += 16 + len(data)   # 8 length + 4 its CRC + data + 4 data CRC
+
+
+def text_line_records(skip_header_lines: int) -> Format:
+    """The lines of a text file without their "\\n" and a "\\r" before it, the first
+    ``skip_header_lines`` of each file left out."""
+
+    def records(filename: bytes) -> Iterator[Record]:
+        with open_file(filename) as stream:
+            for number, line in enumerate(stream, start=1):
+                if number <= skip_header_lines:
+                    continue
+                if line.endswith(b"\n"):
+                    line = line[:-1]
+                if line.endswith(b"\r"):   # as TF, also on a last line with no "\n"
+                    line = line[:-1]
+                yield b"%s:%d" % (filename, number), line
+
+    return records
+
+
+def whole_file_records(filename: bytes) -> Iterator[Record]:
+    """One record: the whole file, keyed by its name."""
+    with open_file(filename) as stream:
+        contents = stream.read()
+    yield filename, contents
+
+
+def format_for(op_type: str, attrs: dict) -> Format:
+    """The format a reader op reads (its attributes already validated by the graph)."""
+    if op_type == "TFRecordReaderV2":
+        return tfrecord_records
+    if op_type == "TextLineReaderV2":
+        return text_line_records(int(attrs.get("skip_header_lines") or 0))
+    if op_type == "WholeFileReaderV2":
+        return whole_file_records
+    raise InvalidArgumentError(f"no reader format for op type {op_type}")
