@@ -32,8 +32,8 @@ def _decode_csv_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
 not_differentiable("DecodeCSV")
 
 
-def _column_default(i: int, default: Any) -> tuple[str, list]:
-    """(dtype name, [] or [value]) of one record_defaults entry, typed as TF converts it:
+def _column_default(i: int, default: Any) -> tuple[str, np.ndarray]:
+    """(dtype name, an array of 0 or 1 value) of one record_defaults entry, typed as TF converts it:
     int -> int32, float -> float32, str/bytes -> string, a numpy scalar or a constant Tensor
     keeps its dtype, [] -> a required float32 column."""
     if isinstance(default, Tensor):
@@ -51,8 +51,9 @@ def _column_default(i: int, default: Any) -> tuple[str, list]:
         raise ValueError(f"decode_csv: record_defaults[{i}] has {len(flat)} values; give one "
                          f"value, or [] to make the column required")
     if dtype == "string":
-        return dtype, [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in flat]
-    return dtype, [np.asarray(v).item() for v in flat]
+        flat = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in flat]
+    # an array attr: it crosses the wire as a tensor frame (bytes cannot be a plain attr)
+    return dtype, np.array(flat, dtype=object if dtype == "string" else dtype).reshape(len(flat))
 
 
 def _python_dtype(value: Any) -> str:

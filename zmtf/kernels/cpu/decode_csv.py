@@ -49,9 +49,9 @@ def _column(values: list[Any], dtype: str, shape: tuple[int, ...]) -> np.ndarray
     return np.array(values, dtype=dtype).reshape(shape)
 
 
-def _value(field: bytes, f: int, i: int, dtype: str, default: list, na_value: bytes) -> Any:
+def _value(field: bytes, f: int, i: int, dtype: str, default: Any, na_value: bytes) -> Any:
     if not field or field == na_value:
-        if not default:
+        if not len(default):
             raise InvalidArgumentError(f"Field {f} is required but missing in record {i}!")
         return default[0]
     if dtype == "string":
