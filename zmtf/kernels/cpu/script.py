@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework import errors
-from zmtf.framework.ops.script_ops import registered_function
+from zmtf.framework.py_funcs import registered_function
 from zmtf.kernels.registry import register
 
 #: numpy dtype name -> TF's DataTypeString, for "is double, but expects float" messages
