@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from zmtf.framework import errors
+import zmtf.framework.errors as errors
 from zmtf.framework.py_funcs import registered_function
 from zmtf.kernels.registry import register
 
