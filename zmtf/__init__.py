@@ -43,6 +43,11 @@ from zmtf.framework.ops.einsum_ops import einsum
 from zmtf.framework.ops.manip_ops import meshgrid, roll
 from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.unique_ops import unique, unique_with_counts
+from zmtf.framework.ops.script_ops import numpy_function, py_func
+from zmtf.framework.ops.csv_ops import decode_csv
+from zmtf.framework.gradient_registry import NotDifferentiable, RegisterGradient
+NoGradient = NotDifferentiable
+from zmtf.framework.ops.custom_gradient import custom_gradient
 from zmtf.framework.ops.bincount_ops import bincount
 from zmtf.framework.ops.linalg_solve_ops import (
     cholesky, log_matrix_determinant, matrix_determinant, matrix_inverse, matrix_solve,

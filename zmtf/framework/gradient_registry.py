@@ -44,11 +44,43 @@ def _add(op_type: str, fn: GradientFn | None) -> None:
     GRADIENTS[op_type] = fn
 
 
+class RegisterGradient:
+    """TF1's decorator: register ``fn(op, *output_grads)`` under ``op_type`` (a new op type,
+    or a name that ``graph.gradient_override_map({"Identity": op_type})`` points ops at)."""
+
+    def __init__(self, op_type: str) -> None:
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, fn: GradientFn) -> GradientFn:
+        if self._op_type in GRADIENTS:
+            raise KeyError(f"Registering two gradient with name '{self._op_type}'! Pick a new "
+                           f"name for tf.RegisterGradient")
+        GRADIENTS[self._op_type] = fn
+        return fn
+
+
+def NotDifferentiable(op_type: str) -> None:  # noqa: N802 (TF's name)
+    """TF1's ``tf.NoGradient``/``tf.NotDifferentiable``: no gradient flows through op_type."""
+    if op_type in GRADIENTS:
+        raise KeyError(f"Registering two gradient with name '{op_type}'!")
+    GRADIENTS[op_type] = None
+
+
 def gradient_function(op: Operation) -> GradientFn | None:
-    """The gradient function of ``op``'s type; None if it is declared not differentiable."""
-    if op.type not in GRADIENTS:
+    """The gradient function of ``op``: the one its ``_gradient_op_type`` attr names (set by
+    ``gradient_override_map``), else its type's; None if declared not differentiable."""
+    try:
+        op_type = op.get_attr("_gradient_op_type")
+    except ValueError:
+        op_type = op.type
+    if op_type not in GRADIENTS:
+        overridden = f", overridden to '{op_type}'" if op_type != op.type else ""
         raise LookupError(
-            f"No gradient defined for operation '{op.name}' (op type: {op.type}). Wrap the "
-            f"path through it out of the loss, or pass its output in stop_gradients=[...]."
+            f"No gradient defined for operation '{op.name}' (op type: {op.type}{overridden}). "
+            f"Register one with @tf.RegisterGradient(name) and map the op to it with "
+            f"graph.gradient_override_map, wrap the path through it out of the loss, or pass "
+            f"its output in stop_gradients=[...]."
         )
-    return GRADIENTS[op.type]
+    return GRADIENTS[op_type]

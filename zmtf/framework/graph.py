@@ -189,6 +189,8 @@ class Graph:
         self._device_stack: list[DeviceEntry] = []
         self._control_stack: list[list[Operation] | None] = []
         self._colocation_stack: list[Operation] = []
+        #: op type -> gradient name, for ops created inside gradient_override_map
+        self._gradient_override_map: dict[str, str] = {}
         self._collections: dict[str, list[Any]] = {}
         self._finalized = False
         self._version = 0  # bumped on every change that can alter a plan
@@ -222,9 +224,12 @@ class Graph:
         if context is not None:   # inside a tf.cond branch: values from outside enter by a Switch
             inputs = [context.capture(t) for t in inputs]
         control = self._current_control_inputs(inputs)
+        attrs = dict(attrs or {})
+        if op_type in self._gradient_override_map:
+            attrs["_gradient_op_type"] = self._gradient_override_map[op_type]
         if context is not None and not inputs:
             control.append(context.pivot)   # a source op runs only when its branch is taken
-        op = Operation(self, unique, op_type, inputs, output_specs, dict(attrs or {}), control)
+        op = Operation(self, unique, op_type, inputs, output_specs, attrs, control)
         if context is not None:
             context.ops.add(op)
         if self._while_context is not None:
@@ -377,6 +382,21 @@ class Graph:
             yield
         finally:
             self._control_stack.pop()
+
+    @contextmanager
+    def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
+        """Ops of these types created inside take the gradient registered under the mapped
+        name (``tf.RegisterGradient``), recorded in their ``_gradient_op_type`` attr:
+        ``with g.gradient_override_map({"Identity": "MyGrad"}): y = tf.identity(x)``."""
+        if not isinstance(op_type_map, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        saved = self._gradient_override_map
+        self._gradient_override_map = {**saved, **op_type_map}
+        try:
+            yield
+        finally:
+            self._gradient_override_map = saved
 
     @contextmanager
     def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:

@@ -109,6 +109,12 @@ def identity(ctx: Any, inputs: list, attrs: dict) -> list:
     return [x]
 
 
+@register("IdentityN")
+def identity_n(ctx: Any, inputs: list, attrs: dict) -> list:
+    """IdentityN(x, y, ...): each input itself (the node tf.custom_gradient hangs its gradient on)."""
+    return [x.read() if isinstance(x, VariableRef) else x for x in inputs]
+
+
 @register("Reshape", dtypes=ALL)
 def reshape(ctx: Any, inputs: list, attrs: dict) -> list:
     """Reshape(x, shape): one dimension may be -1 and is inferred."""
