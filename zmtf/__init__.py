@@ -11,7 +11,7 @@ if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from zmtf import app, data, errors, layers, linalg, logging, losses, manip, math, metrics, nn, strings, summary, test, train
-from zmtf import io, python_io
+from zmtf import gfile, io, python_io
 from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.py)
 reverse_v2 = reverse
 from zmtf.app import flags
