@@ -251,6 +251,9 @@ class GFile:
             self._file.close()
             self._file = None
 
+    def __del__(self) -> None:  # a script's bare GFile(p).read() must not leak the handle
+        self.close()
+
     def __enter__(self) -> "GFile":
         return self
 
