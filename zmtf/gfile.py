@@ -177,6 +177,8 @@ class GFile:
     NotFoundError. ``write`` takes str or bytes in any mode.
     """
 
+    _file = None  # set before __init__ can fail, for __del__
+
     def __init__(self, name: str, mode: str = "r") -> None:
         if mode not in _MODES:
             raise InvalidArgumentError(None, None, f"mode {mode!r} is not 'r' or 'w' or 'a' or 'r+' "
