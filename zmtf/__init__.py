@@ -21,6 +21,7 @@ from zmtf.framework.config import (
 )
 from zmtf.client.session import InteractiveSession, Session, get_default_session
 from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.event_proto import Event, HistogramProto, SessionLog, Summary
 from zmtf.framework.dtypes import (
     DType, as_dtype, bool_ as bool, double, float16, float32, float64, half, int8, int16, int32, int64,
     resource, string, uint8, uint16, uint32, uint64,
