@@ -18,7 +18,7 @@ from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops import array_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.tensor_shape import TensorShape
+from zmtf.framework.tensor_shape import TensorShape, broadcast_shape
 
 newaxis = None
 
@@ -57,6 +57,30 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     xt = convert_to_tensor(x)
     yt = convert_to_tensor(y, dtype=xt.dtype)
     return apply_op("Select", [cond, xt, yt], name=name).outputs[0]
+
+
+@op_def("SelectV2")
+def _select_v2_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    cond, x, y = inputs
+    if cond.dtype != dtypes.bool_:
+        raise TypeError(f"tf.where_v2: condition must be bool, got {cond.dtype.name} ({cond.name})")
+    if x.dtype != y.dtype:
+        raise TypeError(f"tf.where_v2: x and y must have the same dtype, got {x.dtype.name} and "
+                        f"{y.dtype.name}")
+    return [(x.dtype, broadcast_shape(cond.shape, broadcast_shape(x.shape, y.shape)))]
+
+
+def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """TF2's ``tf.where``: x where condition holds, else y, all three broadcast together
+    (``where_v2(mask, x, 0.0)``); with x and y both None, the coordinates as ``tf.where``."""
+    if x is None and y is None:
+        return where(condition, name=name)
+    if x is None or y is None:
+        raise ValueError("tf.where_v2: give both x and y, or neither")
+    cond = convert_to_tensor(condition)
+    xt = convert_to_tensor(x)
+    yt = convert_to_tensor(y, dtype=xt.dtype)
+    return apply_op("SelectV2", [cond, xt, yt], name=name).outputs[0]
 
 
 # ---- Slice -----------------------------------------------------------------------------------
