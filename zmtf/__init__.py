@@ -68,10 +68,15 @@ from zmtf.framework.ops.math_ops import (
 )
 from zmtf.framework.ops.division_ops import div_no_nan, floor_div, realdiv, truncatediv, truncatemod
 from zmtf.framework.ops.composite_ops import (
-    assert_ as Assert, assert_equal, assert_greater, assert_less, assert_non_negative, assert_positive,
     check_numerics, clip_by_global_norm, confusion_matrix, clip_by_norm, clip_by_value, count_nonzero, global_norm,
     identity_n, log_sigmoid, placeholder_with_default, print_ as Print, range_ as range, reduce_logsumexp,
     scalar_mul, shape_n, verify_tensor_all_finite,
+)
+from zmtf.framework.ops.check_ops import (
+    assert_ as Assert, assert_equal, assert_greater, assert_greater_equal, assert_integer,
+    assert_less, assert_less_equal, assert_negative, assert_non_negative, assert_non_positive,
+    assert_none_equal, assert_positive, assert_rank, assert_rank_at_least, assert_scalar,
+    assert_type,
 )
 from zmtf.framework.ops.partition_ops import (
     dynamic_partition, dynamic_stitch, invert_permutation, unsorted_segment_sum,
