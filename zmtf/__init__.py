@@ -66,6 +66,7 @@ from zmtf.framework.ops.math_ops import (
     squared_difference, subtract, tanh, to_double, to_float, to_int32, to_int64, truediv, floor, ceil, round, is_nan, is_finite,
     cumprod, cumsum, cos, expm1, log1p, logical_xor, sin, is_inf, rint,
 )
+from zmtf.framework.ops.trig_ops import acos, acosh, asin, asinh, atan, atan2, atanh, cosh, sinh, tan
 from zmtf.framework.ops.division_ops import div_no_nan, floor_div, realdiv, truncatediv, truncatemod
 from zmtf.framework.ops.composite_ops import (
     check_numerics, clip_by_global_norm, confusion_matrix, clip_by_norm, clip_by_value, count_nonzero, global_norm,
