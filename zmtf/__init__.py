@@ -11,7 +11,7 @@ if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from zmtf import app, data, errors, layers, linalg, logging, losses, manip, math, metrics, nn, strings, summary, test, train
-from zmtf import gfile, io, python_io
+from zmtf import gfile, initializers, io, python_io
 from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.py)
 reverse_v2 = reverse
 from zmtf.app import flags
@@ -97,9 +97,11 @@ from zmtf.framework.ops.selection_ops import (
 )
 from zmtf.framework.ops.init_ops import (
     constant_initializer, glorot_normal_initializer, glorot_uniform_initializer, ones_initializer,
-    random_normal_initializer, random_uniform_initializer, truncated_normal_initializer,
+    orthogonal_initializer, random_normal_initializer, random_uniform_initializer,
+    truncated_normal_initializer, uniform_unit_scaling_initializer, variance_scaling_initializer,
     zeros_initializer,
 )
+from zmtf.framework.ops.linalg_solve_ops import qr
 from zmtf.framework.variable_scope import (
     AUTO_REUSE, PartitionedVariable, VariableScope, fixed_size_partitioner, get_local_variable,
     get_variable, get_variable_scope, variable_scope,
