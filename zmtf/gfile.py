@@ -14,7 +14,7 @@ import errno
 import glob as _glob
 import os
 import shutil
-from typing import Iterator
+from typing import Any, Iterator
 
 from zmtf.framework.errors import (
     AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError, OpError,
@@ -100,30 +100,26 @@ def DeleteRecursively(dirname: str) -> None:
             os.remove(path)
 
 
-def _check_target(newpath: str, overwrite: bool) -> None:
-    if not overwrite and os.path.exists(newpath):
-        raise AlreadyExistsError(None, None, f"file already exists: {newpath}; pass overwrite=True "
+def _transfer(action: Any, oldpath: str, newpath: str, overwrite: bool) -> None:
+    """``action(old, new)`` once old exists (NotFoundError) and new may be replaced."""
+    old, new = _local(oldpath), _local(newpath)
+    with _typed_errors():
+        os.stat(old)
+    if not overwrite and os.path.exists(new):
+        raise AlreadyExistsError(None, None, f"file already exists: {new}; pass overwrite=True "
                                              "to replace it")
+    with _typed_errors():
+        action(old, new)
 
 
 def Rename(oldname: str, newname: str, overwrite: bool = False) -> None:
     """Move a file; AlreadyExistsError if the target exists and ``overwrite`` is False."""
-    old, new = _local(oldname), _local(newname)
-    with _typed_errors():
-        os.stat(old)
-    _check_target(new, overwrite)
-    with _typed_errors():
-        os.replace(old, new)
+    _transfer(os.replace, oldname, newname, overwrite)
 
 
 def Copy(oldpath: str, newpath: str, overwrite: bool = False) -> None:
     """Copy a file; AlreadyExistsError if the target exists and ``overwrite`` is False."""
-    old, new = _local(oldpath), _local(newpath)
-    with _typed_errors():
-        os.stat(old)
-    _check_target(new, overwrite)
-    with _typed_errors():
-        shutil.copyfile(old, new)
+    _transfer(shutil.copyfile, oldpath, newpath, overwrite)
 
 
 def Glob(filename: str) -> list[str]:
@@ -234,13 +230,16 @@ class GFile:
         self.flush()
         return Stat(self.name).length
 
+    def _any_direction(self) -> Any:
+        return self._opened(for_write=self.mode[0] in "wa" and "+" not in self.mode)
+
     def tell(self) -> int:
         """The current position in bytes."""
-        return self._opened("+" not in self.mode and self.mode[0] in "wa").tell()
+        return self._any_direction().tell()
 
     def seek(self, offset: int = 0, whence: int = 0) -> None:
         """Move to ``offset`` (from the start, or as ``whence`` says)."""
-        self._opened(self.mode[0] in "wa" and "+" not in self.mode).seek(offset, whence)
+        self._any_direction().seek(offset, whence)
 
     def flush(self) -> None:
         """Push written bytes to the OS."""

@@ -81,30 +81,23 @@ def _check(condition: Tensor, static: Any, data: list, summarize: Any,
 
 def _comparison_assert(x: Any, y: Any, symbol: str, data: Any, summarize: Any,
                        message: str | None, name: str | None, default: str) -> Operation:
+    """x <symbol> y elementwise; ``y=None`` compares with 0 and says so, as TF's
+    assert_positive ("Condition x > 0 did not hold")."""
     with _scope(name, default):
         x = convert_to_tensor(x)
-        y = convert_to_tensor(y, dtype=x.dtype, name="y") if not isinstance(y, Tensor) else y
+        against_zero = y is None
+        if against_zero:
+            y = convert_to_tensor(0, dtype=x.dtype)
+        elif not isinstance(y, Tensor):
+            y = convert_to_tensor(y, dtype=x.dtype, name="y")
         if data is None:
-            data = [f"Condition x {symbol} y did not hold element-wise:", f"x ({x.name}) =", x,
-                    f"y ({y.name}) =", y]
+            data = [f"Condition x {symbol} {0 if against_zero else 'y'} did not hold element-wise:",
+                    f"x ({x.name}) =", x]
+            data += [] if against_zero else [f"y ({y.name}) =", y]
         graph_compare, numpy_compare = _COMPARISONS[symbol]
         x_value, y_value = _constant(x), _constant(y)
         static = None if x_value is None or y_value is None else numpy_compare(x_value, y_value)
         return _check(graph_compare(x, y), static, data, summarize, message)
-
-
-def _sign_assert(x: Any, symbol: str, data: Any, summarize: Any, message: str | None,
-                 name: str | None, default: str) -> Operation:
-    """x <symbol> 0 elementwise, with TF's "Condition x < 0 did not hold" message."""
-    with _scope(name, default):
-        x = convert_to_tensor(x)
-        if data is None:
-            data = [f"Condition x {symbol} 0 did not hold element-wise:", f"x ({x.name}) =", x]
-        graph_compare, numpy_compare = _COMPARISONS[symbol]
-        x_value = _constant(x)
-        static = None if x_value is None else numpy_compare(x_value, 0)
-        return _check(graph_compare(x, convert_to_tensor(0, dtype=x.dtype)), static, data,
-                      summarize, message)
 
 
 def assert_equal(x: Any, y: Any, data: Any = None, summarize: int | None = None,
@@ -146,25 +139,25 @@ def assert_greater_equal(x: Any, y: Any, data: Any = None, summarize: int | None
 def assert_positive(x: Any, data: Any = None, summarize: int | None = None,
                     message: str | None = None, name: str | None = None) -> Operation:
     """Fails unless x > 0 everywhere."""
-    return _sign_assert(x, ">", data, summarize, message, name, "assert_positive")
+    return _comparison_assert(x, None, ">", data, summarize, message, name, "assert_positive")
 
 
 def assert_non_negative(x: Any, data: Any = None, summarize: int | None = None,
                         message: str | None = None, name: str | None = None) -> Operation:
     """Fails unless x >= 0 everywhere."""
-    return _sign_assert(x, ">=", data, summarize, message, name, "assert_non_negative")
+    return _comparison_assert(x, None, ">=", data, summarize, message, name, "assert_non_negative")
 
 
 def assert_negative(x: Any, data: Any = None, summarize: int | None = None,
                     message: str | None = None, name: str | None = None) -> Operation:
     """Fails unless x < 0 everywhere."""
-    return _sign_assert(x, "<", data, summarize, message, name, "assert_negative")
+    return _comparison_assert(x, None, "<", data, summarize, message, name, "assert_negative")
 
 
 def assert_non_positive(x: Any, data: Any = None, summarize: int | None = None,
                         message: str | None = None, name: str | None = None) -> Operation:
     """Fails unless x <= 0 everywhere."""
-    return _sign_assert(x, "<=", data, summarize, message, name, "assert_non_positive")
+    return _comparison_assert(x, None, "<=", data, summarize, message, name, "assert_non_positive")
 
 
 # ---- static checks: dtype and rank -------------------------------------------------------

@@ -6,21 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor
-from zmtf.framework.op_def import apply_op
-from zmtf.framework.ops.constant_op import convert_pair
-from zmtf.framework.ops.math_ops import _binary, _graph_of, cast, floordiv
+from zmtf.framework.ops.math_ops import _binary, float_division, floordiv
 
 
 def div_no_nan(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x / y, but 0 where y is 0; integers are divided as float64 (float32 for int8/16), as TF."""
-    with _graph_of(x, y).name_scope(name or "div_no_nan") as scope:
-        x, y = convert_pair(x, y)
-        if not x.dtype.is_floating:
-            target = dtypes.float64 if x.dtype in (dtypes.int32, dtypes.int64) else dtypes.float32
-            x, y = cast(x, target), cast(y, target)
-        return apply_op("DivNoNan", [x, y], {"_op_type": "DivNoNan"}, name=scope).outputs[0]
+    return float_division("DivNoNan", x, y, name or "div_no_nan")
 
 
 def realdiv(x: Any, y: Any, name: str | None = None) -> Tensor:

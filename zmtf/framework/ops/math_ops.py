@@ -192,14 +192,20 @@ def multiply(x: Any, y: Any, name: str | None = None) -> Tensor:
     return _binary("Mul", x, y, name)
 
 
-def truediv(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """x / y; integer operands are cast to float64 first (float32 for int8/16), as in TF."""
-    with _graph_of(x, y).name_scope(name or "truediv") as scope:
+def float_division(op_type: str, x: Any, y: Any, name: str) -> Tensor:
+    """``op_type``(x, y) with integer operands cast to float64 first (float32 for int8/16),
+    as TF's truediv and div_no_nan do."""
+    with _graph_of(x, y).name_scope(name) as scope:
         x, y = convert_pair(x, y)
         if not x.dtype.is_floating:
             target = dtypes.float64 if x.dtype in (dtypes.int32, dtypes.int64) else dtypes.float32
             x, y = cast(x, target), cast(y, target)
-        return apply_op("RealDiv", [x, y], {"_op_type": "RealDiv"}, name=scope).outputs[0]
+        return apply_op(op_type, [x, y], {"_op_type": op_type}, name=scope).outputs[0]
+
+
+def truediv(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """x / y; integer operands are cast to float64 first (float32 for int8/16), as in TF."""
+    return float_division("RealDiv", x, y, name or "truediv")
 
 
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:

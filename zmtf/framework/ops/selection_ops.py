@@ -24,14 +24,18 @@ newaxis = None
 
 
 # ---- Select / Where ------------------------------------------------------------------------
+def _check_select_dtypes(function: str, cond: Tensor, x: Tensor, y: Tensor) -> None:
+    if cond.dtype != dtypes.bool_:
+        raise TypeError(f"{function}: condition must be bool, got {cond.dtype.name} ({cond.name})")
+    if x.dtype != y.dtype:
+        raise TypeError(f"{function}: x and y must have the same dtype, got {x.dtype.name} and "
+                        f"{y.dtype.name}")
+
+
 @op_def("Select")
 def _select_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     cond, x, y = inputs
-    if cond.dtype != dtypes.bool_:
-        raise TypeError(f"tf.where: condition must be bool, got {cond.dtype.name} ({cond.name})")
-    if x.dtype != y.dtype:
-        raise TypeError(f"tf.where: x and y must have the same dtype, got {x.dtype.name} and "
-                        f"{y.dtype.name}")
+    _check_select_dtypes("tf.where", cond, x, y)
     shape = x.shape.merge_with(y.shape) if x.shape.is_compatible_with(y.shape) else None
     if shape is None:
         raise ValueError(f"tf.where: x and y must have the same shape, got {x.shape} and {y.shape}")
@@ -62,11 +66,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
 @op_def("SelectV2")
 def _select_v2_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     cond, x, y = inputs
-    if cond.dtype != dtypes.bool_:
-        raise TypeError(f"tf.where_v2: condition must be bool, got {cond.dtype.name} ({cond.name})")
-    if x.dtype != y.dtype:
-        raise TypeError(f"tf.where_v2: x and y must have the same dtype, got {x.dtype.name} and "
-                        f"{y.dtype.name}")
+    _check_select_dtypes("tf.where_v2", cond, x, y)
     return [(x.dtype, broadcast_shape(cond.shape, broadcast_shape(x.shape, y.shape)))]
 
 
