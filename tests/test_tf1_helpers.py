@@ -198,7 +198,7 @@ def test_asserts_guard_the_ops_that_depend_on_them():
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(y, {x: [1, 2, 3]}), [2, 4, 6])
         with pytest.raises(tf.errors.InvalidArgumentError,
-                           match=r"assertion failed: \[x must be positive\] \[Condition x > y did not "
+                           match=r"assertion failed: \[x must be positive\] \[Condition x > 0 did not "
                                  r"hold element-wise:\] \[x \(Placeholder:0\) =\] \[\[1. 0. 3.\]\]"):
             sess.run(y, {x: [1, 0, 3]})                     # only assert_positive fails
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[x too big:\] \[\[1. 2. 7.\]\]"):

@@ -11,7 +11,7 @@ if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from zmtf import app, data, errors, layers, linalg, logging, losses, manip, math, metrics, nn, strings, summary, test, train
-from zmtf import io, python_io
+from zmtf import gfile, initializers, io, python_io
 from zmtf.image import random_crop, reverse  # also binds tf.image (zmtf/image.py)
 reverse_v2 = reverse
 from zmtf.app import flags
@@ -21,6 +21,7 @@ from zmtf.framework.config import (
 )
 from zmtf.client.session import InteractiveSession, Session, get_default_session
 from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.event_proto import Event, HistogramProto, SessionLog, Summary
 from zmtf.framework.dtypes import (
     DType, as_dtype, bool_ as bool, double, float16, float32, float64, half, int8, int16, int32, int64,
     resource, string, uint8, uint16, uint32, uint64,
@@ -28,6 +29,8 @@ from zmtf.framework.dtypes import (
 from zmtf.framework.graph import (
     Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph,
 )
+from zmtf.framework.errors import OpError
+from zmtf.framework.gradient_registry import not_differentiable as NotDifferentiable
 from zmtf.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from zmtf.framework.ops.array_ops import (
     broadcast_to, concat, expand_dims, fill, identity, one_hot, ones, ones_like, placeholder,
@@ -66,13 +69,20 @@ from zmtf.framework.ops.math_ops import (
     minimum, multiply, negative, not_equal, pow, reciprocal, reduce_all, reduce_any, reduce_max,
     reduce_mean, reduce_min, reduce_prod, reduce_sum, rsqrt, sigmoid, sign, sqrt, square,
     squared_difference, subtract, tanh, to_double, to_float, to_int32, to_int64, truediv, floor, ceil, round, is_nan, is_finite,
-    cumprod, cumsum, cos, expm1, log1p, logical_xor, sin,
+    cumprod, cumsum, cos, expm1, log1p, logical_xor, sin, is_inf, rint,
 )
+from zmtf.framework.ops.trig_ops import acos, acosh, asin, asinh, atan, atan2, atanh, cosh, sinh, tan
+from zmtf.framework.ops.division_ops import div_no_nan, floor_div, realdiv, truncatediv, truncatemod
 from zmtf.framework.ops.composite_ops import (
-    assert_ as Assert, assert_equal, assert_greater, assert_less, assert_non_negative, assert_positive,
     check_numerics, clip_by_global_norm, confusion_matrix, clip_by_norm, clip_by_value, count_nonzero, global_norm,
     identity_n, log_sigmoid, placeholder_with_default, print_ as Print, range_ as range, reduce_logsumexp,
     scalar_mul, shape_n, verify_tensor_all_finite,
+)
+from zmtf.framework.ops.check_ops import (
+    assert_ as Assert, assert_equal, assert_greater, assert_greater_equal, assert_integer,
+    assert_less, assert_less_equal, assert_negative, assert_non_negative, assert_non_positive,
+    assert_none_equal, assert_positive, assert_rank, assert_rank_at_least, assert_scalar,
+    assert_type,
 )
 from zmtf.framework.ops.partition_ops import (
     dynamic_partition, dynamic_stitch, invert_permutation, unsorted_segment_sum,
@@ -88,26 +98,31 @@ from zmtf.framework.ops.sequence_ops import (
 from zmtf.framework.ops import sequence_grad as _sequence_grad  # noqa: F401 (registers the gradients)
 from zmtf.framework.ops.selection_ops import (
     boolean_mask, gather, newaxis, pad, slice, split, strided_slice, tile, unstack, where,
+    where_v2,
 )
 from zmtf.framework.ops.init_ops import (
     constant_initializer, glorot_normal_initializer, glorot_uniform_initializer, ones_initializer,
-    random_normal_initializer, random_uniform_initializer, truncated_normal_initializer,
+    orthogonal_initializer, random_normal_initializer, random_uniform_initializer,
+    truncated_normal_initializer, uniform_unit_scaling_initializer, variance_scaling_initializer,
     zeros_initializer,
 )
+from zmtf.framework.ops.linalg_solve_ops import qr
 from zmtf.framework.variable_scope import (
-    AUTO_REUSE, PartitionedVariable, VariableScope, fixed_size_partitioner, get_variable,
-    get_variable_scope, variable_scope,
+    AUTO_REUSE, PartitionedVariable, VariableScope, fixed_size_partitioner, get_local_variable,
+    get_variable, get_variable_scope, variable_scope,
 )
 from zmtf.framework.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
 from zmtf.framework.ops.state_ops import assign, assign_add, assign_sub, count_up_to, is_variable_initialized
 from zmtf.framework.scopes import (
-    add_to_collection, colocate_with, control_dependencies, device, get_collection, name_scope,
+    add_to_collection, add_to_collections, colocate_with, control_dependencies, device,
+    get_collection, get_collection_ref, name_scope,
 )
 from zmtf.framework.tensor_shape import TensorShape
 from zmtf.framework.variables import (
-    Variable, all_variables, global_variables, global_variables_initializer, initialize_all_variables,
-    local_variables, local_variables_initializer, moving_average_variables,
-    report_uninitialized_variables, trainable_variables, variables_initializer,
+    Variable, all_variables, global_variables, global_variables_initializer, initialize_all_tables,
+    initialize_all_variables, initialize_local_variables, initialize_variables, is_tensor,
+    local_variables, local_variables_initializer, model_variables, moving_average_variables,
+    report_uninitialized_variables, tables_initializer, trainable_variables, variables_initializer,
 )
 
 mod = floormod
@@ -115,8 +130,12 @@ div = truediv
 mul = multiply
 sub = subtract
 neg = negative
+NoGradient = NotDifferentiable
 
 __version__ = "0.1.0"
+VERSION = __version__  #: zmtf's version (TF1 scripts print or log tf.VERSION)
+GIT_VERSION = f"v{__version__}"
+COMPILER_VERSION = f"Python {_sys.version.split()[0]} / numba"
 
 __all__ = [name for name in dir() if not name.startswith("_")]
 

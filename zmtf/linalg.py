@@ -10,7 +10,7 @@ from zmtf.framework.ops.einsum_ops import einsum
 from zmtf.framework.ops.linalg_ops import matrix_transpose, norm, tensordot
 from zmtf.framework.ops.linalg_solve_ops import (
     cholesky, log_matrix_determinant as slogdet, matrix_determinant as det, matrix_inverse as inv,
-    matrix_solve as solve, matrix_triangular_solve as triangular_solve,
+    matrix_solve as solve, matrix_triangular_solve as triangular_solve, qr,
 )
 from zmtf.framework.ops.math_ops import matmul
 from zmtf.framework.ops.sequence_ops import eye
@@ -18,7 +18,7 @@ from zmtf.framework.ops.sequence_ops import eye
 transpose = matrix_transpose
 
 __all__ = [
-    "band_part", "cholesky", "det", "diag", "diag_part", "einsum", "eye", "inv", "matmul",
+    "band_part", "cholesky", "det", "diag", "diag_part", "einsum", "eye", "inv", "matmul", "qr",
     "matrix_transpose", "norm", "set_diag", "slogdet", "solve", "tensordot", "trace", "transpose",
     "triangular_solve",
 ]

@@ -24,7 +24,8 @@ import numpy as np
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
 from zmtf.framework.ops import array_ops, math_ops, state_ops
-from zmtf.framework.ops.composite_ops import assert_, confusion_matrix
+from zmtf.framework.ops.check_ops import assert_
+from zmtf.framework.ops.composite_ops import confusion_matrix
 from zmtf.framework.ops.diag_ops import diag_part
 from zmtf.framework.ops.scatter_ops import scatter_add
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor

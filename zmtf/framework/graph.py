@@ -26,6 +26,8 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     VARIABLES = "variables"
     LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    TABLE_INITIALIZERS = "table_initializer"
     METRIC_VARIABLES = "metric_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"

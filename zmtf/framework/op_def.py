@@ -34,7 +34,7 @@ OP_DEFS: dict[str, OpDef] = {}
 STRING_INPUT_OPS: set[str] = {
     "Identity", "StopGradient", "Snapshot", "Print", "Reshape", "ExpandDims",
     "Squeeze", "GatherV2", "ConcatV2", "Pack", "Tile", "Shape", "Size", "Rank",
-    "Equal", "NotEqual", "Select", "Transpose", "Switch", "Merge", "Assert", "StridedSlice", "Slice",
+    "Equal", "NotEqual", "Select", "SelectV2", "Transpose", "Switch", "Merge", "Assert", "StridedSlice", "Slice",
     "IteratorInit", "IteratorGetNext", "_Send", "_Recv",
 }
 

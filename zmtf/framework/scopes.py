@@ -42,3 +42,13 @@ def get_collection(key: str, scope: str | None = None) -> list[Any]:
 
 def add_to_collection(name: str, value: Any) -> None:
     get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names: Any, value: Any) -> None:
+    """Add ``value`` to each collection named (a name or a list of names)."""
+    get_default_graph().add_to_collections(names, value)
+
+
+def get_collection_ref(key: str) -> list[Any]:
+    """The collection's list itself: appending to it adds to the collection."""
+    return get_default_graph().get_collection_ref(key)

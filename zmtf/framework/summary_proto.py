@@ -21,32 +21,52 @@ def _double(number: int, value: float) -> bytes:
     return _field(number, 1, packed) if packed != bytes(8) else b""
 
 
+def value_message(tag: str, body: bytes) -> bytes:
+    """Summary.Value{tag: tag, <body>}, ``body`` being the value's other fields."""
+    return _length_delimited(1, tag.encode()) + body
+
+
 def _summary_value(tag: str, body: bytes) -> bytes:
-    """Summary{value{tag: tag, <body>}}, ``body`` being the value's other fields."""
-    return _length_delimited(1, _length_delimited(1, tag.encode()) + body)
+    """Summary{value{tag: tag, <body>}}."""
+    return _length_delimited(1, value_message(tag, body))
+
+
+def simple_value_field(value: float) -> bytes:
+    """Summary.Value's simple_value (field 2, a float)."""
+    return _field(2, 5, struct.pack("<f", value))
 
 
 def scalar_summary(tag: str, value: float) -> bytes:
     """Summary{value{tag: tag, simple_value: value}}."""
-    return _summary_value(tag, _field(2, 5, struct.pack("<f", value)))
+    return _summary_value(tag, simple_value_field(value))
+
+
+def histogram_proto(value_min: float, value_max: float, num: float, value_sum: float,
+                    sum_squares: float, bucket_limit: list[float], bucket: list[float]) -> bytes:
+    """HistogramProto{min=1, max=2, num=3, sum=4, sum_squares=5, bucket_limit=6, bucket=7}; the
+    two repeated doubles are packed."""
+    return (_double(1, value_min) + _double(2, value_max) + _double(3, num) + _double(4, value_sum)
+            + _double(5, sum_squares)
+            + _length_delimited(6, struct.pack(f"<{len(bucket_limit)}d", *bucket_limit))
+            + _length_delimited(7, struct.pack(f"<{len(bucket)}d", *bucket)))
 
 
 def histogram_summary(tag: str, value_min: float, value_max: float, num: float, value_sum: float,
                       sum_squares: float, bucket_limit: list[float], bucket: list[float]) -> bytes:
-    """Summary{value{tag, histo: HistogramProto{min=1, max=2, num=3, sum=4, sum_squares=5,
-    bucket_limit=6, bucket=7}}}; the two repeated doubles are packed."""
-    histo = (_double(1, value_min) + _double(2, value_max) + _double(3, num) + _double(4, value_sum)
-             + _double(5, sum_squares)
-             + _length_delimited(6, struct.pack(f"<{len(bucket_limit)}d", *bucket_limit))
-             + _length_delimited(7, struct.pack(f"<{len(bucket)}d", *bucket)))
+    """Summary{value{tag, histo: HistogramProto}}."""
+    histo = histogram_proto(value_min, value_max, num, value_sum, sum_squares, bucket_limit, bucket)
     return _summary_value(tag, _length_delimited(5, histo))
 
 
+def image_proto(height: int, width: int, colorspace: int, encoded: bytes) -> bytes:
+    """Summary.Image{height=1, width=2, colorspace=3, encoded_image_string=4}."""
+    return (_field(1, 0, _varint(height)) + _field(2, 0, _varint(width))
+            + _field(3, 0, _varint(colorspace)) + _length_delimited(4, encoded))
+
+
 def image_summary(tag: str, height: int, width: int, colorspace: int, encoded: bytes) -> bytes:
-    """Summary{value{tag, image: Image{height=1, width=2, colorspace=3, encoded_image_string=4}}}."""
-    image = (_field(1, 0, _varint(height)) + _field(2, 0, _varint(width))
-             + _field(3, 0, _varint(colorspace)) + _length_delimited(4, encoded))
-    return _summary_value(tag, _length_delimited(4, image))
+    """Summary{value{tag, image: Summary.Image}}."""
+    return _summary_value(tag, _length_delimited(4, image_proto(height, width, colorspace, encoded)))
 
 
 _DT_STRING = 7
@@ -63,9 +83,16 @@ def text_summary(tag: str, strings: list[bytes], shape: list[int]) -> bytes:
     return _summary_value(tag, _length_delimited(8, tensor) + _length_delimited(9, metadata))
 
 
+def session_log_proto(status: int, checkpoint_path: str = "", msg: str = "") -> bytes:
+    """SessionLog{status=1 (START 1, STOP 2, CHECKPOINT 3), checkpoint_path=2, msg=3}."""
+    return ((_field(1, 0, _varint(status)) if status else b"")
+            + (_length_delimited(2, checkpoint_path.encode()) if checkpoint_path else b"")
+            + (_length_delimited(3, msg.encode()) if msg else b""))
+
+
 def encode_event(wall_time: float, step: int | None = None, summary: bytes | None = None,
-                 file_version: str | None = None) -> bytes:
-    """Event{wall_time=1, step=2, file_version=3, summary=5}."""
+                 file_version: str | None = None, session_log: bytes | None = None) -> bytes:
+    """Event{wall_time=1, step=2, file_version=3, summary=5, session_log=7}."""
     out = _field(1, 1, struct.pack("<d", wall_time))
     if step is not None:
         out += _field(2, 0, _varint(int(step)))
@@ -73,11 +100,14 @@ def encode_event(wall_time: float, step: int | None = None, summary: bytes | Non
         out += _length_delimited(3, file_version.encode())
     if summary is not None:
         out += _length_delimited(5, summary)
+    if session_log is not None:
+        out += _length_delimited(7, session_log)
     return out
 
 
 # TFRecord framing has its home in tfrecord.py; event files use the same records.
 record = encode_record
 
-__all__ = ["crc32c", "encode_event", "histogram_summary", "image_summary", "record",
-           "scalar_summary", "text_summary"]
+__all__ = ["crc32c", "encode_event", "histogram_proto", "histogram_summary", "image_proto",
+           "image_summary", "record", "scalar_summary", "session_log_proto", "simple_value_field",
+           "text_summary", "value_message"]

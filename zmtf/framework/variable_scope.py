@@ -169,6 +169,15 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
     return created
 
 
+def get_local_variable(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
+                       collections: Any = None, **kwargs: Any) -> Any:
+    """``get_variable`` for a LOCAL_VARIABLES, non-trainable variable (metric counters): not
+    saved, initialized by ``tf.local_variables_initializer()``."""
+    collections = list(collections or []) + [GraphKeys.LOCAL_VARIABLES]
+    kwargs["trainable"] = False
+    return get_variable(name, shape, dtype, initializer, collections=collections, **kwargs)
+
+
 def _regularize(graph: Graph, full: str, created: Any, regularizer: Any) -> None:
     """TF1: ``regularizer(variable)`` (each shard of a partitioned one) goes into
     REGULARIZATION_LOSSES, built in the name scope "<variable>/Regularizer"."""

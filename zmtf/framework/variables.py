@@ -7,6 +7,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.framework.graph import GraphKeys, Operation, Tensor, get_default_graph
+from zmtf.framework.indexed_slices import IndexedSlices
 from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import state_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
@@ -161,6 +162,30 @@ initialize_all_variables = global_variables_initializer
 
 def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables(), name="init")
+
+
+initialize_local_variables = local_variables_initializer
+initialize_variables = variables_initializer
+
+
+def model_variables(scope: str | None = None) -> list[Variable]:
+    """The variables a layer library put in MODEL_VARIABLES (tf.contrib's model_variable)."""
+    return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def tables_initializer(name: str = "init_all_tables") -> Operation:
+    """The TABLE_INITIALIZERS ops grouped; zmtf has no lookup tables, so usually a no_op that
+    scripts can still run in their init step."""
+    initializers = get_default_graph().get_collection(GraphKeys.TABLE_INITIALIZERS)
+    return group(*initializers, name=name) if initializers else no_op(name=name)
+
+
+initialize_all_tables = tables_initializer
+
+
+def is_tensor(x: Any) -> bool:
+    """True for graph values: a Tensor, a Variable or IndexedSlices (not numpy arrays)."""
+    return isinstance(x, (Tensor, Variable, IndexedSlices))
 
 
 

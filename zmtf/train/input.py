@@ -28,7 +28,7 @@ from typing import Any, Callable
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
 from zmtf.framework.ops.array_ops import identity, size
-from zmtf.framework.ops.composite_ops import assert_
+from zmtf.framework.ops.check_ops import assert_
 from zmtf.framework.ops.composite_ops import range_
 from zmtf.framework.ops.math_ops import greater
 from zmtf.framework.ops.constant_op import convert_to_tensor

@@ -13,6 +13,10 @@ import numpy as np
 from zmtf.framework.summary_proto import encode_event, record
 
 
+def _step(global_step: Any) -> int | None:
+    return None if global_step is None else int(global_step)
+
+
 class FileWriter:
     """Writes Events to ``logdir``; thread-safe; flushes on ``flush()``, ``close()`` and every
     ``flush_secs`` seconds when events are added."""
@@ -41,10 +45,22 @@ class FileWriter:
                 self._last_flush = time.monotonic()
 
     def add_summary(self, summary: Any, global_step: Any = None) -> None:
-        """``summary``: what a summary op's run returned (uint8 array) or serialized bytes."""
-        data = summary.tobytes() if isinstance(summary, np.ndarray) else bytes(summary)
-        step = None if global_step is None else int(global_step)
-        self._write(encode_event(time.time(), step=step, summary=data))
+        """``summary``: what a summary op's run returned (uint8 array), serialized bytes, or a
+        ``tf.Summary`` built in Python."""
+        if hasattr(summary, "SerializeToString"):
+            data = summary.SerializeToString()
+        else:
+            data = summary.tobytes() if isinstance(summary, np.ndarray) else bytes(summary)
+        self._write(encode_event(time.time(), step=_step(global_step), summary=data))
+
+    def add_event(self, event: Any) -> None:
+        """Write a ``tf.Event`` as it is (its wall_time and step included)."""
+        self._write(event.SerializeToString())
+
+    def add_session_log(self, session_log: Any, global_step: Any = None) -> None:
+        """Write a ``tf.SessionLog`` (START after a restart, CHECKPOINT, STOP) at ``global_step``."""
+        self._write(encode_event(time.time(), step=_step(global_step),
+                                 session_log=session_log.SerializeToString()))
 
     def add_graph(self, graph: Any, global_step: Any = None) -> None:
         """Accepted for TF1 scripts; zmtf writes no graph view."""

@@ -10,9 +10,10 @@ import numpy as np
 
 from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
-from zmtf.framework.graph import Operation, Tensor, get_default_graph
+from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops import array_ops, math_ops, nn_ops, partition_ops, random_ops
+from zmtf.framework.ops.check_ops import assert_less, assert_non_negative
 from zmtf.framework.ops.constant_op import constant, convert_to_tensor
 from zmtf.framework.ops.selection_ops import where
 from zmtf.framework.tensor_shape import TensorShape
@@ -256,74 +257,6 @@ def print_(input_: Any, data: Sequence[Any], message: str | None = None, first_n
     attrs = {"message": message or "", "first_n": -1 if first_n is None else int(first_n),
              "summarize": 3 if summarize is None else int(summarize)}
     return apply_op("Print", [x, *values], attrs, name=name or "Print").outputs[0]
-
-
-@op_def("Assert", stateful=True)
-def _assert_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
-    return []
-
-
-def assert_(condition: Any, data: Sequence[Any], summarize: int | None = None,
-            name: str | None = None) -> Operation:
-    """TF1's ``tf.Assert``: an op that fails the step with InvalidArgumentError "assertion
-    failed: [...]" (the ``data`` values; Python strings as they are) when ``condition`` is
-    False. Run it, or make ops depend on it with ``tf.control_dependencies``."""
-    cond = convert_to_tensor(condition)
-    if cond.dtype != dtypes.bool_:
-        raise TypeError(f"Assert's condition must be bool, got {cond.dtype.name}")
-    texts: list[str | None] = []
-    tensors = []
-    for item in data:
-        if isinstance(item, str):
-            texts.append(item)
-        else:
-            texts.append(None)
-            tensors.append(convert_to_tensor(item))
-    attrs = {"texts": texts, "summarize": 3 if summarize is None else int(summarize)}
-    return apply_op("Assert", [cond, *tensors], attrs, name=name or "Assert")
-
-
-def _comparison_assert(x: Any, y: Any, compare: Any, symbol: str, data: Any, summarize: Any,
-                       message: str | None, name: str | None, default: str) -> Operation:
-    with _scope(name, default):
-        x = convert_to_tensor(x)
-        y = convert_to_tensor(y, dtype=x.dtype) if not isinstance(y, Tensor) else y
-        if data is None:
-            data = [f"Condition x {symbol} y did not hold element-wise:", f"x ({x.name}) =", x,
-                    f"y ({y.name}) =", y]
-        if message is not None:
-            data = [message, *data]
-        return assert_(math_ops.reduce_all(compare(x, y)), data, summarize)
-
-
-def assert_equal(x: Any, y: Any, data: Any = None, summarize: int | None = None,
-                 message: str | None = None, name: str | None = None) -> Operation:
-    return _comparison_assert(x, y, math_ops.equal, "==", data, summarize, message, name, "assert_equal")
-
-
-def assert_less(x: Any, y: Any, data: Any = None, summarize: int | None = None,
-                message: str | None = None, name: str | None = None) -> Operation:
-    return _comparison_assert(x, y, math_ops.less, "<", data, summarize, message, name, "assert_less")
-
-
-def assert_greater(x: Any, y: Any, data: Any = None, summarize: int | None = None,
-                   message: str | None = None, name: str | None = None) -> Operation:
-    return _comparison_assert(x, y, math_ops.greater, ">", data, summarize, message, name,
-                              "assert_greater")
-
-
-def assert_positive(x: Any, data: Any = None, summarize: int | None = None,
-                    message: str | None = None, name: str | None = None) -> Operation:
-    x = convert_to_tensor(x)
-    return _comparison_assert(x, 0, math_ops.greater, ">", data, summarize, message, name,
-                              "assert_positive")
-
-
-def assert_non_negative(x: Any, data: Any = None, summarize: int | None = None,
-                        message: str | None = None, name: str | None = None) -> Operation:
-    x = convert_to_tensor(x)
-    return _comparison_assert(x, 0, math_ops.greater_equal, ">=", data, summarize, message, name,
-                              "assert_non_negative")
 
 
 @op_def("CheckNumerics")

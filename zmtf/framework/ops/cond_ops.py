@@ -166,7 +166,7 @@ def case(pred_fn_pairs: Any, default: Callable[[], Any] | None = None, exclusive
     built, as TF1 builds it, from nested tf.conds). Without a default the last pair's fn
     is used, with a check that its predicate holds; ``exclusive`` checks that at most one
     predicate is True."""
-    from zmtf.framework.ops import composite_ops, math_ops
+    from zmtf.framework.ops import check_ops, math_ops
 
     pairs = list(pred_fn_pairs.items() if isinstance(pred_fn_pairs, dict) else pred_fn_pairs)
     if not pairs:
@@ -179,12 +179,12 @@ def case(pred_fn_pairs: Any, default: Callable[[], Any] | None = None, exclusive
         preds = [convert_to_tensor(p) for p, _ in pairs]
         checks = []
         if default is None:
-            checks.append(composite_ops.assert_(
+            checks.append(check_ops.assert_(
                 _any(preds), ["None of the conditions evaluated as True."], name="assert_one_true"))
             default, pairs = pairs[-1][1], pairs[:-1]
         if exclusive and len(preds) > 1:
             counts = math_ops.add_n([math_ops.cast(p, dtypes.int32) for p in preds])
-            checks.append(composite_ops.assert_(
+            checks.append(check_ops.assert_(
                 counts <= 1, ["More than one condition evaluated as True but exclusive=True."],
                 name="assert_exclusive"))
 

@@ -14,7 +14,7 @@ import numpy as np
 from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.graph import Tensor
-from zmtf.framework.ops import array_ops, random_ops
+from zmtf.framework.ops import array_ops, diag_ops, linalg_solve_ops, math_ops, random_ops
 from zmtf.framework.ops.constant_op import constant
 from zmtf.framework.tensor_shape import as_shape
 
@@ -102,28 +102,95 @@ def _fans(dims: Sequence[int]) -> tuple[int, int]:
     return dims[-2] * receptive, dims[-1] * receptive
 
 
-class GlorotUniform(Initializer):
+class VarianceScaling(Initializer):
+    """Variance ``scale / n`` with n the fan_in, fan_out or their mean (``mode``): a truncated
+    normal (TF1's "normal" too), an untruncated normal, or a uniform in [-sqrt(3 scale / n), +]."""
+
+    _MODES = ("fan_in", "fan_out", "fan_avg")
+    _DISTRIBUTIONS = ("normal", "truncated_normal", "untruncated_normal", "uniform")
+
+    def __init__(self, scale: float = 1.0, mode: str = "fan_in",
+                 distribution: str = "truncated_normal", seed: int | None = None,
+                 dtype: Any = dtypes.float32) -> None:
+        if scale <= 0.0:
+            raise ValueError(f"`scale` must be a positive float, got {scale}")
+        if mode not in self._MODES:
+            raise ValueError(f"Invalid `mode` argument {mode!r}: use one of {self._MODES}")
+        if distribution not in self._DISTRIBUTIONS:
+            raise ValueError(f"Invalid `distribution` argument {distribution!r}: use one of "
+                             f"{self._DISTRIBUTIONS}")
+        super().__init__(dtype)
+        self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
+        dims, dt = _dims(shape), self._dtype(dtype)
+        fan_in, fan_out = _fans(dims)
+        n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
+        scale = self.scale / max(1.0, n)
+        if self.distribution in ("normal", "truncated_normal"):
+            # 0.8796...: the stddev of a unit normal truncated to [-2, 2]
+            stddev = math.sqrt(scale) / 0.87962566103423978
+            return random_ops.truncated_normal(dims, 0.0, stddev, dt, self.seed)
+        if self.distribution == "untruncated_normal":
+            return random_ops.random_normal(dims, 0.0, math.sqrt(scale), dt, self.seed)
+        limit = math.sqrt(3.0 * scale)
+        return random_ops.random_uniform(dims, -limit, limit, dt, self.seed)
+
+
+class GlorotUniform(VarianceScaling):
     """Uniform in [-limit, limit], limit = sqrt(6 / (fan_in + fan_out))."""
 
     def __init__(self, seed: int | None = None, dtype: Any = dtypes.float32) -> None:
+        super().__init__(1.0, "fan_avg", "uniform", seed, dtype)
+
+
+class GlorotNormal(VarianceScaling):
+    """Truncated normal, stddev sqrt(2 / (fan_in + fan_out)) corrected for the truncation."""
+
+    def __init__(self, seed: int | None = None, dtype: Any = dtypes.float32) -> None:
+        super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
+
+
+class UniformUnitScaling(Initializer):
+    """Uniform in [-m, m], m = factor * sqrt(3 / input_size), input_size being the product of
+    all dims but the last: keeps a matmul's or conv's output scale (deprecated in TF1 for
+    variance_scaling_initializer)."""
+
+    def __init__(self, factor: float = 1.0, seed: int | None = None,
+                 dtype: Any = dtypes.float32) -> None:
         super().__init__(dtype)
-        self.seed = seed
+        self.factor, self.seed = factor, seed
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
         dims = _dims(shape)
-        fan_in, fan_out = _fans(dims)
-        limit = math.sqrt(6.0 / max(1.0, fan_in + fan_out))
+        input_size = max(1.0, float(math.prod(dims[:-1])))
+        limit = math.sqrt(3.0 / input_size) * self.factor
         return random_ops.random_uniform(dims, -limit, limit, self._dtype(dtype), self.seed)
 
 
-class GlorotNormal(GlorotUniform):
-    """Truncated normal, stddev sqrt(2 / (fan_in + fan_out)) corrected for the truncation."""
+class Orthogonal(Initializer):
+    """A (semi-)orthogonal matrix times ``gain``: the Q of the QR of a normal matrix, signs
+    fixed so that it is uniform over orthogonal matrices; higher ranks are reshaped from
+    [prod(dims[:-1]), dims[-1]]."""
+
+    def __init__(self, gain: float = 1.0, seed: int | None = None,
+                 dtype: Any = dtypes.float32) -> None:
+        super().__init__(dtype)
+        self.gain, self.seed = gain, seed
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
-        dims = _dims(shape)
-        fan_in, fan_out = _fans(dims)
-        stddev = math.sqrt(2.0 / max(1.0, fan_in + fan_out)) / 0.87962566103423978
-        return random_ops.truncated_normal(dims, 0.0, stddev, self._dtype(dtype), self.seed)
+        dims, dt = _dims(shape), self._dtype(dtype)
+        if len(dims) < 2:
+            raise ValueError(f"The tensor to initialize must be at least two-dimensional, got "
+                             f"shape {dims}")
+        rows, cols = math.prod(dims[:-1]), dims[-1]
+        normal = random_ops.random_normal([max(rows, cols), min(rows, cols)], 0.0, 1.0, dt,
+                                          self.seed)
+        q, r = linalg_solve_ops.qr(normal)
+        q = q * math_ops.sign(diag_ops.diag_part(r))
+        if rows < cols:
+            q = array_ops.transpose(q)
+        return array_ops.reshape(self.gain * q, dims)
 
 
 zeros_initializer = Zeros
@@ -134,3 +201,6 @@ truncated_normal_initializer = TruncatedNormal
 random_uniform_initializer = RandomUniform
 glorot_uniform_initializer = GlorotUniform
 glorot_normal_initializer = GlorotNormal
+variance_scaling_initializer = VarianceScaling
+uniform_unit_scaling_initializer = UniformUnitScaling
+orthogonal_initializer = Orthogonal

@@ -78,6 +78,28 @@ def _solve_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(rhs.dtype, TensorShape(batch.as_list() + rhs_dims[-2:]))]
 
 
+@op_def("Qr")
+def _qr_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    dims = _matrix_dims("Qr", inputs[0], square=False)
+    if dims is None:
+        return [(inputs[0].dtype, TensorShape(None))] * 2
+    rows, cols = dims[-2:]
+    k = None if rows is None or cols is None else min(rows, cols)
+    if attrs["full_matrices"]:
+        q_cols, r_rows = rows, rows
+    else:
+        q_cols, r_rows = k, k
+    return [(inputs[0].dtype, TensorShape(dims[:-2] + [rows, q_cols])),
+            (inputs[0].dtype, TensorShape(dims[:-2] + [r_rows, cols]))]
+
+
+def qr(input: Any, full_matrices: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:  # noqa: A002
+    """(q, r) with q orthonormal columns and r upper triangular, q @ r == input (the reduced
+    factorization unless ``full_matrices``). No gradient in zmtf yet."""
+    op = _apply("Qr", [input], {"full_matrices": bool(full_matrices)}, name)
+    return op.outputs[0], op.outputs[1]
+
+
 def _apply(op_type: str, inputs: list[Any], attrs: dict[str, Any], name: str | None) -> Operation:
     tensors = [convert_to_tensor(inputs[0])]
     tensors += [convert_to_tensor(x, dtype=tensors[0].dtype) for x in inputs[1:]]

@@ -15,13 +15,14 @@ from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.constant_op import constant
+from zmtf.framework.ops.division_ops import div_no_nan
 from zmtf.framework.ops.selection_ops import where
 
 Grads = list[Tensor | None]
 
 not_differentiable(
     "ArgMax", "ArgMin", "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
-    "LogicalAnd", "LogicalOr", "LogicalNot", "All", "Any", "FloorDiv",
+    "LogicalAnd", "LogicalOr", "LogicalNot", "All", "Any", "FloorDiv", "TruncateDiv",
 )
 
 
@@ -68,6 +69,12 @@ def _mul_grad(op: Operation, grad: Tensor) -> Grads:
 def _real_div_grad(op: Operation, grad: Tensor) -> Grads:
     x, y = op.inputs
     return [sum_to(grad / y, x), sum_to(grad * (-x / y / y), y)]
+
+
+@gradient("DivNoNan")
+def _div_no_nan_grad(op: Operation, grad: Tensor) -> Grads:
+    x, y = op.inputs  # as RealDiv's, with every division by zero taken as 0
+    return [sum_to(div_no_nan(grad, y), x), sum_to(grad * div_no_nan(div_no_nan(-x, y), y), y)]
 
 
 def _routed(grad: Tensor, to_x: Tensor, x: Tensor, y: Tensor) -> Grads:
@@ -119,7 +126,7 @@ def _identity_grad(op: Operation, grad: Tensor) -> Grads:
     return [grad]
 
 
-not_differentiable("Floor", "Ceil", "Round", "IsNan", "IsFinite")
+not_differentiable("Floor", "Ceil", "Round", "Rint", "IsNan", "IsInf", "IsFinite")
 
 
 @gradient("Cumsum")

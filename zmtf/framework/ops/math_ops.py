@@ -11,11 +11,12 @@ from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops.constant_op import convert_pair, convert_to_tensor
 from zmtf.framework.tensor_shape import TensorShape, broadcast_shape
 
-BINARY = ("Add", "AddV2", "Sub", "Mul", "RealDiv", "FloorDiv", "FloorMod", "Maximum", "Minimum",
+BINARY = ("Add", "AddV2", "Sub", "Mul", "RealDiv", "FloorDiv", "FloorMod", "TruncateDiv",
+          "TruncateMod", "DivNoNan", "Maximum", "Minimum",
           "Pow", "SquaredDifference", "LogicalAnd", "LogicalOr")
 COMPARISON = ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual")
 UNARY = ("Neg", "Abs", "Sigmoid", "Tanh", "Exp", "Log", "Square", "Sqrt", "Rsqrt", "Reciprocal",
-         "Sign", "LogicalNot", "Relu", "Relu6", "Softplus", "Floor", "Ceil", "Round", "Sin", "Cos",
+         "Sign", "LogicalNot", "Relu", "Relu6", "Softplus", "Floor", "Ceil", "Round", "Rint", "Sin", "Cos",
          "Log1p", "Expm1")
 REDUCTIONS = ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any")
 
@@ -47,7 +48,7 @@ def _unary_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     return [(inputs[0].dtype, inputs[0].shape)]
 
 
-@op_def("IsNan", "IsFinite")
+@op_def("IsNan", "IsInf", "IsFinite")
 def _predicate_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     if not inputs[0].dtype.is_floating:
         raise TypeError(f"{attrs.get('_op_type', 'IsNan')}: input must be floating point, got "
@@ -191,14 +192,20 @@ def multiply(x: Any, y: Any, name: str | None = None) -> Tensor:
     return _binary("Mul", x, y, name)
 
 
-def truediv(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """x / y; integer operands are cast to float64 first (float32 for int8/16), as in TF."""
-    with _graph_of(x, y).name_scope(name or "truediv") as scope:
+def float_division(op_type: str, x: Any, y: Any, name: str) -> Tensor:
+    """``op_type``(x, y) with integer operands cast to float64 first (float32 for int8/16),
+    as TF's truediv and div_no_nan do."""
+    with _graph_of(x, y).name_scope(name) as scope:
         x, y = convert_pair(x, y)
         if not x.dtype.is_floating:
             target = dtypes.float64 if x.dtype in (dtypes.int32, dtypes.int64) else dtypes.float32
             x, y = cast(x, target), cast(y, target)
-        return apply_op("RealDiv", [x, y], {"_op_type": "RealDiv"}, name=scope).outputs[0]
+        return apply_op(op_type, [x, y], {"_op_type": op_type}, name=scope).outputs[0]
+
+
+def truediv(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """x / y; integer operands are cast to float64 first (float32 for int8/16), as in TF."""
+    return float_division("RealDiv", x, y, name or "truediv")
 
 
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
@@ -351,6 +358,16 @@ def round(x: Any, name: str | None = None) -> Tensor:  # noqa: A001 (TF's name)
 
 def is_nan(x: Any, name: str | None = None) -> Tensor:
     return _unary("IsNan", x, name)
+
+
+def is_inf(x: Any, name: str | None = None) -> Tensor:
+    """True where x is +inf or -inf."""
+    return _unary("IsInf", x, name)
+
+
+def rint(x: Any, name: str | None = None) -> Tensor:
+    """Round half to even (floats only), as TF's Rint."""
+    return _unary("Rint", x, name)
 
 
 def is_finite(x: Any, name: str | None = None) -> Tensor:

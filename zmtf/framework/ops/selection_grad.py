@@ -15,8 +15,8 @@ from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.indexed_slices import IndexedSlices
 from zmtf.framework.op_def import apply_op
 from zmtf.framework.ops import array_ops
-from zmtf.framework.ops.math_grad import shape_of
-from zmtf.framework.ops.selection_ops import strided_slice, strided_slice_spec, where
+from zmtf.framework.ops.math_grad import shape_of, sum_to
+from zmtf.framework.ops.selection_ops import strided_slice, strided_slice_spec, where, where_v2
 
 Grads = list[Tensor | None]
 
@@ -32,6 +32,13 @@ def _select_grad(op: Operation, grad: Tensor) -> Grads:
     cond = op.inputs[0]
     zeros = array_ops.zeros_like(grad)
     return [None, where(cond, grad, zeros), where(cond, zeros, grad)]
+
+
+@gradient("SelectV2")
+def _select_v2_grad(op: Operation, grad: Tensor) -> Grads:
+    cond, x, y = op.inputs  # grad has the broadcast shape: sum it back to each side's shape
+    zeros = array_ops.zeros_like(grad)
+    return [None, sum_to(where_v2(cond, grad, zeros), x), sum_to(where_v2(cond, zeros, grad), y)]
 
 
 def _back_to_input(grad_op: str, attr: str, op: Operation, grad: Tensor, x: Tensor,

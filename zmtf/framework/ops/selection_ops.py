@@ -18,20 +18,24 @@ from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops import array_ops
 from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.tensor_shape import TensorShape
+from zmtf.framework.tensor_shape import TensorShape, broadcast_shape
 
 newaxis = None
 
 
 # ---- Select / Where ------------------------------------------------------------------------
+def _check_select_dtypes(function: str, cond: Tensor, x: Tensor, y: Tensor) -> None:
+    if cond.dtype != dtypes.bool_:
+        raise TypeError(f"{function}: condition must be bool, got {cond.dtype.name} ({cond.name})")
+    if x.dtype != y.dtype:
+        raise TypeError(f"{function}: x and y must have the same dtype, got {x.dtype.name} and "
+                        f"{y.dtype.name}")
+
+
 @op_def("Select")
 def _select_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     cond, x, y = inputs
-    if cond.dtype != dtypes.bool_:
-        raise TypeError(f"tf.where: condition must be bool, got {cond.dtype.name} ({cond.name})")
-    if x.dtype != y.dtype:
-        raise TypeError(f"tf.where: x and y must have the same dtype, got {x.dtype.name} and "
-                        f"{y.dtype.name}")
+    _check_select_dtypes("tf.where", cond, x, y)
     shape = x.shape.merge_with(y.shape) if x.shape.is_compatible_with(y.shape) else None
     if shape is None:
         raise ValueError(f"tf.where: x and y must have the same shape, got {x.shape} and {y.shape}")
@@ -57,6 +61,26 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     xt = convert_to_tensor(x)
     yt = convert_to_tensor(y, dtype=xt.dtype)
     return apply_op("Select", [cond, xt, yt], name=name).outputs[0]
+
+
+@op_def("SelectV2")
+def _select_v2_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    cond, x, y = inputs
+    _check_select_dtypes("tf.where_v2", cond, x, y)
+    return [(x.dtype, broadcast_shape(cond.shape, broadcast_shape(x.shape, y.shape)))]
+
+
+def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """TF2's ``tf.where``: x where condition holds, else y, all three broadcast together
+    (``where_v2(mask, x, 0.0)``); with x and y both None, the coordinates as ``tf.where``."""
+    if x is None and y is None:
+        return where(condition, name=name)
+    if x is None or y is None:
+        raise ValueError("tf.where_v2: give both x and y, or neither")
+    cond = convert_to_tensor(condition)
+    xt = convert_to_tensor(x)
+    yt = convert_to_tensor(y, dtype=xt.dtype)
+    return apply_op("SelectV2", [cond, xt, yt], name=name).outputs[0]
 
 
 # ---- Slice -----------------------------------------------------------------------------------

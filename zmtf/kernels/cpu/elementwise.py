@@ -400,6 +400,28 @@ def _floor_mod(x: _Array, y: _Array) -> _Array:
     return np.remainder(x, y, out=...)
 
 
+def _truncate_div(x: _Array, y: _Array) -> _Array:
+    """x / y rounded toward zero (C's division), where FloorDiv rounds down."""
+    _check_int_divisor(y)
+    if x.dtype.kind == "f":
+        return np.trunc(np.true_divide(x, y))
+    quotient = np.floor_divide(x, y)
+    # floor and truncation differ by one where the quotient is negative and inexact
+    return quotient + ((quotient < 0) & (quotient * y != x)).astype(x.dtype)
+
+
+def _truncate_mod(x: _Array, y: _Array) -> _Array:
+    """The remainder of TruncateDiv: it takes the sign of x (C's %), where FloorMod takes y's."""
+    _check_int_divisor(y)
+    return np.fmod(x, y)
+
+
+def _div_no_nan(x: _Array, y: _Array) -> _Array:
+    """x / y, and 0 where y is 0 (never inf or NaN from a zero divisor)."""
+    out = np.zeros(np.broadcast_shapes(x.shape, y.shape), x.dtype)
+    return np.divide(x, y, out=out, where=y != 0)
+
+
 def _pow(x: _Array, y: _Array) -> _Array:
     if y.dtype.kind == "i" and np.any(y < 0):
         raise InvalidArgumentError("Integers to negative integer powers are not allowed")
@@ -505,9 +527,13 @@ _BINARY: tuple[_Binary, ...] = (
     _Binary("RealDiv", _ufunc2(np.true_divide), FLOATS, real_div_kernel),
     _Binary("FloorDiv", _floor_div, NUMERIC),
     _Binary("FloorMod", _floor_mod, NUMERIC),
+    _Binary("TruncateDiv", _truncate_div, NUMERIC),
+    _Binary("TruncateMod", _truncate_mod, NUMERIC),
+    _Binary("DivNoNan", _div_no_nan, FLOATS),
     _Binary("Maximum", _ufunc2(np.maximum), NUMERIC, maximum_kernel, quiet=False),
     _Binary("Minimum", _ufunc2(np.minimum), NUMERIC, minimum_kernel, quiet=False),
     _Binary("Pow", _pow, NUMERIC),
+    _Binary("Atan2", _ufunc2(np.arctan2), FLOATS),
     _Binary("SquaredDifference", _np_squared_difference, NUMERIC, squared_difference_kernel),
     _comparison("Equal", np.equal, _EQUATABLE, equal_kernel),
     _comparison("NotEqual", np.not_equal, _EQUATABLE, not_equal_kernel),
@@ -538,6 +564,15 @@ _UNARY: tuple[_Unary, ...] = (
     _Unary("Expm1", _ufunc1(np.expm1), FLOATS),
     _Unary("Sin", _ufunc1(np.sin), FLOATS),
     _Unary("Cos", _ufunc1(np.cos), FLOATS),
+    _Unary("Tan", _ufunc1(np.tan), FLOATS),
+    _Unary("Asin", _ufunc1(np.arcsin), FLOATS),
+    _Unary("Acos", _ufunc1(np.arccos), FLOATS),
+    _Unary("Atan", _ufunc1(np.arctan), FLOATS),
+    _Unary("Sinh", _ufunc1(np.sinh), FLOATS),
+    _Unary("Cosh", _ufunc1(np.cosh), FLOATS),
+    _Unary("Asinh", _ufunc1(np.arcsinh), FLOATS),
+    _Unary("Acosh", _ufunc1(np.arccosh), FLOATS),
+    _Unary("Atanh", _ufunc1(np.arctanh), FLOATS),
     _Unary("Square", _ufunc1(np.square), _SIGNED, square_kernel),
     _Unary("Sqrt", _ufunc1(np.sqrt), FLOATS, sqrt_kernel),
     _Unary("Rsqrt", _np_rsqrt, FLOATS, rsqrt_kernel),
@@ -548,6 +583,7 @@ _UNARY: tuple[_Unary, ...] = (
     _Unary("Floor", _ufunc1(np.floor), FLOATS),
     _Unary("Ceil", _ufunc1(np.ceil), FLOATS),
     _Unary("Round", _ufunc1(np.rint), _SIGNED),       # half to even, as TF's Round
+    _Unary("Rint", _ufunc1(np.rint), FLOATS),
 )
 
 
@@ -656,6 +692,11 @@ def add_n(ctx: Any, inputs: list, attrs: dict) -> list:
 @register("IsNan", dtypes=FLOATS)
 def is_nan(ctx: Any, inputs: list, attrs: dict) -> list:
     return [np.isnan(inputs[0])]
+
+
+@register("IsInf", dtypes=FLOATS)
+def is_inf(ctx: Any, inputs: list, attrs: dict) -> list:
+    return [np.isinf(inputs[0])]
 
 
 @register("IsFinite", dtypes=FLOATS)

@@ -61,6 +61,13 @@ def log_matrix_determinant(ctx: Any, inputs: list, attrs: dict) -> list:
     return [np.asarray(sign, dtype=x.dtype), np.asarray(log_abs, dtype=x.dtype)]
 
 
+@register("Qr", dtypes=_F32_F64)
+def qr(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Householder QR (LAPACK geqrf) of each matrix."""
+    q, r = np.linalg.qr(inputs[0], mode="complete" if attrs["full_matrices"] else "reduced")
+    return [q, r]
+
+
 @register("Cholesky", dtypes=_F32_F64)
 def cholesky(ctx: Any, inputs: list, attrs: dict) -> list:
     node = attrs["_node_name"]

@@ -53,6 +53,21 @@ def select(ctx: Any, inputs: list, attrs: dict) -> list:
     return [out]
 
 
+@register("SelectV2", dtypes=["bool"])   # looked up by its first input, the condition
+def select_v2(ctx: Any, inputs: list, attrs: dict) -> list:
+    """SelectV2(cond, x, y): x where cond, else y, the three broadcast together."""
+    cond, x, y = inputs
+    try:
+        shape = np.broadcast_shapes(cond.shape, x.shape, y.shape)
+    except ValueError:
+        raise InvalidArgumentError(f"condition {shape_str(cond.shape)}, then {shape_str(x.shape)} "
+                                   f"and else {shape_str(y.shape)} are not broadcastable "
+                                   f"(node '{attrs['_node_name']}')") from None
+    out = empty(ctx, shape, x.dtype)
+    np.copyto(out, np.where(cond, x, y))
+    return [out]
+
+
 @register("Where", dtypes=["bool"])
 def where(ctx: Any, inputs: list, attrs: dict) -> list:
     """Where(cond): int64 coordinates [n, rank] of the true elements, in row-major order."""
