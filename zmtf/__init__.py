@@ -30,7 +30,6 @@ from zmtf.framework.graph import (
     Graph, GraphKeys, Operation, Tensor, get_default_graph, reset_default_graph,
 )
 from zmtf.framework.errors import OpError
-from zmtf.framework.gradient_registry import not_differentiable as NotDifferentiable
 from zmtf.framework.indexed_slices import IndexedSlices, IndexedSlicesValue
 from zmtf.framework.ops.array_ops import (
     broadcast_to, concat, expand_dims, fill, identity, one_hot, ones, ones_like, placeholder,
@@ -130,7 +129,6 @@ div = truediv
 mul = multiply
 sub = subtract
 neg = negative
-NoGradient = NotDifferentiable
 
 __version__ = "0.1.0"
 VERSION = __version__  #: zmtf's version (TF1 scripts print or log tf.VERSION)
