@@ -28,12 +28,14 @@ from zmtf.framework.ops.nn_ops import (
     softmax,
     softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2,
+    relu_layer,
     softplus,
     sparse_softmax_cross_entropy_with_logits,
+    xw_plus_b,
 )
 
 __all__ = [
-    "softsign", "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d", "conv2d_backprop_filter",
+    "relu_layer", "xw_plus_b", "softsign", "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d", "conv2d_backprop_filter",
     "conv2d_backprop_input", "conv2d_transpose", "dropout", "elu", "embedding_lookup", "in_top_k",
     "bidirectional_dynamic_rnn", "dynamic_rnn", "l2_loss", "l2_normalize", "leaky_relu", "rnn_cell",
     "static_bidirectional_rnn", "static_rnn",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.framework.graph import Tensor
+from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.ops.constant_op import convert_pair, convert_to_tensor
+from zmtf.framework.ops.math_ops import matmul
 from zmtf.framework.tensor_shape import TensorShape
 
 
@@ -83,3 +84,15 @@ def _bias_add_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
 def bias_add(value: Any, bias: Any, data_format: Any = None, name: str | None = None) -> Tensor:
     value, bias = convert_pair(value, bias)
     return apply_op("BiasAdd", [value, bias], name=name).outputs[0]
+
+
+def xw_plus_b(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
+    """``matmul(x, weights) + biases`` (TF1's tf.nn.xw_plus_b), under scope "xw_plus_b"."""
+    with get_default_graph().name_scope(name or "xw_plus_b"):
+        return bias_add(matmul(x, weights), biases)
+
+
+def relu_layer(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
+    """``relu(matmul(x, weights) + biases)`` (TF1's tf.nn.relu_layer)."""
+    with get_default_graph().name_scope(name or "relu_layer"):
+        return relu(xw_plus_b(x, weights, biases))
