@@ -20,6 +20,10 @@ from zmtf.framework.ops.rnn import (
     bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn,
 )
 from zmtf.framework.ops.topk_ops import in_top_k, top_k
+from zmtf.framework.ops.nn_extras import (
+    crelu, local_response_normalization, log_poisson_loss, lrn, normalize_moments, selu,
+    sufficient_statistics, weighted_cross_entropy_with_logits, weighted_moments, zero_fraction,
+)
 from zmtf.framework.ops.nn_ops import (
     bias_add,
     log_softmax,
@@ -35,7 +39,9 @@ from zmtf.framework.ops.nn_ops import (
 )
 
 __all__ = [
-    "relu_layer", "xw_plus_b", "softsign", "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d", "conv2d_backprop_filter",
+    "crelu", "local_response_normalization", "log_poisson_loss", "lrn", "normalize_moments",
+    "selu", "sufficient_statistics", "weighted_cross_entropy_with_logits", "weighted_moments",
+    "zero_fraction", "relu_layer", "xw_plus_b", "softsign", "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "conv2d", "conv2d_backprop_filter",
     "conv2d_backprop_input", "conv2d_transpose", "dropout", "elu", "embedding_lookup", "in_top_k",
     "bidirectional_dynamic_rnn", "dynamic_rnn", "l2_loss", "l2_normalize", "leaky_relu", "rnn_cell",
     "static_bidirectional_rnn", "static_rnn",
