@@ -7,13 +7,6 @@ import pytest
 import zmtf as tf
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
-
-
 def decode(records, defaults, **kwargs):
     columns = tf.decode_csv(records, defaults, **kwargs)
     with tf.Session() as sess:

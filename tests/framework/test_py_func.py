@@ -8,13 +8,6 @@ import zmtf as tf
 from zmtf.testing import running_servers
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    tf.reset_default_graph()
-    yield
-    tf.reset_default_graph()
-
-
 def test_single_tout_gives_a_tensor_and_a_list_tout_a_list():
     x = tf.constant([1.0, 2.0])
     y = tf.py_func(lambda a: a * 2, [x], tf.float32)
