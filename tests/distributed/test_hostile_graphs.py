@@ -285,3 +285,33 @@ def test_a_fetch_that_cannot_travel_fails_its_step_instead_of_hanging(worker):
         run_dict(channel, graph_dict, arrays, [fetch.name])
     assert time.monotonic() - started < REPLY_SECONDS
     assert_still_serving(proc, channel)
+
+
+def _bent(seed, op, bend):
+    """The graph of SEEDS[seed] with ``bend(node)`` applied to its first ``op`` node."""
+    graph = tf.Graph()
+    with graph.as_default():
+        fetch = SEEDS[seed]()
+    graph_dict, arrays = graph_to_dict(graph)
+    bend(next(n for n in graph_dict["nodes"] if n["op"] == op), graph_dict["nodes"])
+    return graph_dict, arrays, fetch.name
+
+
+@pytest.mark.parametrize("seed, op, bend, says", [
+    ("max_pool", "MaxPool", lambda node, _: node["attrs"].pop("padding"),
+     r"MaxPool node is not like the ones zmtf builds: attr 'padding' missing \(zmtf's MaxPool "
+     r"nodes carry attrs .*padding"),
+    ("fill", "Fill", lambda node, nodes: node["inputs"].append(node["inputs"][0]),
+     "Fill node is not like the ones zmtf builds: it has 3 inputs, not 2"),
+    ("max_pool", "MaxPool", lambda node, _: node["attrs"].update(strides=2),
+     r"attr 'strides' is 2 \(int\), where zmtf builds list\[int\]"),
+], ids=["missing attr", "extra input", "int for a list"])
+def test_a_node_unlike_zmtfs_own_is_explained_before_the_python_error(worker, seed, op, bend, says):
+    """The kernels fail with bare Python errors (KeyError: 'padding', too many values to unpack);
+    the reply first says how the node differs from the ones zmtf builds (op_signatures)."""
+    proc, channel = worker
+    graph_dict, arrays, fetch = _bent(seed, op, bend)
+    with pytest.raises(InvalidArgumentError, match=says) as caught:
+        run_dict(channel, graph_dict, arrays, [fetch])
+    assert "the kernel failed with" in caught.value.message
+    assert_still_serving(proc, channel)

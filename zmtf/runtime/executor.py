@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zmtf.framework import errors
+from zmtf.framework.op_signatures import explain
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.dead import DEAD
 from zmtf.kernels.fp import quiet_section
@@ -361,7 +362,8 @@ class _StepRun:
 
     def _fail(self, i: int, exc: BaseException) -> None:
         node = self.step.plan.nodes[i]
-        error = as_op_error(exc, node.name, node.op_type, node.device)
+        error = as_op_error(exc, node.name, node.op_type, node.device,
+                            lambda: explain(node.op_type, len(node.input_slots), node.attrs))
         if self._mark_failed(error):
             _settle(self.future, error=error)
 
@@ -418,8 +420,12 @@ def _settle(future: Future, result: Any = None, error: BaseException | None = No
 _ARGUMENT_ERRORS = (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, FloatingPointError)
 
 
-def as_op_error(exc: BaseException, node_name: str, op_type: str, device: str) -> errors.OpError:
-    """A kernel failure as a typed error that names the node, its op and its device."""
+def as_op_error(exc: BaseException, node_name: str, op_type: str, device: str,
+                explain_node: Callable[[], str | None] | None = None) -> errors.OpError:
+    """A kernel failure as a typed error that names the node, its op and its device.
+
+    A bare Python error from a kernel usually means a node unlike the ones zmtf builds (a
+    graph from the network); ``explain_node()`` then says how it differs, first."""
     where = f"\n\t [[node {node_name} ({op_type}) on {device}]]"
     if isinstance(exc, errors.OpError):
         exc.node_name = exc.node_name or node_name
@@ -429,7 +435,11 @@ def as_op_error(exc: BaseException, node_name: str, op_type: str, device: str) -
     cls = errors.InvalidArgumentError if isinstance(exc, _ARGUMENT_ERRORS) else errors.InternalError
     if isinstance(exc, MemoryError):
         cls = errors.ResourceExhaustedError
-    error = cls(None, None, f"{type(exc).__name__}: {exc}{where}", node_name=node_name)
+    text = f"{type(exc).__name__}: {exc}"
+    hint = explain_node() if explain_node is not None else None
+    if hint:
+        text = f"{hint}; the kernel failed with {text}"
+    error = cls(None, None, f"{text}{where}", node_name=node_name)
     error.__cause__ = exc
     return error
 
