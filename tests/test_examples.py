@@ -187,8 +187,12 @@ def test_estimator_cluster_launches_ps_chief_worker_evaluator_from_tf_config(tmp
 
     step = int(tf.train.load_variable(str(tmp_path), "global_step"))
     _assert_latest_checkpoint_holds(tmp_path, step)
-    assert step == metrics["global_step"]
-    assert metrics["accuracy"] == _numpy_accuracy_of_checkpoint(tmp_path)
+    # The evaluator stops at the first checkpoint of step >= 40; the other trainer's last
+    # update can land after it, and the chief's final checkpoint then holds one step more
+    # (async training: TF's train_and_evaluate has the same race).
+    assert metrics["global_step"] <= step <= metrics["global_step"] + 1
+    if step == metrics["global_step"]:   # the evaluated weights are the newest checkpoint's
+        assert metrics["accuracy"] == _numpy_accuracy_of_checkpoint(tmp_path)
 
 
 def _assert_latest_checkpoint_holds(model_dir, step):

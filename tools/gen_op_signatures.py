@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import pprint
 import sys
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -32,8 +33,9 @@ class Recorder:
         self.nodes: dict[str, int] = defaultdict(int)
         self.carried: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.kinds: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-        self.recorded: set[int] = set()
+        self.lengths: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
         self.recording = False
+        self._lock = threading.Lock()   # steps finish on pool threads: "+= 1" is not atomic
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from zmtf.framework.op_signatures import kind_of
@@ -43,7 +45,7 @@ class Recorder:
 
         def recording_run(executor, step, *args, **kwargs):
             future = original(executor, step, *args, **kwargs)
-            if self.recording and id(step.plan) not in self.recorded:
+            if self.recording:
                 future.add_done_callback(lambda f: self.succeeded(f, step.plan, kind_of))
             return future
 
@@ -58,25 +60,30 @@ class Recorder:
             self.recording = False
 
     def succeeded(self, future, plan, kind_of) -> None:
-        if future.cancelled() or future.exception() is not None or id(plan) in self.recorded:
+        if future.cancelled() or future.exception() is not None:
             return
-        self.recorded.add(id(plan))   # plans live in caches for the whole run: ids stay unique
-        for node in plan.nodes:
+        for node in plan.nodes:   # every step: a plan's id may be reused once it is freed
             self.add(node.op_type, len(node.input_slots), node.attrs, kind_of)
 
     def add(self, op_type: str, inputs: int, attrs: dict, kind_of) -> None:
+        with self._lock:
+            self._add(op_type, inputs, attrs, kind_of)
+
+    def _add(self, op_type: str, inputs: int, attrs: dict, kind_of) -> None:
         self.counts[op_type].add(inputs)
         self.nodes[op_type] += 1
         for key, value in attrs.items():
             if not key.startswith("_"):
                 self.carried[op_type][key] += 1
                 self.kinds[op_type][key].add(kind_of(value))
+                self.lengths[op_type][key].add(len(value) if isinstance(value, (list, tuple)) else -1)
 
     def table(self) -> dict:
         from zmtf.framework.op_signatures import merge_signature
 
         return {op: merge_signature(self.counts[op], self.nodes[op], self.carried[op],
-                                    self.kinds[op]) for op in sorted(self.counts)}
+                                    self.kinds[op], self.lengths[op])
+                for op in sorted(self.counts)}
 
 
 def main(argv: list[str]) -> int:

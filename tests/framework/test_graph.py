@@ -150,3 +150,11 @@ def test_graph_as_default_and_lookup_by_name():
 def test_tensor_has_no_truth_value():
     with pytest.raises(TypeError, match="Python bool"):
         bool(tf.constant(1.0))
+
+
+@pytest.mark.parametrize("text", [",", "i4,(2", "(" * 300 + "f4", "x" * 5000])
+def test_as_dtype_refuses_any_string_numpy_cannot_parse_with_a_type_error(text):
+    """np.dtype() parses some strings with ast.literal_eval: a dtype attr from the network
+    must still fail as TypeError naming it, never as a SyntaxError."""
+    with pytest.raises(TypeError, match="Cannot convert .* to a zmtf DType"):
+        tf.as_dtype(text)

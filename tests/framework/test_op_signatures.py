@@ -12,7 +12,7 @@ from zmtf.kernels.registry import registered_device_types
 
 @pytest.mark.parametrize("value, kind", [
     (None, "none"), (True, "bool"), (np.bool_(False), "bool"), (3, "int"), (np.int64(3), "int"),
-    (1.5, "float"), ("SAME", "str"), (b"x", "bytes"), ([], "list[]"), ([1, 2], "list[int]"),
+    (1.5, "float"), ("SAME", "str"), ("float32", "dtype"), ("float32float32", "str"), (",", "str"), (b"x", "bytes"), ([], "list[]"), ([1, 2], "list[int]"),
     ((1, None), "tuple[int|none]"), ([[1, 1], [2, 0]], "list[list[int]]"),
     (np.zeros(2), "array"), ({"a": 1}, "dict"), ([[[[1]]]], "list[list[list[list[...]]]]"),
 ])
@@ -26,13 +26,15 @@ def test_kind_of(value, kind):
     ("list[int]", ["list[float]"], True), ("list[str]", ["list[int]"], False),
     ("list[int|none]", ["list[int]", "list[none]"], True), ("int", ["list[int]"], False),
     ("list[list[int]]", ["list[list[int]]"], True), ("list[list[str]]", ["list[list[int]]"], False),
+    ("dtype", ["str"], True), ("str", ["dtype"], False), ("list[dtype]", ["list[str]"], True),
 ])
 def test_kind_matches(kind, seen, matches):
     assert kind_matches(kind, seen) is matches
 
 
-TABLE = {"Pool": ([1], ["padding", "strides"], {"padding": ["str"], "strides": ["list[int]"]}),
-         "Concat": ((2, 9), ["axis"], {"axis": ["int"]})}
+TABLE = {"Pool": ([1], ["padding", "strides"], {"padding": ["str"], "strides": ["list[int]"]},
+                  {"strides": 4}),
+         "Concat": ((2, 9), ["axis"], {"axis": ["int"]}, {})}
 
 
 def test_explain_says_every_difference_and_the_attrs_a_node_carries():
@@ -51,9 +53,17 @@ def test_explain_is_silent_for_a_node_like_zmtfs_and_for_unknown_ops():
 def test_variadic_counts_are_a_range():
     assert explain("Concat", 12, {"axis": 0}, TABLE) is None
     assert "it has 1 input, not 2 or more" in explain("Concat", 1, {"axis": 0}, TABLE)
-    assert merge_signature({1, 2, 3, 4, 5}, 2, {"a": 2, "b": 1}, {"a": {"int"}, "b": {"str"}}) \
-        == ((1, 5), ["a"], {"a": ["int"], "b": ["str"]})
-    assert merge_signature({2, 3}, 1, {}, {})[0] == [2, 3]
+    assert merge_signature({1, 2, 3, 4, 5}, 2, {"a": 2, "b": 1}, {"a": {"int"}, "b": {"str"}},
+                           {"a": {-1}, "b": {-1}}) == ((1, 5), ["a"], {"a": ["int"], "b": ["str"]}, {})
+    assert merge_signature({2, 3}, 1, {}, {}, {})[0] == [2, 3]
+
+
+def test_a_list_always_of_one_length_is_checked_for_it():
+    assert merge_signature({1}, 3, {"k": 3, "s": 3, "m": 3}, {}, {"k": {4}, "s": {4, 5}, "m": {2, -1}})[3] \
+        == {"k": 4}
+    assert explain("Pool", 1, {"padding": "SAME", "strides": [1, 2, 2]}, TABLE) == (
+        "this Pool node is not like the ones zmtf builds: attr 'strides' has 3 items, where zmtf "
+        "builds 4 (zmtf's Pool nodes carry attrs padding, strides)")
 
 
 def test_the_recorded_table_names_only_ops_zmtf_knows_and_covers_the_common_ones():
@@ -74,3 +84,16 @@ def test_a_local_kernel_failure_on_a_bent_node_is_explained():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="attr 'padding' missing"):
             sess.run(bent.outputs[0])
+
+
+def test_a_failing_explanation_leaves_the_kernels_own_error():
+    """The explanation is best effort: were it to raise (a stale table), the step must still
+    fail with the kernel's error, not hang until its deadline."""
+    from zmtf.runtime.executor import as_op_error
+
+    def broken():
+        raise ValueError("not enough values to unpack")
+
+    error = as_op_error(KeyError("padding"), "pool", "MaxPool", "/device:CPU:0", broken)
+    assert isinstance(error, tf.errors.InvalidArgumentError)
+    assert error.message.startswith("KeyError: 'padding'")

@@ -174,10 +174,12 @@ def as_dtype(value: Any) -> DType:
         return bool_
     if value is str or value is bytes:
         return string
-    try:
+    try:   # numpy parses some strings with ast.literal_eval: "," is a SyntaxError there
         numpy_dtype = np.dtype(value)
-    except TypeError:
-        raise TypeError(f"Cannot convert {value!r} to a zmtf DType") from None
+    except (TypeError, ValueError, SyntaxError):
+        text = repr(value)
+        text = text if len(text) <= 80 else text[:77] + "..."
+        raise TypeError(f"Cannot convert {text} to a zmtf DType") from None
     if numpy_dtype.kind in "OSU":  # object (bytes elements), numpy bytes_ and str_
         return string
     name = numpy_dtype.name

@@ -9,9 +9,10 @@ across the test suite (``tools/gen_op_signatures.py`` regenerates it), and ``exp
 them *after* a kernel has failed, to say what differs. It never refuses a node by itself:
 a signature seen in tests is evidence, not a specification.
 
-A signature is ``(input_counts, required, kinds)``: the data-input counts seen (a
-``(low, high)`` range when they vary a lot: such an op is variadic, only ``low`` counts), the attrs every node of the op carried, and per
-attr the kinds of value seen (``kind_of``). Attrs that start with "_" belong to the runtime
+A signature is ``(input_counts, required, kinds, lengths)``: the data-input counts seen (a
+``(low, high)`` range when they vary a lot: such an op is variadic, only ``low`` counts),, the attrs every node of the op carried, per
+attr the kinds of value seen (``kind_of``), and the attrs that were always a list of one
+length (a pool's ``ksize``: 4). Attrs that start with "_" belong to the runtime
 and are skipped.
 """
 
@@ -21,13 +22,16 @@ from typing import Any, Callable
 
 import numpy as np
 
+from zmtf.framework.dtypes import as_dtype
+
 #: Distinct input counts above which an op counts as variadic: a range, not a set.
 VARIADIC_AFTER = 4
 _MAX_KIND_DEPTH = 3
 
 
 def kind_of(value: Any, depth: int = 0) -> str:
-    """A short name of an attr value's shape of data: "int", "list[int]", "tuple[int|none]"."""
+    """A short name of an attr value's shape of data: "int", "list[int]", "tuple[int|none]";
+    a string that names a dtype ("float32") is a "dtype"."""
     if value is None:
         return "none"
     if isinstance(value, (bool, np.bool_)):
@@ -43,7 +47,17 @@ def kind_of(value: Any, depth: int = 0) -> str:
         return f"{outer}[{'|'.join(sorted({kind_of(v, depth + 1) for v in value}))}]"
     if isinstance(value, np.ndarray):
         return "array"
+    if isinstance(value, str) and _names_dtype(value):
+        return "dtype"
     return type(value).__name__
+
+
+def _names_dtype(text: str) -> bool:
+    try:
+        as_dtype(text)
+    except Exception:  # noqa: BLE001 - whatever numpy makes of a string, it is no dtype name
+        return False
+    return True
 
 
 def _split(kind: str) -> tuple[str, set[str]]:
@@ -72,8 +86,8 @@ def _top_level(inner: str) -> list[str]:
 
 def kind_matches(kind: str, seen: list[str]) -> bool:
     """Whether a value of ``kind`` is like one of the ``seen`` kinds: an int passes for a float,
-    an empty list for any list, and a list whose items are of seen item kinds passes."""
-    if kind in seen or (kind == "int" and "float" in seen):
+    a dtype name for any string, an empty list for any list, and a list whose items are of seen item kinds passes."""
+    if kind in seen or (kind == "int" and "float" in seen) or (kind == "dtype" and "str" in seen):
         return True
     outer, items = _split(kind)
     if outer not in ("list", "tuple"):
@@ -88,7 +102,7 @@ def kind_matches(kind: str, seen: list[str]) -> bool:
     return bool(seen_items) and all(kind_matches(item, sorted(seen_items)) for item in items)
 
 
-Signature = tuple[Any, list[str], dict[str, list[str]]]
+Signature = tuple[Any, list[str], dict[str, list[str]], dict[str, int]]
 
 
 def explain(op_type: str, input_count: int, attrs: dict[str, Any],
@@ -100,7 +114,7 @@ def explain(op_type: str, input_count: int, attrs: dict[str, Any],
     signature = table.get(op_type)
     if signature is None:
         return None
-    counts, required, expected = signature
+    counts, required, expected, lengths = signature
     problems = []
     if isinstance(counts, tuple):
         low, _ = counts   # variadic: a longer list than the tests built is still fine
@@ -120,6 +134,9 @@ def explain(op_type: str, input_count: int, attrs: dict[str, Any],
         if not kind_matches(kind, expected[key]):
             problems.append(f"attr '{key}' is {_short(attrs[key])} ({_short(kind, 60, str)}), "
                             f"where zmtf builds {_short(' or '.join(expected[key]), 120, str)}")
+        elif key in lengths and len(attrs[key]) != lengths[key]:
+            problems.append(f"attr '{key}' has {len(attrs[key])} items, where zmtf builds "
+                            f"{lengths[key]}")
     if not problems:
         return None
     return (f"this {op_type} node is not like the ones zmtf builds: {'; '.join(problems)} "
@@ -138,12 +155,15 @@ def _short(value: Any, limit: int = 40, show: Callable[[Any], str] = repr) -> st
 
 
 def merge_signature(counts: set[int], nodes: int, carried: dict[str, int],
-                    kinds: dict[str, set[str]]) -> Signature:
+                    kinds: dict[str, set[str]], lengths: dict[str, set[int]]) -> Signature:
     """Observations of one op type -> its signature: the input counts (a range past
-    ``VARIADIC_AFTER`` distinct ones), the attrs all ``nodes`` carried, the kinds seen."""
+    ``VARIADIC_AFTER`` distinct ones), the attrs all ``nodes`` carried, the kinds seen, and
+    the attrs always seen as lists of one length (``lengths``: -1 stands for a non-list)."""
     shown: Any = sorted(counts) if len(counts) <= VARIADIC_AFTER else (min(counts), max(counts))
     required = sorted(key for key, n in carried.items() if n == nodes)
-    return shown, required, {key: sorted(kinds[key]) for key in sorted(kinds)}
+    fixed = {key: next(iter(seen)) for key, seen in sorted(lengths.items())
+             if len(seen) == 1 and next(iter(seen)) >= 0}
+    return shown, required, {key: sorted(kinds[key]) for key in sorted(kinds)}, fixed
 
 
 __all__ = ["VARIADIC_AFTER", "Signature", "explain", "kind_matches", "kind_of", "merge_signature"]

@@ -436,7 +436,10 @@ def as_op_error(exc: BaseException, node_name: str, op_type: str, device: str,
     if isinstance(exc, MemoryError):
         cls = errors.ResourceExhaustedError
     text = f"{type(exc).__name__}: {exc}"
-    hint = explain_node() if explain_node is not None else None
+    try:   # best effort: nothing may keep the kernel's own error from failing the step
+        hint = explain_node() if explain_node is not None else None
+    except Exception:  # noqa: BLE001
+        hint = None
     if hint:
         text = f"{hint}; the kernel failed with {text}"
     error = cls(None, None, f"{text}{where}", node_name=node_name)
