@@ -84,3 +84,20 @@ def test_graph_from_dict_refuses_deep_attr_nesting():
         graph_io.graph_from_dict(graph_dict, arrays)
     graph_dict["nodes"][0]["attrs"]["x"] = deep[0]   # at the limit: accepted
     assert graph_io.graph_from_dict(graph_dict, arrays).get_operations()[0].get_attr("x")
+
+
+@pytest.mark.parametrize("build, key", [
+    (lambda: tf.unique(tf.constant([3, 1, 3]))[1], "out_idx"),
+    (lambda: tf.io.decode_raw(tf.constant([b"abcd"]), tf.int32), "out_type"),
+    (lambda: tf.nn.max_pool_with_argmax(tf.ones([1, 2, 2, 1]), [1, 2, 2, 1], [1, 2, 2, 1],
+                                        "VALID")[1], "Targmax"),
+])
+@pytest.mark.parametrize("value", ["O", "V8", "i4,i4", ",", "U3", "float32float32", 3.5])
+def test_a_dtype_attr_takes_only_zmtfs_dtype_names(build, key, value):
+    """np.dtype() would have made object, void or structured dtypes of these (or raised a
+    SyntaxError: numpy parses some strings with ast.literal_eval)."""
+    out = build()
+    op = next(o for o in tf.get_default_graph().get_operations() if key in o.attrs)
+    op._attrs[key] = value
+    with pytest.raises(InvalidArgumentError, match=f"attr '{key}' of node .* must be one of"):
+        run(out)

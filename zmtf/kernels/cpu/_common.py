@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError, ResourceExhaustedError
 from zmtf.kernels.fp import quiet_fp  # noqa: F401 - the kernels' import site
 
@@ -81,6 +82,23 @@ def str_attr(attrs: dict[str, Any], key: str, node_name: str) -> str:
             f"attr '{key}' of node '{node_name}' must be a string, got {type(value).__name__} "
             f"{value!r:.40}")
     return value
+
+
+def dtype_attr(attrs: dict[str, Any], key: str, node_name: str,
+               allowed: Sequence[str] = ALL, default: str | None = None) -> np.dtype:
+    """A dtype attr as a numpy dtype, from zmtf's own names only: ``np.dtype()`` on a string
+    from the network would also make "O", "V8" or "i4,i4" (and parses some strings with
+    ast.literal_eval)."""
+    value = attrs.get(key, default)
+    try:
+        name = as_dtype(value).name
+    except TypeError:
+        name = None
+    if name not in allowed:
+        raise InvalidArgumentError(
+            f"attr '{key}' of node '{node_name}' must be one of {', '.join(allowed)}, "
+            f"got {value!r:.40}")
+    return np.dtype(name)
 
 
 def normalize_axis(axis: int, ndim: int, node_name: str, what: str = "axis") -> int:

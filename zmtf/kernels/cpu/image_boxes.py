@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, OutOfRangeError
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC, check_output_size, int_list, shape_str
+from zmtf.kernels.cpu._common import FLOATS, NUMERIC, check_output_size, dtype_attr, int_list, shape_str
 from zmtf.kernels.registry import register
 
 _F = np.float32
@@ -117,7 +117,7 @@ def crop_and_resize_grad_image(ctx: Any, inputs: list, attrs: dict) -> list:
             for cols, col_w in wx:
                 weight = (row_w[:, None] * col_w[None, :])[:, :, None]
                 np.add.at(dx[b], (rows[:, None], cols[None, :]), g * weight)
-    return [dx.astype(np.dtype(attrs["T"]))]
+    return [dx.astype(dtype_attr(attrs, "T", attrs["_node_name"], FLOATS))]
 
 
 @register("CropAndResizeGradBoxes", dtypes=FLOATS)

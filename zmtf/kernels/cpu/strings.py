@@ -14,7 +14,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu import array, selection, sequence
-from zmtf.kernels.cpu._common import shape_str, str_attr
+from zmtf.kernels.cpu._common import dtype_attr, shape_str, str_attr
 from zmtf.kernels.cpu.string_hashes import fingerprint64, legacy_hash64, siphash24
 from zmtf.kernels.registry import register
 
@@ -180,7 +180,7 @@ def string_join(ctx: Any, inputs: list, attrs: dict) -> list:
 def decode_raw(ctx: Any, inputs: list, attrs: dict) -> list:
     """DecodeRaw(s): each string's bytes as numbers; all strings the same length."""
     strings = np.asarray(inputs[0], dtype=object)
-    dtype = np.dtype(attrs["out_type"]).newbyteorder("<" if attrs["little_endian"] else ">")
+    dtype = dtype_attr(attrs, "out_type", attrs["_node_name"]).newbyteorder("<" if attrs["little_endian"] else ">")
     lengths = {len(s) for s in strings.flat}
     if len(lengths) > 1:
         raise InvalidArgumentError(f"DecodeRaw requires input strings to all be the same size, "

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.kernels.cpu._common import dtype_attr
 from zmtf.kernels.registry import register
 
 
@@ -18,7 +19,7 @@ def unique(ctx: Any, inputs: list, attrs: dict) -> list:
     if x.ndim != 1:
         raise InvalidArgumentError(f"unique (node '{attrs['_node_name']}') takes a 1-D tensor, got "
                                    f"shape {list(x.shape)}")
-    index = np.dtype(attrs["out_idx"])
+    index = dtype_attr(attrs, "out_idx", attrs["_node_name"], ("int32", "int64"))
     values, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
                                                return_counts=True)
     order = np.argsort(first, kind="stable")          # sorted uniques -> order of appearance

@@ -17,7 +17,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
 from zmtf.framework.window_geometry import Span, span
-from zmtf.kernels.cpu._common import FLOATS, check_output_size, int_list, quiet_fp, shape_str
+from zmtf.kernels.cpu._common import FLOATS, check_output_size, dtype_attr, int_list, quiet_fp, shape_str
 from zmtf.kernels.cpu.windows import compute_dtype
 from zmtf.kernels.registry import register
 
@@ -281,7 +281,8 @@ def max_pool_with_argmax(ctx: Any, inputs: list, attrs: dict) -> list:
         wins = (values > best) | ((argmax < 0) & (positions >= 0))   # first maximum wins
         best = np.where(wins, values, best)
         argmax = np.where(wins, positions, argmax)
-    return [best, argmax.astype(np.dtype(attrs.get("Targmax", "int64")))]
+    return [best, argmax.astype(dtype_attr(attrs, "Targmax", attrs["_node_name"],
+                                                ("int32", "int64"), "int64"))]
 
 
 @register("MaxPoolGradWithArgmax", dtypes=FLOATS)
