@@ -91,13 +91,18 @@ def test_graph_from_dict_refuses_deep_attr_nesting():
     (lambda: tf.io.decode_raw(tf.constant([b"abcd"]), tf.int32), "out_type"),
     (lambda: tf.nn.max_pool_with_argmax(tf.ones([1, 2, 2, 1]), [1, 2, 2, 1], [1, 2, 2, 1],
                                         "VALID")[1], "Targmax"),
+    (lambda: tf.range(tf.constant(3)), "dtype"),
+    (lambda: tf.shape(tf.ones([2, 3])), "out_type"),
+    (lambda: tf.size(tf.ones([2, 3])), "out_type"),
+    (lambda: tf.argmax(tf.constant([1., 3., 2.])), "output_type"),
 ])
 @pytest.mark.parametrize("value", ["O", "V8", "i4,i4", ",", "U3", "float32float32", 3.5])
 def test_a_dtype_attr_takes_only_zmtfs_dtype_names(build, key, value):
     """np.dtype() would have made object, void or structured dtypes of these (or raised a
     SyntaxError: numpy parses some strings with ast.literal_eval)."""
     out = build()
-    op = next(o for o in tf.get_default_graph().get_operations() if key in o.attrs)
+    op = out.op if key in out.op.attrs else next(
+        o for o in tf.get_default_graph().get_operations() if key in o.attrs)
     op._attrs[key] = value
     with pytest.raises(InvalidArgumentError, match=f"attr '{key}' of node .* must be one of"):
         run(out)

@@ -17,7 +17,7 @@ import numpy as np
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu._common import ALL, first_input_or_attr, int_list, normalize_axis
-from zmtf.kernels.cpu._common import check_output_size, quiet_fp, shape_input, shape_str
+from zmtf.kernels.cpu._common import check_output_size, dtype_attr, quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.registry import register
 
@@ -85,8 +85,9 @@ def range_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
     if count < 0:
         raise InvalidArgumentError(f"Requires finite start, limit and delta: {start}/{limit}/{delta} "
                                    f"(node '{attrs['_node_name']}')")
-    check_output_size([count], attrs["dtype"], attrs["_node_name"])
-    return [np.arange(start, limit, delta).astype(attrs["dtype"], copy=False)]
+    dtype = dtype_attr(attrs, "dtype", attrs["_node_name"], ("int32", "int64", "float32", "float64"))
+    check_output_size([count], dtype, attrs["_node_name"])
+    return [np.arange(start, limit, delta).astype(dtype, copy=False)]
 
 
 @register("CheckNumerics", dtypes=("float16", "float32", "float64"))
@@ -161,13 +162,18 @@ def reshape(ctx: Any, inputs: list, attrs: dict) -> list:
 @register("Shape", dtypes=ALL)
 def shape(ctx: Any, inputs: list, attrs: dict) -> list:
     """Shape(x) -> 1-D ``out_type`` (int32 by default)."""
-    return [np.asarray(inputs[0].shape, dtype=attrs.get("out_type") or "int32")]
+    return [np.asarray(inputs[0].shape, dtype=_index_type(attrs))]
 
 
 @register("Size", dtypes=ALL)
 def size(ctx: Any, inputs: list, attrs: dict) -> list:
     """Size(x) -> 0-d ``out_type`` (int32 by default)."""
-    return [np.asarray(inputs[0].size, dtype=attrs.get("out_type") or "int32")]
+    return [np.asarray(inputs[0].size, dtype=_index_type(attrs))]
+
+
+def _index_type(attrs: dict) -> np.dtype:
+    return dtype_attr(attrs, "out_type", attrs["_node_name"], ("int32", "int64"),
+                      attrs.get("out_type") or "int32")
 
 
 @register("Rank", dtypes=ALL)

@@ -21,7 +21,7 @@ from numba import prange
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu._common import FLOATS, NUMERIC, int_list, normalize_axis, quiet_fp
-from zmtf.kernels.cpu._common import shape_input, shape_str
+from zmtf.kernels.cpu._common import dtype_attr, shape_input, shape_str
 from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit, scalar, takes_numba_path
 from zmtf.kernels.cpu._jit import use_threads
 from zmtf.kernels.registry import register
@@ -302,7 +302,8 @@ def _arg_extreme(name: str, fn: Any, inputs: list, attrs: dict) -> list:
             f"{name} (node '{attrs['_node_name']}'): reduction axis {axis} is empty in shape "
             f"{shape_str(x.shape)}"
         )
-    out_type = attrs.get("output_type") or "int64"
+    out_type = dtype_attr(attrs, "output_type", attrs["_node_name"], ("int32", "int64"),
+                          attrs.get("output_type") or "int64")
     return [np.asarray(fn(x, axis=axis)).astype(out_type)]
 
 
