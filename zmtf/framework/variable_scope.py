@@ -167,7 +167,8 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
             regularizer=regularizer, reuse=scope.reuse, trainable=trainable,
             collections=collections, caching_device=caching_device, partitioner=partitioner,
             validate_shape=validate_shape, use_resource=_unused.get("use_resource"),
-            constraint=_unused.get("constraint"))
+            constraint=_unused.get("constraint"), synchronization=_unused.get("synchronization"),
+            aggregation=_unused.get("aggregation"))
     return get_variable_at(full, shape, dtype, initializer, regularizer, trainable, collections,
                            partitioner, validate_shape)
 
