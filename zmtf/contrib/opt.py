@@ -1,12 +1,18 @@
-"""``tf.contrib.opt``: TF 1.15's LazyAdamOptimizer and the decoupled weight decay optimizers
-(AdamWOptimizer, MomentumWOptimizer, extend_with_decoupled_weight_decay). Other contrib.opt
-names (MovingAverageOptimizer, ...) are an AttributeError that says so.
+"""``tf.contrib.opt``: TF 1.15's LazyAdamOptimizer, the decoupled weight decay optimizers
+(AdamWOptimizer, MomentumWOptimizer, extend_with_decoupled_weight_decay) and the
+distributed-training wrappers ElasticAverageOptimizer + ElasticAverageCustomGetter
+(contrib/elastic_average_optimizer.py) and DropStaleGradientOptimizer
+(contrib/drop_stale_gradient_optimizer.py). Other contrib.opt names (ModelAverageOptimizer,
+MovingAverageOptimizer, ...) are an AttributeError that says so.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from zmtf.contrib.drop_stale_gradient_optimizer import DropStaleGradientOptimizer
+from zmtf.contrib.elastic_average_optimizer import (ElasticAverageCustomGetter,
+                                                    ElasticAverageOptimizer)
 from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.indexed_slices import IndexedSlices
 from zmtf.framework.ops import math_ops
@@ -17,7 +23,8 @@ from zmtf.framework.variables import Variable
 from zmtf.train.optimizers import (AdamOptimizer, MomentumOptimizer, Optimizer,
                                    _deduplicate_indexed_slices)
 
-__all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "LazyAdamOptimizer",
+__all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "DropStaleGradientOptimizer",
+           "ElasticAverageCustomGetter", "ElasticAverageOptimizer", "LazyAdamOptimizer",
            "MomentumWOptimizer", "extend_with_decoupled_weight_decay"]
 
 

@@ -4,13 +4,16 @@ Each graph keeps a variable store (full name -> Variable or PartitionedVariable)
 stack of variable scopes. ``get_variable`` names variables by the variable scopes only
 (name scopes do not prefix them, as in TF1), refuses to create a variable that exists
 unless the scope reuses, and refuses to reuse one that does not exist; the errors are
-TF's, word for word where a user would search for them. A ``partitioner`` (e.g.
+TF's, word for word where a user would search for them. A scope's ``custom_getter`` is
+called in place of the variable store (``custom_getter(getter, name, **kwargs)``, the inner
+scope's getter around the outer's, as TF1 nests them). A ``partitioner`` (e.g.
 ``tf.fixed_size_partitioner(2)``) makes one Variable per shard, "<name>/part_<i>", so a
 replica_device_setter spreads the shards over the ps tasks.
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -40,6 +43,7 @@ class VariableScope:
     partitioner: Any = None
     dtype: Any = dtypes.float32
     name_scope: str = ""          # the name scope its ops went into when it was entered
+    custom_getter: Any = None     # called by get_variable in place of the store (TF1's hook)
 
     @property
     def original_name_scope(self) -> str:
@@ -76,11 +80,13 @@ def get_variable_scope() -> VariableScope:
 @contextmanager
 def variable_scope(name_or_scope: Any = None, default_name: str | None = None, values: Any = None,
                    initializer: Any = None, regularizer: Any = None, reuse: Any = None,
-                   partitioner: Any = None, dtype: Any = None, auxiliary_name_scope: bool = True,
-                   **_unused: Any) -> Iterator[VariableScope]:
+                   partitioner: Any = None, custom_getter: Any = None, dtype: Any = None,
+                   auxiliary_name_scope: bool = True, **_unused: Any) -> Iterator[VariableScope]:
     """Enter a variable scope, and a name scope for the ops inside named by its last part
     (made unique under the current name scope, also when a VariableScope object is
     re-entered, as in TF1); ``auxiliary_name_scope=False`` keeps the current name scope."""
+    if custom_getter is not None and not callable(custom_getter):
+        raise ValueError(f"The custom_getter must be callable. Received: {custom_getter!r}")
     graph = get_default_graph()
     state = _state(graph)
     parent = state.stack[-1]
@@ -111,6 +117,7 @@ def variable_scope(name_or_scope: Any = None, default_name: str | None = None, v
         regularizer=regularizer if regularizer is not None else base.regularizer,
         partitioner=partitioner if partitioner is not None else base.partitioner,
         dtype=as_dtype(dtype) if dtype is not None else base.dtype,
+        custom_getter=_nest_getters(custom_getter, base.custom_getter),
     )
     state.scope_uses[full] = state.scope_uses.get(full, 0) + 1
     current = graph.get_name_scope()
@@ -125,6 +132,18 @@ def variable_scope(name_or_scope: Any = None, default_name: str | None = None, v
             yield state.stack[-1]
         finally:
             state.stack.pop()
+
+
+def _nest_getters(inner: Any, outer: Any) -> Any:
+    """TF1's _maybe_wrap_custom_getter: ``inner`` runs first; its ``getter`` is ``outer``
+    wrapped around the real one."""
+    if inner is None or outer is None:
+        return inner if inner is not None else outer
+
+    def nested(getter: Any, *args: Any, **kwargs: Any) -> Any:
+        return inner(functools.partial(outer, getter), *args, **kwargs)
+
+    return nested
 
 
 def _unique_scope(state: _GraphState, parent: VariableScope, base: str) -> str:
@@ -142,19 +161,39 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
     """Get an existing variable of the current variable scope, or create it (TF1 rules)."""
     scope = _state(get_default_graph()).stack[-1]
     full = f"{scope.name}/{name}" if scope.name else name
+    if scope.custom_getter is not None:   # TF1 passes every argument by keyword
+        return scope.custom_getter(
+            getter=_true_getter, name=full, shape=shape, dtype=dtype, initializer=initializer,
+            regularizer=regularizer, reuse=scope.reuse, trainable=trainable,
+            collections=collections, caching_device=caching_device, partitioner=partitioner,
+            validate_shape=validate_shape, use_resource=_unused.get("use_resource"),
+            constraint=_unused.get("constraint"), synchronization=_unused.get("synchronization"),
+            aggregation=_unused.get("aggregation"))
     return get_variable_at(full, shape, dtype, initializer, regularizer, trainable, collections,
                            partitioner, validate_shape)
 
 
+def _true_getter(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
+                 regularizer: Any = None, reuse: Any = None, trainable: Any = None,
+                 collections: Any = None, caching_device: Any = None, partitioner: Any = None,
+                 validate_shape: bool = True, **_unused: Any) -> Any:
+    """The getter a custom getter is handed: get_variable at the full ``name`` it got."""
+    return get_variable_at(name, shape, dtype, initializer, regularizer,
+                           True if trainable is None else trainable, collections, partitioner,
+                           validate_shape, reuse=reuse)
+
+
 def get_variable_at(full: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
                     regularizer: Any = None, trainable: bool = True, collections: Any = None,
-                    partitioner: Any = None, validate_shape: bool = True) -> Any:
+                    partitioner: Any = None, validate_shape: bool = True, reuse: Any = None) -> Any:
     """get_variable of the variable named ``full`` (not prefixed by the current variable scope,
     whose reuse, initializer and partitioner still apply): create_partitioned_variables names
     its variable after the scope it opens, as TF's _get_partitioned_variable(name=None)."""
     graph = get_default_graph()
     state = _state(graph)
     scope = state.stack[-1]
+    if reuse is not None:          # a custom getter's own choice
+        scope = replace(scope, reuse=reuse)
     dt = as_dtype(dtype) if dtype is not None else as_dtype(scope.dtype)
     wanted = as_shape(shape) if shape is not None else None
     existing = state.store.get(full)
