@@ -319,7 +319,7 @@ def _node_paths(nodes: list[Any]) -> dict[int, str]:
         node_id = queue.pop(0)
         for child_id, name in nodes[node_id].children:
             if child_id not in paths:
-                paths[child_id] = name if node_id == 0 else f"{paths[node_id]}.{name}"
+                paths[child_id] = f"{paths[node_id]}.{name}"
                 queue.append(child_id)
     return paths
 
