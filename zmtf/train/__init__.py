@@ -28,6 +28,8 @@ from zmtf.train.learning_rate_decay import (
     natural_exp_decay, noisy_linear_cosine_decay, piecewise_constant, piecewise_constant_decay,
     polynomial_decay,
 )
+from zmtf.train.checkpoint import Checkpoint
+from zmtf.train.checkpoint_manager import CheckpointManager
 from zmtf.train.checkpoint_state import generate_checkpoint_state_proto
 from zmtf.train.checkpoint_reader import NewCheckpointReader, list_variables, load_variable
 from zmtf.train.checkpoint_utils import (
@@ -76,3 +78,4 @@ __all__ += ["NanLossDuringTrainingError", "checkpoints_iterator", "cosine_decay_
 __all__ += ["SaverDef"]
 __all__ += ["match_filenames_once", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
             "maybe_shuffle_batch_join"]
+__all__ += ["Checkpoint", "CheckpointManager"]
