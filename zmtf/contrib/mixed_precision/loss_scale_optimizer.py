@@ -1,0 +1,76 @@
+"""TF 1.15's ``tf.contrib.mixed_precision.LossScaleOptimizer``: gradients of loss * scale,
+divided by the scale again; a step whose gradients are not all finite is skipped (no
+variable moves, the global step stays) and the loss scale manager hears about it.
+
+zmtf also scales an IndexedSlices gradient (its values), which TF 1.15's version cannot do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zmtf.framework import dtypes
+from zmtf.framework.graph import Operation, Tensor, get_default_graph
+from zmtf.framework.indexed_slices import IndexedSlices
+from zmtf.framework.ops import array_ops, math_ops
+from zmtf.framework.ops.cond_ops import cond
+from zmtf.framework.ops.control_flow_ops import group
+from zmtf.framework.variables import Variable
+from zmtf.contrib.mixed_precision.loss_scale_manager import LossScaleManager
+from zmtf.train.optimizers import Optimizer
+
+
+class LossScaleOptimizer(Optimizer):
+    """Wraps ``opt``; ``loss_scale_manager`` says what to scale the loss by."""
+
+    def __init__(self, opt: Optimizer, loss_scale_manager: LossScaleManager) -> None:
+        super().__init__(False, "LossScaleOptimizer")
+        self._opt = opt
+        self._loss_scale_manager = loss_scale_manager
+
+    def compute_gradients(self, loss: Any, var_list: Any = None,
+                          gate_gradients: int = Optimizer.GATE_OP, aggregation_method: Any = None,
+                          colocate_gradients_with_ops: bool = False,
+                          grad_loss: Any = None) -> list:
+        loss_scale = self._loss_scale_manager.get_loss_scale()
+        grads_and_vars = self._opt.compute_gradients(
+            loss * loss_scale, var_list=var_list, gate_gradients=gate_gradients,
+            aggregation_method=aggregation_method,
+            colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
+        inverse = math_ops.reciprocal(loss_scale)
+        return [(_scaled(grad, inverse), var) for grad, var in grads_and_vars]
+
+    def get_slot(self, var: Variable, name: str) -> Variable | None:
+        return self._opt.get_slot(var, name)
+
+    def get_slot_names(self) -> list[str]:
+        return self._opt.get_slot_names()
+
+    def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
+                        name: str | None = None) -> Operation:
+        pairs = list(grads_and_vars)
+        finite = [math_ops.reduce_all(math_ops.is_finite(
+            grad.values if isinstance(grad, IndexedSlices) else grad))
+            for grad, _ in pairs if grad is not None]
+        all_finite = math_ops.reduce_all(array_ops.stack(finite))
+        graph = get_default_graph()
+
+        def apply() -> Tensor:
+            with graph.control_dependencies(
+                    [self._opt.apply_gradients(pairs, global_step=global_step, name=name)]):
+                return array_ops.identity(True)
+
+        def skip() -> Tensor:
+            return array_ops.identity(False)
+
+        update_vars = cond(all_finite, apply, skip)
+        return group(update_vars, self._loss_scale_manager.update_loss_scale(all_finite))
+
+
+def _scaled(grad: Any, inverse: Tensor) -> Any:
+    if grad is None:
+        return None
+    if isinstance(grad, IndexedSlices):
+        return IndexedSlices(grad.values * math_ops.cast(inverse, grad.values.dtype.base_dtype),
+                             grad.indices, grad.dense_shape)
+    return grad * math_ops.cast(inverse, grad.dtype.base_dtype)
