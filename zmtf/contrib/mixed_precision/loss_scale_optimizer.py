@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.framework import dtypes
 from zmtf.framework.graph import Operation, Tensor, get_default_graph
 from zmtf.framework.indexed_slices import IndexedSlices
 from zmtf.framework.ops import array_ops, math_ops
