@@ -12,40 +12,35 @@ from __future__ import annotations
 
 from typing import Any
 
+from zmtf.contrib.wrapped_optimizer import SlotsOfWrapped
 from zmtf.framework.graph import Operation, get_default_graph
 from zmtf.framework.ops.control_flow_ops import group
 from zmtf.framework.variable_scope import PartitionedVariable
-from zmtf.framework.variables import Variable, global_variables
+from zmtf.framework.variables import global_variables
 from zmtf.train.moving_averages import ExponentialMovingAverage
 from zmtf.train.optimizers import Optimizer
 from zmtf.train.saver import Saver, _named_variables
 
 
-class MovingAverageOptimizer(Optimizer):
+class MovingAverageOptimizer(SlotsOfWrapped, Optimizer):
     """Wraps ``opt``; each step also moves the variables' averages towards them."""
 
     def __init__(self, opt: Optimizer, average_decay: Any = 0.9999, num_updates: Any = None,
                  sequential_update: bool = True) -> None:
         super().__init__(False, "MovingAverageOptimizer")
-        self._optimizer = opt
+        self._opt = opt
         self._ema = ExponentialMovingAverage(average_decay, num_updates=num_updates)
         self._sequential_update = sequential_update
         #: variable op name <-> its average's op name, both ways; None until apply_gradients
         self._swapped_variable_name_map: dict[str, str] | None = None
 
     def compute_gradients(self, *args: Any, **kwargs: Any) -> list:
-        return self._optimizer.compute_gradients(*args, **kwargs)
-
-    def get_slot(self, var: Variable, name: str) -> Variable | None:
-        return self._optimizer.get_slot(var, name)
-
-    def get_slot_names(self) -> list[str]:
-        return self._optimizer.get_slot_names()
+        return self._opt.compute_gradients(*args, **kwargs)
 
     def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
                         name: str | None = None) -> Operation:
         pairs = list(grads_and_vars)
-        train_op = self._optimizer.apply_gradients(pairs, global_step=global_step, name=name)
+        train_op = self._opt.apply_gradients(pairs, global_step=global_step, name=name)
         var_list = [var for grad, var in pairs if grad is not None]
         if self._sequential_update:
             with get_default_graph().control_dependencies([train_op]):

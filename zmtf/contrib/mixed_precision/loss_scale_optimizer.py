@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from zmtf.contrib.mixed_precision.loss_scale_manager import LossScaleManager
+from zmtf.contrib.wrapped_optimizer import SlotsOfWrapped
 from zmtf.framework.graph import Operation, Tensor, get_default_graph
 from zmtf.framework.indexed_slices import IndexedSlices
 from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.cond_ops import cond
 from zmtf.framework.ops.control_flow_ops import group
-from zmtf.framework.variables import Variable
-from zmtf.contrib.mixed_precision.loss_scale_manager import LossScaleManager
 from zmtf.train.optimizers import Optimizer
 
 
-class LossScaleOptimizer(Optimizer):
+class LossScaleOptimizer(SlotsOfWrapped, Optimizer):
     """Wraps ``opt``; ``loss_scale_manager`` says what to scale the loss by."""
 
     def __init__(self, opt: Optimizer, loss_scale_manager: LossScaleManager) -> None:
@@ -38,12 +38,6 @@ class LossScaleOptimizer(Optimizer):
             colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
         inverse = math_ops.reciprocal(loss_scale)
         return [(_scaled(grad, inverse), var) for grad, var in grads_and_vars]
-
-    def get_slot(self, var: Variable, name: str) -> Variable | None:
-        return self._opt.get_slot(var, name)
-
-    def get_slot_names(self) -> list[str]:
-        return self._opt.get_slot_names()
 
     def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
                         name: str | None = None) -> Operation:
