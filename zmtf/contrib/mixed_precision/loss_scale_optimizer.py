@@ -11,11 +11,10 @@ from typing import Any
 
 from zmtf.contrib.mixed_precision.loss_scale_manager import LossScaleManager
 from zmtf.contrib.wrapped_optimizer import SlotsOfWrapped
-from zmtf.framework.graph import Operation, Tensor, get_default_graph
-from zmtf.framework.indexed_slices import IndexedSlices
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.cond_ops import cond
+from zmtf.framework.graph import Operation
+from zmtf.framework.ops import math_ops
 from zmtf.framework.ops.control_flow_ops import group
+from zmtf.train.loss_scale import all_finite, run_if, scaled_gradient
 from zmtf.train.optimizers import Optimizer
 
 
@@ -37,33 +36,13 @@ class LossScaleOptimizer(SlotsOfWrapped, Optimizer):
             aggregation_method=aggregation_method,
             colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
         inverse = math_ops.reciprocal(loss_scale)
-        return [(_scaled(grad, inverse), var) for grad, var in grads_and_vars]
+        return [(scaled_gradient(grad, inverse), var) for grad, var in grads_and_vars]
 
     def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
                         name: str | None = None) -> Operation:
         pairs = list(grads_and_vars)
-        finite = [math_ops.reduce_all(math_ops.is_finite(
-            grad.values if isinstance(grad, IndexedSlices) else grad))
-            for grad, _ in pairs if grad is not None]
-        all_finite = math_ops.reduce_all(array_ops.stack(finite))
-        graph = get_default_graph()
+        finite = all_finite([grad for grad, _ in pairs])
+        update_vars = run_if(finite, lambda: self._opt.apply_gradients(
+            pairs, global_step=global_step, name=name))
+        return group(update_vars, self._loss_scale_manager.update_loss_scale(finite))
 
-        def apply() -> Tensor:
-            with graph.control_dependencies(
-                    [self._opt.apply_gradients(pairs, global_step=global_step, name=name)]):
-                return array_ops.identity(True)
-
-        def skip() -> Tensor:
-            return array_ops.identity(False)
-
-        update_vars = cond(all_finite, apply, skip)
-        return group(update_vars, self._loss_scale_manager.update_loss_scale(all_finite))
-
-
-def _scaled(grad: Any, inverse: Tensor) -> Any:
-    if grad is None:
-        return None
-    if isinstance(grad, IndexedSlices):
-        return IndexedSlices(grad.values * math_ops.cast(inverse, grad.values.dtype.base_dtype),
-                             grad.indices, grad.dense_shape)
-    return grad * math_ops.cast(inverse, grad.dtype.base_dtype)
