@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.contrib.wrapped_optimizer import SlotsOfWrapped
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.ops import array_ops, math_ops
@@ -19,6 +18,7 @@ from zmtf.framework.ops.cond_ops import cond
 from zmtf.framework.ops.init_ops import Zeros
 from zmtf.framework.variable_scope import get_variable
 from zmtf.train.optimizers import Optimizer, get_global_step
+from zmtf.train.wrapped_optimizer import SlotsOfWrapped
 
 
 class DropStaleGradientOptimizer(SlotsOfWrapped, Optimizer):
