@@ -17,11 +17,11 @@ from zmtf.framework.ops import array_ops, math_ops
 from zmtf.framework.ops.cond_ops import cond
 from zmtf.framework.ops.init_ops import Zeros
 from zmtf.framework.variable_scope import get_variable
-from zmtf.framework.variables import Variable
 from zmtf.train.optimizers import Optimizer, get_global_step
+from zmtf.train.wrapped_optimizer import SlotsOfWrapped
 
 
-class DropStaleGradientOptimizer(Optimizer):
+class DropStaleGradientOptimizer(SlotsOfWrapped, Optimizer):
     """Wraps ``opt``: applies its gradients only if at most ``staleness`` global steps
     passed while they were computed."""
 
@@ -43,12 +43,6 @@ class DropStaleGradientOptimizer(Optimizer):
         with graph.control_dependencies([self._local_step]):
             loss = array_ops.identity(loss)
         return self._opt.compute_gradients(loss, *args, **kwargs)
-
-    def get_slot(self, var: Variable, name: str) -> Variable | None:
-        return self._opt.get_slot(var, name)
-
-    def get_slot_names(self) -> list[str]:
-        return self._opt.get_slot_names()
 
     def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
                         name: str | None = None) -> Tensor:

@@ -1,9 +1,10 @@
 """``tf.contrib.opt``: TF 1.15's LazyAdamOptimizer, the decoupled weight decay optimizers
 (AdamWOptimizer, MomentumWOptimizer, extend_with_decoupled_weight_decay) and the
 distributed-training wrappers ElasticAverageOptimizer + ElasticAverageCustomGetter
-(contrib/elastic_average_optimizer.py) and DropStaleGradientOptimizer
-(contrib/drop_stale_gradient_optimizer.py). Other contrib.opt names (ModelAverageOptimizer,
-MovingAverageOptimizer, ...) are an AttributeError that says so.
+(contrib/elastic_average_optimizer.py), DropStaleGradientOptimizer
+(contrib/drop_stale_gradient_optimizer.py) and MovingAverageOptimizer with its swapping_saver
+(contrib/moving_average_optimizer.py). Other contrib.opt names (ModelAverageOptimizer, ...)
+are an AttributeError that says so.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from zmtf.contrib.drop_stale_gradient_optimizer import DropStaleGradientOptimizer
 from zmtf.contrib.elastic_average_optimizer import (ElasticAverageCustomGetter,
                                                     ElasticAverageOptimizer)
+from zmtf.contrib.moving_average_optimizer import MovingAverageOptimizer
 from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.indexed_slices import IndexedSlices
 from zmtf.framework.ops import math_ops
@@ -25,7 +27,7 @@ from zmtf.train.optimizers import (AdamOptimizer, MomentumOptimizer, Optimizer,
 
 __all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "DropStaleGradientOptimizer",
            "ElasticAverageCustomGetter", "ElasticAverageOptimizer", "LazyAdamOptimizer",
-           "MomentumWOptimizer", "extend_with_decoupled_weight_decay"]
+           "MomentumWOptimizer", "MovingAverageOptimizer", "extend_with_decoupled_weight_decay"]
 
 
 class LazyAdamOptimizer(AdamOptimizer):

@@ -51,6 +51,7 @@ from zmtf.train.profiler_hook import ProfilerHook
 from zmtf.train.summary_iterator import summary_iterator
 from zmtf.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from zmtf.train.warm_start import init_from_checkpoint
+from zmtf.train import experimental
 
 __all__ = [
     "BytesList", "Example", "Feature", "Features", "FloatList", "Int64List",
@@ -79,3 +80,4 @@ __all__ += ["SaverDef"]
 __all__ += ["match_filenames_once", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
             "maybe_shuffle_batch_join"]
 __all__ += ["Checkpoint", "CheckpointManager"]
+__all__ += ["experimental"]
