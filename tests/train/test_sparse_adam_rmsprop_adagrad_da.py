@@ -236,8 +236,8 @@ def test_decay_var_list_limits_the_decay():
 
 
 def test_contrib_opt_names_what_it_lacks():
-    with pytest.raises(AttributeError, match="MovingAverageOptimizer is not in zmtf"):
-        tf.contrib.opt.MovingAverageOptimizer  # noqa: B018
+    with pytest.raises(AttributeError, match="ModelAverageOptimizer is not in zmtf"):
+        tf.contrib.opt.ModelAverageOptimizer  # noqa: B018
     extended = tf.contrib.opt.extend_with_decoupled_weight_decay(tf.train.GradientDescentOptimizer)
     tf.reset_default_graph()
     w = tf.Variable([2.0])
