@@ -55,3 +55,57 @@ def test_the_v1_switches_are_harmless():
                    tf.enable_resource_variables, tf.disable_control_flow_v2, tf.disable_tensor_equality):
         switch()
     assert tf.executing_eagerly() is False and tf.resource_variables_enabled() is False
+
+
+def _fresh(script):
+    """Runs ``script`` in a new interpreter (so zmtf.compat.v1 was never imported before) and
+    returns its stdout; the run must succeed."""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "RecursionError" not in out.stderr
+    return out.stdout.strip()
+
+
+def test_tf_compat_v1_as_an_attribute_is_zmtf_before_any_import_of_the_submodule():
+    # Reading tf.compat.v1 first used to recurse in zmtf.compat.__getattr__.
+    assert _fresh("import sys\n"
+                  "import zmtf as tf\n"
+                  "assert 'zmtf.compat.v1' not in sys.modules\n"
+                  "v1 = tf.compat.v1\n"
+                  "x = tf.compat.v1.placeholder(tf.float32, [2])\n"
+                  "with tf.compat.v1.Session() as sess:\n"
+                  "    r = sess.run(x + 1, {x: [1, 2]}).tolist()\n"
+                  "import zmtf.compat.v1 as again\n"
+                  "print(v1 is tf, again is tf, tf.compat.v1 is tf, r)\n") == "True True True [2.0, 3.0]"
+
+
+def test_tf_compat_v1_is_zmtf_after_importing_the_submodule():
+    assert _fresh("import zmtf.compat.v1 as v1\n"
+                  "import zmtf as tf\n"
+                  "print(v1 is tf, tf.compat.v1 is tf, v1.compat.v1 is tf)\n") == "True True True"
+
+
+def test_from_zmtf_compat_import_v1_in_a_fresh_interpreter():
+    assert _fresh("from zmtf.compat import v1\n"
+                  "import zmtf\n"
+                  "print(v1 is zmtf)\n") == "True"
+    assert _fresh("import zmtf as tf\n"
+                  "from zmtf.compat import v1\n"
+                  "print(v1 is tf, tf.compat.v1 is tf)\n") == "True True"
+
+
+def test_v2_and_unknown_names_fail_with_a_clear_attribute_error_in_a_fresh_interpreter():
+    assert _fresh("import zmtf as tf\n"
+                  "for name in ('v2', 'nonexistent'):\n"
+                  "    try:\n"
+                  "        getattr(tf.compat, name)\n"
+                  "    except AttributeError as e:\n"
+                  "        print(e)\n"
+                  "print(hasattr(tf.compat, 'v2'), hasattr(tf.compat, 'nonexistent'))\n"
+                  "print(tf.compat.as_bytes('a'), tf.compat.as_text(b'b'))\n").splitlines() == [
+        "tf.compat.v2 is not in zmtf: zmtf is TensorFlow 1.x's graph API "
+        "(tf.compat.v1, which is zmtf itself)",
+        "module 'zmtf.compat' has no attribute 'nonexistent'",
+        "False False",
+        "b'a' b",
+    ]

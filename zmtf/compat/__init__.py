@@ -8,6 +8,7 @@ graphs and sessions only.
 
 from __future__ import annotations
 
+import importlib
 import numbers
 import os
 from typing import Any
@@ -55,8 +56,11 @@ def path_to_str(path: Any) -> Any:
 
 def __getattr__(name: str) -> Any:
     if name == "v1":   # imported on first use: zmtf is still initializing when it imports this
-        from zmtf.compat import v1
-        return v1
+        # Not ``from zmtf.compat import v1``: its fromlist step asks hasattr(zmtf.compat, "v1"),
+        # which lands back here before the submodule is ever imported (RecursionError).
+        # import_module imports zmtf/compat/v1.py, which puts zmtf in its place, and binds
+        # zmtf.compat.v1 = zmtf, so later reads never come back here.
+        return importlib.import_module("zmtf.compat.v1")
     if name == "v2":
         raise AttributeError("tf.compat.v2 is not in zmtf: zmtf is TensorFlow 1.x's graph API "
                              "(tf.compat.v1, which is zmtf itself)")
