@@ -43,6 +43,8 @@ class Deferred:
         return self._value if self._state == _ERROR else None
 
     def result(self) -> Any:
+        if self._state == _RESULT:   # the common case, without a call to exception()
+            return self._value
         error = self.exception()
         if error is not None:
             raise error
@@ -104,7 +106,9 @@ def chain(source: Any, target: Any) -> None:
     """Copy ``source``'s outcome into ``target`` unless that was settled meanwhile."""
     if target.done():
         return
-    if source.cancelled():
+    if type(source) is Deferred and source._state == _RESULT:   # the step path's usual case
+        target.set_result(source._value)
+    elif source.cancelled():
         target.cancel()
     elif source.exception() is not None:
         target.set_exception(source.exception())
@@ -118,13 +122,17 @@ def then(source: Any, fn: Callable[[Any], Any]) -> Deferred:
     target = Deferred()
 
     def settled(done: Any) -> None:
-        if target.done():
+        if target._state != _PENDING:
             return
-        if done.cancelled() or done.exception() is not None:
+        if type(done) is Deferred and done._state == _RESULT:   # the step path's usual case
+            value = done._value
+        elif done.cancelled() or done.exception() is not None:
             chain(done, target)
             return
+        else:
+            value = done.result()
         try:
-            value = fn(done.result())
+            value = fn(value)
         except Exception as error:  # noqa: BLE001 - a mapping error is the outcome
             target.set_exception(error)
         else:

@@ -14,10 +14,11 @@ that waits on shared state registers ``done.on_cancel(fn)`` so that aborting the
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import CancelledError, Future, InvalidStateError, TimeoutError
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -32,6 +33,7 @@ from zmtf.placement.plan import StepPlan
 from zmtf.runtime.devices import DevicePools
 from zmtf.runtime.gpu_memory import on_gpu_thread
 
+LOGGER = logging.getLogger("zmtf.executor")
 KernelLookup = Callable[[str, str, "str | None"], Callable[..., list]]
 
 # A node whose inputs hold at least this many elements in total is worth a thread hop.
@@ -109,6 +111,97 @@ class NodeTrace:
     thread: str
 
 
+class StepFuture(Future):
+    """The outcome of one step: a ``concurrent.futures.Future`` (``asyncio.wrap_future`` and
+    blocking ``result(timeout)`` work as usual) without the Condition and RLock its
+    constructor makes and every call takes: a small step used to spend ~20 Python calls on
+    them. One plain lock guards the state; an Event is made only when a thread blocks.
+    ``concurrent.futures.wait``/``as_completed`` are not supported (nothing calls them)."""
+
+    def __init__(self) -> None:   # deliberately not Future.__init__: no Condition
+        self._state = "PENDING"
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._done_callbacks: list[Callable[[Future], Any]] = []
+        self._lock = threading.Lock()
+        self._event: threading.Event | None = None
+
+    def __repr__(self) -> str:
+        return f"<StepFuture at {id(self):#x} state={self._state.lower()}>"
+
+    def done(self) -> bool:
+        return self._state != "PENDING"
+
+    def cancelled(self) -> bool:
+        return self._state == "CANCELLED"
+
+    def running(self) -> bool:
+        return False
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return self._state != "CANCELLED"
+
+    def cancel(self) -> bool:
+        return self._settle("CANCELLED", None, None)
+
+    def set_result(self, result: Any) -> None:
+        if not self._settle("FINISHED", result, None):
+            raise InvalidStateError(f"{self!r} is settled already")
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        if not self._settle("FINISHED", None, exception):
+            raise InvalidStateError(f"{self!r} is settled already")
+
+    def _settle(self, state: str, result: Any, exception: BaseException | None) -> bool:
+        with self._lock:
+            if self._state != "PENDING":
+                return False
+            self._result, self._exception, self._state = result, exception, state
+            event, callbacks, self._done_callbacks = self._event, self._done_callbacks, []
+        if event is not None:
+            event.set()
+        for callback in callbacks:
+            self._call(callback)
+        return True
+
+    def _call(self, callback: Callable[[Future], Any]) -> None:
+        try:
+            callback(self)
+        except Exception:  # noqa: BLE001 - as concurrent.futures: logged, the others still run
+            LOGGER.exception("exception calling callback for %r", self)
+
+    def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
+        with self._lock:
+            if self._state == "PENDING":
+                self._done_callbacks.append(fn)
+                return
+        self._call(fn)
+
+    def _wait(self, timeout: float | None) -> None:
+        if self._state == "PENDING":
+            with self._lock:
+                if self._state == "PENDING" and self._event is None:
+                    self._event = threading.Event()
+                event = self._event
+            if event is not None and not event.wait(timeout):
+                raise TimeoutError()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        if self._state == "CANCELLED":
+            raise CancelledError()
+        return self._exception
+
+    def result(self, timeout: float | None = None) -> Any:
+        error = self.exception(timeout)
+        if error is not None:
+            try:
+                raise error
+            finally:
+                error = None   # no frame <-> traceback cycle, as concurrent.futures does
+        return self._result
+
+
 class Executor:
     """Runs bound steps on device pools; one executor serves many concurrent steps."""
 
@@ -164,11 +257,11 @@ class _StepRun:
         self.pending = list(step.pending)
         self.remaining = step.to_run
         self.lock = threading.Lock()
-        self.future: Future = Future()
+        self.future: Future = StepFuture()
         self.failed = False
         self.inline = False
         self.here_only = False
-        self.busy = 0.0   # seconds spent inside kernels (not waiting for Recv): see compute_seconds
+        self.busy = 0.0   # seconds spent running nodes (not waiting for Recv): see compute_seconds
         #: node -> callback of a waiting async kernel, called once if the step aborts first
         self.cancel_callbacks: dict[int, Callable[[BaseException], None]] = {}
         #: tf.cond plans only: nodes made dead by a dead predecessor (a control edge included)
@@ -181,8 +274,11 @@ class _StepRun:
         self._process(list(self.step.roots))
 
     def _process(self, ready: list[int]) -> None:
+        start = time.perf_counter()
         with quiet_section():   # numpy's float-error state set once here, not per kernel
             self._run_ready(ready)
+        # timed per run of ready nodes, not per node: waits for a Recv happen between runs
+        self.busy += time.perf_counter() - start   # racy across pool threads: an estimate
 
     def _run_ready(self, ready: list[int]) -> None:
         step, slots, pending = self.step, self.slots, self.pending
@@ -285,21 +381,22 @@ class _StepRun:
 
     def _run_dispatched(self, i: int, inputs: list[Any]) -> None:
         step = self.step
+        start = time.perf_counter()
         with quiet_section():
-            if self.failed or not self._run_node(i, inputs, step.kernels[i], step.attrs[i]):
-                return
-        self._process(self._complete(i, self.pending))
+            ran = not self.failed and self._run_node(i, inputs, step.kernels[i], step.attrs[i])
+        self.busy += time.perf_counter() - start
+        if ran:
+            self._process(self._complete(i, self.pending))
 
     def _run_node(self, i: int, inputs: list[Any], kernel: Callable[..., list],
                   attrs: dict[str, Any]) -> bool:
-        start = time.perf_counter()
+        trace = self.trace
+        start = time.perf_counter() if trace is not None else 0.0
         try:
             outputs = kernel(self.ctx, inputs, attrs)
-            end = time.perf_counter()
-            self.busy += end - start   # racy across pool threads: an estimate is all it needs
-            if self.trace is not None:
-                self.trace.append(NodeTrace(attrs["_node_name"], self.step.devices[i], start, end,
-                                            threading.current_thread().name))
+            if trace is not None:
+                trace.append(NodeTrace(attrs["_node_name"], self.step.devices[i], start,
+                                       time.perf_counter(), threading.current_thread().name))
         except BaseException as exc:  # noqa: BLE001 - every failure becomes the step's error
             self._fail(i, exc)
             return False
