@@ -25,6 +25,7 @@ from zmtf.framework.errors import (
     UnavailableError,
 )
 from zmtf.distributed import security
+from zmtf.distributed.deadlines import deadlines_for
 from zmtf.distributed.futures import Deferred, is_outcome, then
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
@@ -41,7 +42,7 @@ _BUFFERS = BufferPool()  # received big tensors reuse memory once their users dr
 
 
 def _size(frames: list[Any]) -> int:
-    return sum(len(f) for f in frames)
+    return sum(map(len, frames))
 
 
 def _allocate(dtype: Any, shape: Any) -> Any:
@@ -305,6 +306,7 @@ class Channel:
         # call id -> (future of the reply, what to make of the reply or None for the message)
         self._pending: dict[int, tuple[asyncio.Future | Deferred, Callable[[Any], Any] | None]] = {}
         self._connected = endpoint.startswith("inproc://")
+        self._deadlines = deadlines_for(loop)
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock)
         if self._secured:
@@ -396,7 +398,7 @@ class Channel:
                     None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
                     f"({kind}); is its server running and responsive?"))
 
-        timer = self._loop.call_later(timeout, expire)
+        timer = self._deadlines.call_later(timeout, expire)
 
         def forget(_: Deferred) -> None:
             timer.cancel()

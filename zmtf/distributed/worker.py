@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from zmtf.distributed.deadlines import deadlines_for
 from zmtf.distributed.futures import Deferred, chain
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgumentError, NotFoundError
@@ -132,6 +133,7 @@ class WorkerService:
         self._lock = threading.Lock()
         self._to_clean: deque[tuple[float, int]] = deque()   # (when, step id), in time order
         self._sweep_timer: asyncio.TimerHandle | None = None
+        self._deadlines = deadlines_for(loop)
 
     # ---- graphs --------------------------------------------------------------------
     def register_graph(self, session: str, graph_key: str, graph: dict, arrays: list) -> None:
@@ -166,8 +168,8 @@ class WorkerService:
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                     inline=inline, trace=trace)
         self._running[step_id] = running
-        timer = None if timeout is None or running.done() else loop.call_later(timeout, self._expire,
-                                                                               result, step_id, timeout)
+        timer = None if timeout is None or running.done() else self._deadlines.call_later(
+            timeout, self._expire, result, step_id, timeout)
 
         def settle(done: Future) -> None:
             if timer is not None:

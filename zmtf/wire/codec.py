@@ -36,7 +36,9 @@ from typing import Any, Sequence
 import msgpack
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.wire.messages import KINDS, MAX_ID, Message, body_fields, carries_tensors, validate
+from zmtf.wire.messages import (
+    KINDS, MAX_ID, Message, body_field_set, body_fields, carries_tensors, validate,
+)
 from zmtf.wire.tensors import (
     DEFAULT_LIMITS,
     Allocate,
@@ -115,8 +117,8 @@ def decode(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS,
     cls = _check_envelope(header)
     message_id = header["id"]
     body = header["body"]
-    expected = body_fields(cls)
-    if len(body) != len(expected) or not all(name in body for name in expected):
+    if body.keys() != body_field_set(cls):
+        expected = body_fields(cls)
         missing = sorted(set(expected) - set(body))
         extra = sorted(map(str, set(body) - set(expected)))
         raise InvalidArgumentError(

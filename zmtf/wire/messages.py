@@ -273,6 +273,9 @@ SCHEMAS: dict[type[Message], tuple[tuple[str, int, str], ...]] = {
 _BODY_FIELDS: dict[type[Message], tuple[str, ...]] = {
     cls: tuple(name for name, _, _ in schema if name != "tensors") for cls, schema in SCHEMAS.items()
 }
+_BODY_FIELD_SETS: dict[type[Message], frozenset[str]] = {
+    cls: frozenset(names) for cls, names in _BODY_FIELDS.items()
+}
 _CARRIES_TENSORS: dict[type[Message], bool] = {
     cls: any(name == "tensors" for name, _, _ in schema) for cls, schema in SCHEMAS.items()
 }
@@ -281,6 +284,11 @@ _CARRIES_TENSORS: dict[type[Message], bool] = {
 def body_fields(cls: type[Message]) -> tuple[str, ...]:
     """The fields that travel in the header's body: all but ``id`` and ``tensors``."""
     return _BODY_FIELDS[cls]
+
+
+def body_field_set(cls: type[Message]) -> frozenset[str]:
+    """``body_fields(cls)`` as a set, to compare a decoded body's keys with in one step."""
+    return _BODY_FIELD_SETS[cls]
 
 
 def carries_tensors(cls: type[Message]) -> bool:
@@ -353,5 +361,5 @@ def raise_error(reply: ErrorReply) -> NoReturn:
     raise error_from(reply)
 
 
-__all__ = ["KINDS", "SCHEMAS", "Message", "Tensors", "body_fields", "carries_tensors",
-           "error_from", "error_reply", "raise_error", "validate", *KINDS]
+__all__ = ["KINDS", "SCHEMAS", "Message", "Tensors", "body_field_set", "body_fields",
+           "carries_tensors", "error_from", "error_reply", "raise_error", "validate", *KINDS]
