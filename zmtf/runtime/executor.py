@@ -281,8 +281,13 @@ class _StepRun:
         self.busy += time.perf_counter() - start   # racy across pool threads: an estimate
 
     def _run_ready(self, ready: list[int]) -> None:
+        """Run ready nodes on this thread until none is left. An untraced node's run and
+        completion (``_run_node``, ``_complete``) are written out inline: two calls per
+        node were an eighth of a local MLP step's Python calls."""
         step, slots, pending = self.step, self.slots, self.pending
         kernels, attrs, in_slots = step.kernels, step.attrs, step.input_slots
+        output_slots, consumers, lock, ctx = step.output_slots, step.consumers, self.lock, self.ctx
+        traced = self.trace is not None
         while ready:
             if self.failed:
                 return
@@ -302,9 +307,26 @@ class _StepRun:
                 # NOTE: a GPU node needs its GPU's thread: its CUDA context, stream and budget
                 self.pools.pool(step.devices[i]).submit(self._run_dispatched, i, inputs)
                 continue
-            if not self._run_node(i, inputs, kernel, attrs[i]):
-                return
-            ready.extend(self._complete(i, pending))
+            if traced:
+                if not self._run_node(i, inputs, kernel, attrs[i]):
+                    return
+            else:
+                try:
+                    outputs = kernel(ctx, inputs, attrs[i])
+                except BaseException as exc:  # noqa: BLE001 - every failure becomes the step's error
+                    self._fail(i, exc)
+                    return
+                for slot, value in zip(output_slots[i], outputs):
+                    slots[slot] = value
+            with lock:   # as _complete: pool threads complete nodes of this step too
+                for c in consumers[i]:
+                    pending[c] -= 1
+                    if pending[c] == 0:
+                        ready.append(c)
+                self.remaining -= 1
+                finished = self.remaining == 0
+            if finished:
+                self._finish()
 
     def _is_dead(self, i: int, inputs: list[Any]) -> bool:
         """A node runs dead (is skipped) when a predecessor was dead, or a data input is; a
