@@ -261,7 +261,7 @@ class _StepRun:
         self.failed = False
         self.inline = False
         self.here_only = False
-        self.busy = 0.0   # seconds spent running nodes (not waiting for Recv): see compute_seconds
+        self.busy = 0.0   # seconds spent inside kernels (not waiting for Recv): see compute_seconds
         #: node -> callback of a waiting async kernel, called once if the step aborts first
         self.cancel_callbacks: dict[int, Callable[[BaseException], None]] = {}
         #: tf.cond plans only: nodes made dead by a dead predecessor (a control edge included)
@@ -274,11 +274,8 @@ class _StepRun:
         self._process(list(self.step.roots))
 
     def _process(self, ready: list[int]) -> None:
-        start = time.perf_counter()
         with quiet_section():   # numpy's float-error state set once here, not per kernel
             self._run_ready(ready)
-        # timed per run of ready nodes, not per node: waits for a Recv happen between runs
-        self.busy += time.perf_counter() - start   # racy across pool threads: an estimate
 
     def _run_ready(self, ready: list[int]) -> None:
         """Run ready nodes on this thread until none is left. An untraced node's run and
@@ -287,7 +284,7 @@ class _StepRun:
         step, slots, pending = self.step, self.slots, self.pending
         kernels, attrs, in_slots = step.kernels, step.attrs, step.input_slots
         output_slots, consumers, lock, ctx = step.output_slots, step.consumers, self.lock, self.ctx
-        traced = self.trace is not None
+        traced, clock = self.trace is not None, time.perf_counter
         while ready:
             if self.failed:
                 return
@@ -311,11 +308,13 @@ class _StepRun:
                 if not self._run_node(i, inputs, kernel, attrs[i]):
                     return
             else:
+                start = clock()
                 try:
                     outputs = kernel(ctx, inputs, attrs[i])
                 except BaseException as exc:  # noqa: BLE001 - every failure becomes the step's error
                     self._fail(i, exc)
                     return
+                self.busy += clock() - start   # kernel time only: the inline rule reads it
                 for slot, value in zip(output_slots[i], outputs):
                     slots[slot] = value
             with lock:   # as _complete: pool threads complete nodes of this step too
@@ -403,22 +402,21 @@ class _StepRun:
 
     def _run_dispatched(self, i: int, inputs: list[Any]) -> None:
         step = self.step
-        start = time.perf_counter()
         with quiet_section():
-            ran = not self.failed and self._run_node(i, inputs, step.kernels[i], step.attrs[i])
-        self.busy += time.perf_counter() - start
-        if ran:
-            self._process(self._complete(i, self.pending))
+            if self.failed or not self._run_node(i, inputs, step.kernels[i], step.attrs[i]):
+                return
+        self._process(self._complete(i, self.pending))
 
     def _run_node(self, i: int, inputs: list[Any], kernel: Callable[..., list],
                   attrs: dict[str, Any]) -> bool:
-        trace = self.trace
-        start = time.perf_counter() if trace is not None else 0.0
+        start = time.perf_counter()
         try:
             outputs = kernel(self.ctx, inputs, attrs)
-            if trace is not None:
-                trace.append(NodeTrace(attrs["_node_name"], self.step.devices[i], start,
-                                       time.perf_counter(), threading.current_thread().name))
+            end = time.perf_counter()
+            self.busy += end - start   # racy across pool threads: an estimate is all it needs
+            if self.trace is not None:
+                self.trace.append(NodeTrace(attrs["_node_name"], self.step.devices[i], start, end,
+                                            threading.current_thread().name))
         except BaseException as exc:  # noqa: BLE001 - every failure becomes the step's error
             self._fail(i, exc)
             return False
