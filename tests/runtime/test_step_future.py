@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from zmtf.runtime.executor import StepFuture
+from zmtf.runtime.step_future import StepFuture
 
 
 def test_result_set_later_from_another_thread_wakes_a_blocked_waiter():

@@ -14,11 +14,10 @@ that waits on shared state registers ``done.on_cancel(fn)`` so that aborting the
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import weakref
-from concurrent.futures import CancelledError, Future, InvalidStateError, TimeoutError
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -32,8 +31,8 @@ from zmtf.kernels.fp import quiet_section
 from zmtf.placement.plan import StepPlan
 from zmtf.runtime.devices import DevicePools
 from zmtf.runtime.gpu_memory import on_gpu_thread
+from zmtf.runtime.step_future import StepFuture
 
-LOGGER = logging.getLogger("zmtf.executor")
 KernelLookup = Callable[[str, str, "str | None"], Callable[..., list]]
 
 # A node whose inputs hold at least this many elements in total is worth a thread hop.
@@ -109,97 +108,6 @@ class NodeTrace:
     start: float
     end: float
     thread: str
-
-
-class StepFuture(Future):
-    """The outcome of one step: a ``concurrent.futures.Future`` (``asyncio.wrap_future`` and
-    blocking ``result(timeout)`` work as usual) without the Condition and RLock its
-    constructor makes and every call takes: a small step used to spend ~20 Python calls on
-    them. One plain lock guards the state; an Event is made only when a thread blocks.
-    ``concurrent.futures.wait``/``as_completed`` are not supported (nothing calls them)."""
-
-    def __init__(self) -> None:   # deliberately not Future.__init__: no Condition
-        self._state = "PENDING"
-        self._result: Any = None
-        self._exception: BaseException | None = None
-        self._done_callbacks: list[Callable[[Future], Any]] = []
-        self._lock = threading.Lock()
-        self._event: threading.Event | None = None
-
-    def __repr__(self) -> str:
-        return f"<StepFuture at {id(self):#x} state={self._state.lower()}>"
-
-    def done(self) -> bool:
-        return self._state != "PENDING"
-
-    def cancelled(self) -> bool:
-        return self._state == "CANCELLED"
-
-    def running(self) -> bool:
-        return False
-
-    def set_running_or_notify_cancel(self) -> bool:
-        return self._state != "CANCELLED"
-
-    def cancel(self) -> bool:
-        return self._settle("CANCELLED", None, None)
-
-    def set_result(self, result: Any) -> None:
-        if not self._settle("FINISHED", result, None):
-            raise InvalidStateError(f"{self!r} is settled already")
-
-    def set_exception(self, exception: BaseException | None) -> None:
-        if not self._settle("FINISHED", None, exception):
-            raise InvalidStateError(f"{self!r} is settled already")
-
-    def _settle(self, state: str, result: Any, exception: BaseException | None) -> bool:
-        with self._lock:
-            if self._state != "PENDING":
-                return False
-            self._result, self._exception, self._state = result, exception, state
-            event, callbacks, self._done_callbacks = self._event, self._done_callbacks, []
-        if event is not None:
-            event.set()
-        for callback in callbacks:
-            self._call(callback)
-        return True
-
-    def _call(self, callback: Callable[[Future], Any]) -> None:
-        try:
-            callback(self)
-        except Exception:  # noqa: BLE001 - as concurrent.futures: logged, the others still run
-            LOGGER.exception("exception calling callback for %r", self)
-
-    def add_done_callback(self, fn: Callable[[Future], Any]) -> None:
-        with self._lock:
-            if self._state == "PENDING":
-                self._done_callbacks.append(fn)
-                return
-        self._call(fn)
-
-    def _wait(self, timeout: float | None) -> None:
-        if self._state == "PENDING":
-            with self._lock:
-                if self._state == "PENDING" and self._event is None:
-                    self._event = threading.Event()
-                event = self._event
-            if event is not None and not event.wait(timeout):
-                raise TimeoutError()
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        self._wait(timeout)
-        if self._state == "CANCELLED":
-            raise CancelledError()
-        return self._exception
-
-    def result(self, timeout: float | None = None) -> Any:
-        error = self.exception(timeout)
-        if error is not None:
-            try:
-                raise error
-            finally:
-                error = None   # no frame <-> traceback cycle, as concurrent.futures does
-        return self._result
 
 
 class Executor:
