@@ -73,3 +73,13 @@ async def test_many_cancelled_deadlines_do_not_pile_up_in_the_heap():
 async def test_one_deadlines_object_per_loop():
     loop = asyncio.get_running_loop()
     assert deadlines_for(loop) is deadlines_for(loop)
+
+
+async def test_a_failing_callback_does_not_stop_the_others_due_with_it(caplog):
+    deadlines = Deadlines(asyncio.get_running_loop())
+    fired = []
+    deadlines.call_later(0.02, lambda: 1 / 0)
+    deadlines.call_later(0.02, fired.append, "still fired")
+    await asyncio.sleep(0.08)
+    assert fired == ["still fired"]
+    assert "a deadline's callback failed" in caplog.text

@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 import time
 import weakref
 from typing import Any, Callable
 
+log = logging.getLogger("zmtf.deadlines")
 _COMPACT_MIN = 64   # cancelled entries tolerated before the heap is rebuilt
 
 
@@ -88,8 +90,12 @@ class Deadlines:
         for entry in due:
             callback, args = entry.callback, entry.args
             entry.callback = entry.args = None  # type: ignore[assignment]
-            if callback is not None:   # an earlier one of this batch may have cancelled it
+            if callback is None:   # an earlier one of this batch cancelled it
+                continue
+            try:
                 callback(*args)
+            except Exception:  # noqa: BLE001 - the batch's other deadlines must still fire
+                log.exception("a deadline's callback failed")
 
 
 _PER_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Deadlines] = weakref.WeakKeyDictionary()
