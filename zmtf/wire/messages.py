@@ -314,19 +314,33 @@ def validate(message: Message) -> None:
         elif kind == _INT:
             if type(value) is int and _INT64_MIN <= value < _INT64_END:
                 continue
-        elif kind == _STR_LIST or kind == _MAP_LIST or kind == _ARRAYS:
+        elif kind == _STR_LIST:
             if type(value) is list:
                 for item in value:
-                    if not (type(item) is str if kind == _STR_LIST else type(item) is dict
-                            if kind == _MAP_LIST else isinstance(item, _ARRAY_TYPES)):
+                    if type(item) is not str:
+                        break
+                else:
+                    continue
+        elif kind == _ARRAYS:
+            if type(value) is list:
+                for item in value:
+                    if not isinstance(item, _ARRAY_TYPES):
+                        break
+                else:
+                    continue
+        elif kind == _MAP_LIST:
+            if type(value) is list:
+                for item in value:
+                    if type(item) is not dict:
                         break
                 else:
                     continue
         elif kind == _OPT_STR:
             if value is None or type(value) is str:
                 continue
-        elif type(value) is dict:   # _MAP
-            continue
+        elif kind == _MAP:
+            if type(value) is dict:
+                continue
         raise InvalidArgumentError(
             f"{cls.__name__} (id {message_id}): field '{name}' must be {description}, "
             f"got {short_repr(value)}"
