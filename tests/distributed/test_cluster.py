@@ -164,6 +164,55 @@ def test_malformed_frames_get_an_error_reply_and_the_server_keeps_serving(cluste
         assert sess.run(tf.constant(2.0) * 2.0) == 4.0
 
 
+def test_big_feeds_and_fetches_travel_streamed_in_every_direction(cluster):
+    """6 MiB crosses client -> master, worker -> ps, ps -> worker and back to the client, each
+    hop a streamed message (over codec.STREAM_MIN_BYTES), sync and async clients alike."""
+    spec, _ = cluster
+    assert 6 << 20 >= codec.STREAM_MIN_BYTES
+    x = tf.placeholder(tf.float32, [3, 1 << 19])
+    with tf.device("/job:ps/task:1"):
+        doubled = x * 2.0                                  # client feed -> worker0 -> ps1
+    with tf.device("/job:worker/task:1"):
+        summed = doubled + 1.0                             # ps1 -> worker1
+    value = np.random.default_rng(0).standard_normal((3, 1 << 19)).astype(np.float32)
+    with tf.Session(target(spec, "worker", 0)) as sess:
+        got, got_sum = sess.run([doubled, summed], {x: value})
+        np.testing.assert_array_equal(got, value * 2.0)
+        np.testing.assert_array_equal(got_sum, value * 2.0 + 1.0)
+
+    async def run_async():
+        async with tf.AsyncSession(target(spec, "worker", 0)) as sess:
+            return await sess.run(summed, {x: value})
+
+    np.testing.assert_array_equal(asyncio.run(run_async()), value * 2.0 + 1.0)
+
+
+def test_a_malformed_stream_gets_one_error_reply_and_the_server_keeps_serving(cluster):
+    spec, _ = cluster
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RCVTIMEO, 5000)
+    sock.connect("tcp://" + spec.task_address("worker", 1))
+    try:
+        push = messages.PushTensor(id=17, step_id=5, keys=["k"],
+                                   tensors=[np.zeros(5 << 18, np.float32)])    # 5 MiB: streamed
+        sends = codec.encode_messages(push)
+        assert len(sends) == 6
+        sends[3] = [b"\0" * 3]                                # a part that is not whole floats
+        for frames in sends:
+            sock.send_multipart(frames)
+        sock.send_multipart(codec.encode(messages.Ping(id=18)))
+        reply = codec.decode(sock.recv_multipart())
+        assert isinstance(reply, messages.ErrorReply) and reply.id == 17
+        assert reply.code == tf.errors.INVALID_ARGUMENT and "item size 4" in reply.message
+        pong = codec.decode(sock.recv_multipart())           # one error, then the next reply
+        assert isinstance(pong, messages.Pong) and pong.id == 18
+    finally:
+        sock.close(0)
+        ctx.term()
+
+
 def test_server_stop_returns_and_join_ends():
     server = tf.train.Server.create_local_server()
     joined = threading.Event()

@@ -19,9 +19,9 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from zmtf.distributed import security
-from zmtf.distributed.transport import configure_socket, recv_frames, send_frames
+from zmtf.distributed.transport import configure_socket, new_streams, recv_frames, send_frames
 from zmtf.framework.errors import (
-    CancelledError, DeadlineExceededError, InvalidArgumentError, UnauthenticatedError,
+    CancelledError, DeadlineExceededError, UnauthenticatedError,
     UnavailableError,
 )
 from zmtf.wire import codec, messages
@@ -51,6 +51,7 @@ class BlockingChannel:
         self._poller.register(self._sock, zmq.POLLIN)
         if self._monitor is not None:
             self._poller.register(self._monitor, zmq.POLLIN)
+        self._streams = new_streams()    # replies big enough to come streamed
         self._state = threading.Lock()   # guards busy/closed: close() may come from another thread
         self._busy = False
         self._close_requested = False
@@ -76,7 +77,8 @@ class BlockingChannel:
         call_id = next(_ids)
         deadline = time.monotonic() + timeout
         self._wait_connected(deadline, timeout, message)
-        send_frames(self._sock, codec.encode(message, id=call_id), blocking=True)
+        for frames in codec.encode_messages(message, id=call_id):
+            send_frames(self._sock, frames, blocking=True)
         try:
             reply = self._wait_reply(call_id, deadline, timeout, message)
         except KeyboardInterrupt:
@@ -122,26 +124,39 @@ class BlockingChannel:
             self._events()
 
     def _wait_reply(self, call_id: int, deadline: float, timeout: float, message: Any) -> Any:
+        outcome: list[Any] = []
+
+        def deliver(reply: Any, error: BaseException | None, message_id: int) -> None:
+            if message_id == call_id:   # replies to calls given up on earlier are dropped
+                outcome.append((reply, error))
+
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
+                self._streams.drop()   # a reply cut short must not swallow the next one
                 raise DeadlineExceededError(
                     None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
                     f"({type(message).__name__}); is its server running and responsive?")
             ready = dict(self._poller.poll(min(left, 1.0) * 1000))
             if self._monitor is not None and self._monitor in ready:
-                self._events()
+                try:
+                    self._events()
+                except UnavailableError:
+                    self._streams.drop()
+                    raise
             if self._sock not in ready:
                 continue
-            frames = recv_frames(self._sock)
-            try:
-                reply = codec.decode(frames)
-            except InvalidArgumentError as error:
-                if codec.peek_id(frames) == call_id:
-                    raise error from None
-                continue
-            if reply.id == call_id:
-                return reply  # replies to calls given up on earlier are dropped here
+            while not outcome:   # drain: a streamed reply is many messages
+                try:
+                    frames = recv_frames(self._sock, zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                self._streams.feed(None, frames, time.monotonic(), deliver)
+            if outcome:
+                reply, error = outcome[0]
+                if error is not None:
+                    raise error
+                return reply
 
     def close(self) -> bool:
         """Close now, or (when a call is in flight on its thread) when that call ends: False."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections import deque
 from typing import Any, Awaitable, Callable
 
@@ -29,14 +30,17 @@ from zmtf.distributed.deadlines import deadlines_for
 from zmtf.distributed.futures import Deferred, is_outcome, then
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
+from zmtf.wire.streams import Deliver, Streams
 from zmtf.wire.tensors import CHUNK_BYTES
 
 log = logging.getLogger("zmtf.transport")
 
 Handler = Callable[[Any], "Any | Awaitable[Any]"]
 
-# Messages bigger than this are decoded on a worker thread: assembling a 256 MB tensor
-# from its 1 MB parts takes tens of ms, which the event loop must not spend.
+# Unstreamed messages bigger than this are decoded on a worker thread: assembling a 256 MB
+# tensor from its 1 MB parts takes tens of ms, which the event loop must not spend. zmtf
+# itself streams messages this big (codec.STREAM_MIN_BYTES); their parts are copied on the
+# loop one at a time as they arrive.
 OFF_LOOP_DECODE_BYTES = 4 << 20
 _BUFFERS = BufferPool()  # received big tensors reuse memory once their users drop them
 
@@ -53,21 +57,26 @@ def _decode(frames: list[Any]) -> Any:
     return codec.decode(frames, allocate=_allocate)
 
 
-def decode_then(loop: asyncio.AbstractEventLoop, frames: list[Any],
-                deliver: Callable[[Any, "BaseException | None"], None]) -> None:
-    """Decode ``frames`` (inline when small, on a thread when big) and pass the result on."""
-    if _size(frames) < OFF_LOOP_DECODE_BYTES:
-        try:
-            message = _decode(frames)
-        except InvalidArgumentError as error:
-            deliver(None, error)
-            return
-        deliver(message, None)
+def new_streams() -> Streams:
+    """Reassembly state for one socket; streamed tensors land in pooled buffers."""
+    return Streams(allocate=_allocate)
+
+
+def receive(loop: asyncio.AbstractEventLoop, streams: Streams, peer: Any, frames: list[Any],
+            deliver: Deliver) -> None:
+    """Decode one received ZeroMQ message and pass on ``(message, error, id)``: streamed
+    parts on the loop (one part at a time), a big unstreamed multipart on a thread."""
+    if _size(frames) < OFF_LOOP_DECODE_BYTES or streams.mid_stream(peer):
+        streams.feed(peer, frames, loop.time(), deliver)
         return
 
     def done(future: asyncio.Future) -> None:
         error = future.exception()
-        deliver(None if error else future.result(), error)
+        if error is not None:
+            deliver(None, error, codec.peek_id(frames))
+        else:
+            message = future.result()
+            deliver(message, None, message.id)
 
     loop.run_in_executor(None, _decode, frames).add_done_callback(done)
 
@@ -115,6 +124,13 @@ def configure_socket(sock: zmq.Socket) -> None:
     sock.copy_threshold = ZERO_COPY_MIN_BYTES
 
 
+#: One drain handles messages for at most this long before it lets the loop run other
+#: callbacks (and comes back): the parts of a 256 MB stream, copied into fresh pages, took
+#: ~0.5 s in one drain.
+DRAIN_SLICE_SECONDS = 0.002
+_clock = time.perf_counter
+
+
 class _Reactor:
     """Drains a socket whenever the loop says its FD is readable (edge-triggered)."""
 
@@ -132,6 +148,7 @@ class _Reactor:
 
     def drain(self) -> None:
         sock = self.sock
+        started = _clock()
         while not self._closed:
             try:
                 if not sock.getsockopt(_EVENTS) & _POLLIN:  # cheaper than a zmq.Again per drain
@@ -148,22 +165,30 @@ class _Reactor:
                 self._on_frames(frames)
             except Exception:  # noqa: BLE001 - one bad message must not stop the server
                 log.exception("handler failed on a message; the server keeps serving")
+            if _clock() - started > DRAIN_SLICE_SECONDS:   # a long stream: let the loop run
+                self.loop.call_soon(self.drain)
+                break
         self._flush()
 
-    def send(self, frames: list[Any]) -> None:
+    def send(self, messages: list[list[Any]]) -> None:
+        """Send ZeroMQ messages in order (a streamed message is several); what cannot go now
+        waits in the outbox, ahead of anything sent later."""
         if self.closed:
             raise UnavailableError(None, None, "the socket was closed (its peer server stopped)")
         if self._outbox:
-            self._outbox.append(frames)
+            self._outbox.extend(messages)
         else:
-            try:
-                send_frames(self.sock, frames)
-            except zmq.Again:
-                self._outbox.append(frames)
-                self.loop.call_later(0.001, self._flush)
-            except zmq.ZMQError:
-                if not self.sock.closed:
-                    raise
+            for k, frames in enumerate(messages):
+                try:
+                    send_frames(self.sock, frames)
+                except zmq.Again:
+                    self._outbox.extend(messages[k:])
+                    self.loop.call_later(0.001, self._flush)
+                    break
+                except zmq.ZMQError:
+                    if not self.sock.closed:
+                        raise
+                    break
         self._recheck()
 
     def _flush(self) -> None:
@@ -227,18 +252,19 @@ class Listener:
             raise UnavailableError(None, None, f"cannot listen on {endpoint}: {error.strerror}; is "
                                    f"another server already using it?") from None
         self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT) or endpoint
+        self._streams = new_streams()   # by peer identity
         self._reactor = _Reactor(sock, loop, self._on_frames)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         identity, body = frames[0], frames[1:]
 
-        def deliver(message: Any, error: BaseException | None) -> None:
+        def deliver(message: Any, error: BaseException | None, message_id: int) -> None:
             if error is not None:
-                self._reply(identity, messages.error_reply(codec.peek_id(body), error))
+                self._reply(identity, messages.error_reply(message_id, error))
             else:
                 self._serve(identity, message)
 
-        decode_then(self._loop, body, deliver)
+        receive(self._loop, self._streams, identity.bytes, body, deliver)
 
     def _serve(self, identity: Any, message: Any) -> None:
         try:
@@ -270,10 +296,10 @@ class Listener:
         if self._prepare_reply is not None:
             reply = self._prepare_reply(reply)
         try:
-            frames = codec.encode(reply)
+            sends = codec.encode_messages(reply)
         except Exception as error:  # noqa: BLE001 - a reply that cannot travel fails its request
-            frames = codec.encode(messages.error_reply(reply.id, error))   # (the caller would hang)
-        self._reactor.send([identity, *frames])
+            sends = codec.encode_messages(messages.error_reply(reply.id, error))  # (or it hangs)
+        self._reactor.send([[identity, *frames] for frames in sends])
 
     async def close(self) -> None:
         serving = list(self._tasks)
@@ -307,6 +333,7 @@ class Channel:
         self._pending: dict[int, tuple[asyncio.Future | Deferred, Callable[[Any], Any] | None]] = {}
         self._connected = endpoint.startswith("inproc://")
         self._deadlines = deadlines_for(loop)
+        self._streams = new_streams()
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock)
         if self._secured:
@@ -326,21 +353,20 @@ class Channel:
             f"in-process server was stopped"))
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
-        def deliver(reply: Any, error: BaseException | None) -> None:
-            future, unwrap = self._pending.pop(codec.peek_id(frames) if error else reply.id,
-                                               (None, None))
-            if future is None or future.done():
-                return
-            if error is not None:
-                future.set_exception(error)
-            elif isinstance(reply, messages.ErrorReply):
-                future.set_exception(messages.error_from(reply))
-            elif unwrap is not None:
-                future.set_result(unwrap(reply))
-            else:
-                future.set_result(reply)
+        receive(self._loop, self._streams, None, frames, self._deliver)
 
-        decode_then(self._loop, frames, deliver)
+    def _deliver(self, reply: Any, error: BaseException | None, message_id: int) -> None:
+        future, unwrap = self._pending.pop(message_id, (None, None))
+        if future is None or future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        elif isinstance(reply, messages.ErrorReply):
+            future.set_exception(messages.error_from(reply))
+        elif unwrap is not None:
+            future.set_result(unwrap(reply))
+        else:
+            future.set_result(reply)
 
     def _on_monitor(self) -> None:
         monitor = self._monitor
@@ -367,6 +393,7 @@ class Channel:
                     f"waiting for a reply; the task may have died or been stopped"))
 
     def _fail_all(self, error: OpError) -> None:
+        self._streams.drop()   # a reply cut off mid-stream fails with its call, below
         pending, self._pending = self._pending, {}
         for future, _ in pending.values():
             if not future.done():
@@ -388,7 +415,7 @@ class Channel:
             return then(call, unwrap or (lambda reply: reply))
         call_id = next(self._ids)
         outcome = Deferred()
-        self._reactor.send(codec.encode(message, id=call_id))
+        self._reactor.send(codec.encode_messages(message, id=call_id))
         self._pending[call_id] = (outcome, unwrap)
         kind = type(message).__name__
 
@@ -424,7 +451,7 @@ class Channel:
         try:
             if not self._connected:
                 await self._wait_connected(timeout, message)
-            self._reactor.send(codec.encode(message, id=call_id))
+            self._reactor.send(codec.encode_messages(message, id=call_id))
             sent = True
             return await asyncio.wait_for(future, timeout)
         except asyncio.CancelledError:
@@ -444,7 +471,7 @@ class Channel:
 
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""
-        self._reactor.send(codec.encode(message, id=next(self._ids)))
+        self._reactor.send(codec.encode_messages(message, id=next(self._ids)))
 
     async def _wait_connected(self, timeout: float, message: Any) -> None:
         deadline = self._loop.time() + timeout

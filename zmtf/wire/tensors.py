@@ -224,6 +224,19 @@ def _item_bytes(dtype: np.dtype) -> int:
     return _LENGTHS.itemsize if dtype is _OBJECT else dtype.itemsize
 
 
+def _check_part(index: int, dtype: np.dtype, shape: list[int], k: int, view: memoryview) -> None:
+    """A part must hold whole items; a bool part only bytes 0 and 1."""
+    if view.nbytes % dtype.itemsize:
+        raise InvalidArgumentError(
+            f"tensor {index} ({_describe(dtype, shape)}): part {k} has {view.nbytes} bytes, "
+            f"not a multiple of the item size {dtype.itemsize}"
+        )
+    if dtype.kind == "b" and view.nbytes and np.frombuffer(view, np.uint8).max() > 1:
+        raise InvalidArgumentError(
+            f"tensor {index} ({_describe(dtype, shape)}): bool bytes must be 0 or 1"
+        )
+
+
 def _part_arrays(index: int, dtype: np.dtype, shape: list[int], nbytes: int,
                  views: Sequence[memoryview]) -> list[np.ndarray]:
     """Check the parts' byte counts; return one flat read-only array per part."""
@@ -234,21 +247,113 @@ def _part_arrays(index: int, dtype: np.dtype, shape: list[int], nbytes: int,
         )
     arrays = []
     for k, view in enumerate(views):
-        if view.nbytes % dtype.itemsize:
-            raise InvalidArgumentError(
-                f"tensor {index} ({_describe(dtype, shape)}): part {k} has {view.nbytes} bytes, "
-                f"not a multiple of the item size {dtype.itemsize}"
-            )
+        _check_part(index, dtype, shape, k, view)
         part = np.frombuffer(view, dtype=dtype)
         if not part.flags.aligned:  # a frame at an odd offset: kernels want aligned data
             part = part.copy()
-        if dtype.kind == "b" and part.size and part.view(np.uint8).max() > 1:
-            raise InvalidArgumentError(
-                f"tensor {index} ({_describe(dtype, shape)}): bool bytes must be 0 or 1"
-            )
         part.flags.writeable = False
         arrays.append(part)
     return arrays
+
+
+class TensorParts:
+    """One tensor's parts, added in order as they arrive; ``result()`` is the array.
+
+    A tensor of several parts is copied into place part by part, each part checked when it
+    comes (a streamed message copies while the network still delivers the rest). One part
+    stays a view of its frame; a string tensor is decoded once all its frames are in.
+    """
+
+    __slots__ = ("index", "_spec", "_allocate", "_frames", "_out", "_bytes", "_offset", "count")
+
+    def __init__(self, index: int, spec: _Spec, allocate: Allocate | None = None) -> None:
+        self.index = index
+        self._spec = spec
+        self._allocate = allocate
+        self._frames: list[Frame] = []   # kept for a one-part or a string tensor
+        self._out: np.ndarray | None = None
+        self._bytes: np.ndarray | None = None  # _out's bytes, flat
+        self._offset = 0
+        self.count = 0                   # parts added so far
+
+    @property
+    def complete(self) -> bool:
+        return self.count == self._spec[2]
+
+    def add(self, frame: Frame) -> None:
+        """Take the next part (InvalidArgumentError if it does not fit the descriptor)."""
+        dtype, shape, parts, nbytes = self._spec
+        if self.count == parts:
+            raise InvalidArgumentError(
+                f"tensor {self.index} ({_describe(dtype, shape)}) has {parts} parts, got more"
+            )
+        self.count += 1
+        if parts == 1 or dtype is _OBJECT:
+            self._frames.append(frame)
+            return
+        view = frame_view(frame)
+        end = self._offset + view.nbytes
+        if end > nbytes:
+            raise InvalidArgumentError(
+                f"tensor {self.index} ({_describe(dtype, shape)}) needs {nbytes} bytes, "
+                f"its first {self.count} parts have {end}"
+            )
+        _check_part(self.index, dtype, shape, self.count - 1, view)
+        if self._out is None:
+            self._out = (np.empty(shape, dtype=dtype) if self._allocate is None
+                         else _allocated(self._allocate, dtype, shape))
+            self._bytes = self._out.reshape(-1).view(np.uint8)  # a view: _out is C-contiguous
+        self._bytes[self._offset:end] = np.frombuffer(view, np.uint8)
+        self._offset = end
+        if self.count == parts and end != nbytes:
+            raise InvalidArgumentError(
+                f"tensor {self.index} ({_describe(dtype, shape)}) needs {nbytes} bytes, "
+                f"frames have {end}"
+            )
+
+    def result(self, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
+        """The read-only array, once every part is in."""
+        dtype, shape, parts, nbytes = self._spec
+        if self.count != parts:
+            raise InvalidArgumentError(
+                f"tensor {self.index} ({_describe(dtype, shape)}) has {parts} parts, "
+                f"{self.count} frames given"
+            )
+        if dtype is _OBJECT:
+            return _strings(self.index, shape, self._frames, limits)
+        if self._out is None:   # one part: a view of the frame
+            return _part_arrays(self.index, dtype, shape, nbytes,
+                                [frame_view(self._frames[0])])[0].reshape(shape)
+        result = self._out.view()  # read-only view; a pooled buffer itself stays writable for reuse
+        result.flags.writeable = False
+        return result
+
+
+class StreamedTensors:
+    """The tensors of one message, filled part by part (every descriptor checked up front)."""
+
+    __slots__ = ("_tensors", "_current", "remaining", "_limits")
+
+    def __init__(self, descriptors: Any, limits: Limits = DEFAULT_LIMITS,
+                 allocate: Allocate | None = None) -> None:
+        self._tensors = [TensorParts(i, spec, allocate)
+                         for i, spec in enumerate(_check_descriptors(descriptors, limits))]
+        self._current = 0
+        self.remaining = sum(t._spec[2] for t in self._tensors)   # parts still to come
+        self._limits = limits
+
+    def add(self, frame: Frame) -> None:
+        """The next part of the message, in order; InvalidArgumentError if it does not fit."""
+        if not self.remaining:
+            raise InvalidArgumentError("more parts than the tensors' descriptors list")
+        tensor = self._tensors[self._current]
+        tensor.add(frame)
+        self.remaining -= 1
+        if tensor.complete:
+            self._current += 1
+
+    def arrays(self) -> list[np.ndarray]:
+        return [tensor.result(self._limits) for tensor in self._tensors]
 
 
 def decode_tensor(index: int, descriptor: Any, frames: Sequence[Frame],
@@ -283,13 +388,7 @@ def decode_parts(index: int, descriptor: Any, frames: Sequence[Frame],
     return _part_arrays(index, dtype, shape, nbytes, [frame_view(f) for f in frames])
 
 
-def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = DEFAULT_LIMITS,
-                   allocate: Allocate | None = None) -> list[np.ndarray]:
-    """Descriptors and all the tensor frames of a message (in order) -> read-only arrays.
-
-    Every frame must belong to exactly one tensor: missing or extra frames are errors.
-    ``allocate`` is used for multi-part tensors only (see ``decode_tensor``).
-    """
+def _check_descriptors(descriptors: Any, limits: Limits) -> list[_Spec]:
     if not isinstance(descriptors, list):
         raise InvalidArgumentError(
             f"tensors must be a list of descriptors, got {short_repr(descriptors)}"
@@ -298,7 +397,17 @@ def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = D
         raise InvalidArgumentError(
             f"{len(descriptors)} tensors in one message, over the limit of {limits.max_tensors}"
         )
-    checked = [_check_descriptor(i, d, limits) for i, d in enumerate(descriptors)]
+    return [_check_descriptor(i, d, limits) for i, d in enumerate(descriptors)]
+
+
+def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = DEFAULT_LIMITS,
+                   allocate: Allocate | None = None) -> list[np.ndarray]:
+    """Descriptors and all the tensor frames of a message (in order) -> read-only arrays.
+
+    Every frame must belong to exactly one tensor: missing or extra frames are errors.
+    ``allocate`` is used for multi-part tensors only (see ``decode_tensor``).
+    """
+    checked = _check_descriptors(descriptors, limits)
     needed = sum(parts for _, _, parts, _ in checked)
     if needed != len(frames):
         raise InvalidArgumentError(
@@ -320,20 +429,17 @@ def _assemble(index: int, spec: _Spec, frames: Sequence[Frame],
             f"tensor {index} ({_describe(dtype, shape)}) has {parts} parts, "
             f"{len(frames)} frames given"
         )
-    if dtype is _OBJECT:
-        return _strings(index, shape, frames, limits)
-    pieces = _part_arrays(index, dtype, shape, nbytes, [frame_view(f) for f in frames])
-    if len(pieces) == 1:
-        return pieces[0].reshape(shape)
-    out = np.empty(shape, dtype=dtype) if allocate is None else _allocated(allocate, dtype, shape)
-    flat = out.reshape(-1)  # a view: out is C-contiguous
-    offset = 0
-    for piece in pieces:
-        flat[offset:offset + piece.size] = piece
-        offset += piece.size
-    result = out.view()  # read-only view; a pooled buffer itself stays writable for reuse
-    result.flags.writeable = False
-    return result
+    if parts > 1 and dtype is not _OBJECT:   # all there: check the total before allocating
+        total = sum(frame_view(f).nbytes for f in frames)
+        if total != nbytes:
+            raise InvalidArgumentError(
+                f"tensor {index} ({_describe(dtype, shape)}) needs {nbytes} bytes, "
+                f"frames have {total}"
+            )
+    tensor = TensorParts(index, spec, allocate)
+    for frame in frames:
+        tensor.add(frame)
+    return tensor.result(limits)
 
 
 def _strings(index: int, shape: list[int], frames: Sequence[Frame],
@@ -403,6 +509,6 @@ def short_repr(value: Any) -> str:
 
 __all__ = [
     "Allocate", "CHUNK_BYTES", "DEFAULT_LIMITS", "Limits", "MAX_RANK", "STRING_DTYPE", "WIRE_DTYPES",
-    "decode_parts", "decode_tensor", "decode_tensors", "encode_tensor", "encode_tensors",
-    "frame_view", "short_repr",
+    "StreamedTensors", "TensorParts", "decode_parts", "decode_tensor", "decode_tensors",
+    "encode_tensor", "encode_tensors", "frame_view", "short_repr",
 ]

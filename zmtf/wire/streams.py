@@ -1,0 +1,168 @@
+"""Streams: per-peer reassembly of streamed messages, sans-io (ZeroMQ messages in, messages out).
+
+A streamed message (``codec`` docstring) is a header message, then its parts one per
+message. ``Streams.feed`` takes every ZeroMQ message a socket receives, with the peer it
+came from, and hands finished messages and errors to ``deliver(message, error, id)``:
+
+* a message that is not part of a stream is decoded as usual;
+* a stream's header opens that peer's stream (its tensors are allocated part by part);
+* while a peer's stream is open, each of its messages must be one frame: the next part,
+  copied into place and checked on arrival. The last part delivers the message.
+
+A stream that goes wrong (a part that does not fit, a multi-frame message in the middle)
+delivers one InvalidArgumentError for the streamed message's id and swallows the rest of
+its parts, so one bad stream yields one error, not one per part; the multi-frame message is
+then decoded on its own. A stream that sees no part for ``idle_seconds`` (its peer died or
+reconnected under a new identity) is dropped with a DeadlineExceededError, and its memory
+with it. Nothing here blocks or reads a clock: the caller passes ``now``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Hashable, Sequence
+
+from zmtf.framework.errors import DeadlineExceededError, InvalidArgumentError
+from zmtf.wire import codec
+from zmtf.wire.messages import Message, carries_tensors
+from zmtf.wire.tensors import DEFAULT_LIMITS, Allocate, Limits, StreamedTensors, short_repr
+
+Deliver = Callable[["Message | None", "BaseException | None", int], None]
+
+IDLE_SECONDS = 60.0
+
+
+class _Stream:
+    __slots__ = ("cls", "id", "fields", "tensors", "remaining", "last_seen")
+
+    def __init__(self, cls: type[Message], message_id: int, fields: dict[str, Any] | None,
+                 tensors: StreamedTensors | None, remaining: int, now: float) -> None:
+        self.cls, self.id, self.fields, self.tensors = cls, message_id, fields, tensors
+        self.remaining = remaining   # part messages still to come
+        self.last_seen = now
+
+    @property
+    def failed(self) -> bool:
+        return self.tensors is None
+
+    def what(self) -> str:
+        return f"{self.cls.__name__} (id {self.id})"
+
+
+class Streams:
+    """The open streams of one socket, by peer (a ROUTER's identity; None for a DEALER)."""
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, allocate: Allocate | None = None,
+                 idle_seconds: float = IDLE_SECONDS) -> None:
+        self._limits = limits
+        self._allocate = allocate
+        self._idle = idle_seconds
+        self._open: dict[Hashable, _Stream] = {}
+        self._swept = 0.0
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def mid_stream(self, peer: Hashable) -> bool:
+        """True while ``peer``'s next message belongs to a stream."""
+        return peer in self._open
+
+    def feed(self, peer: Hashable, frames: Sequence[Any], now: float, deliver: Deliver) -> None:
+        """One ZeroMQ message from ``peer``; finished messages and errors go to ``deliver``."""
+        if self._open:
+            if now - self._swept >= 1.0:
+                self._sweep(now, deliver)
+            stream = self._open.get(peer)
+            if stream is not None:
+                if len(frames) == 1:
+                    self._continue(peer, stream, frames[0], now, deliver)
+                    return
+                del self._open[peer]
+                if not stream.failed:
+                    deliver(None, InvalidArgumentError(
+                        f"{stream.what()} was cut short: {stream.remaining} more part messages "
+                        f"were due, then came a {len(frames)}-frame message"), stream.id)
+        try:
+            cls, header = codec.read_header(frames, self._limits)
+            if codec.STREAM_KEY in header:
+                self._start(peer, cls, header, frames, now, deliver)
+                return
+            message = codec.message_from(cls, header, frames, self._limits, self._allocate)
+        except InvalidArgumentError as error:
+            deliver(None, error, codec.peek_id(frames))
+            return
+        deliver(message, None, message.id)
+
+    def drop(self, reason: BaseException | None = None, deliver: Deliver | None = None) -> None:
+        """Forget every open stream (the connection is gone); report them if asked."""
+        streams, self._open = self._open, {}
+        if deliver is not None and reason is not None:
+            for stream in streams.values():
+                if not stream.failed:
+                    deliver(None, reason, stream.id)
+
+    def _start(self, peer: Hashable, cls: type[Message], header: dict[str, Any],
+               frames: Sequence[Any], now: float, deliver: Deliver) -> None:
+        message_id = header["id"]
+        count = header[codec.STREAM_KEY]
+        if type(count) is not int or count < 1:
+            raise InvalidArgumentError(f"{cls.__name__} (id {message_id}): stream must be the "
+                                       f"count of part messages (>= 1), got {short_repr(count)}")
+        # from here on, the peer's next `count` messages are this stream's, valid or not
+        failed = _Stream(cls, message_id, None, None, count, now)
+        try:
+            if len(frames) != 1:
+                raise InvalidArgumentError(
+                    f"{cls.__name__} (id {message_id}) is streamed, so its header comes alone; "
+                    f"this one came with {len(frames) - 1} more frames")
+            if not carries_tensors(cls):
+                raise InvalidArgumentError(f"{cls.__name__} carries no tensors: nothing to stream")
+            fields = codec.check_body(cls, header)
+            try:
+                tensors = StreamedTensors(header["tensors"], self._limits, self._allocate)
+            except InvalidArgumentError as error:
+                raise InvalidArgumentError(
+                    f"{cls.__name__} (id {message_id}): {error.message}") from None
+            if tensors.remaining != count:
+                raise InvalidArgumentError(
+                    f"{cls.__name__} (id {message_id}): the tensors have {tensors.remaining} "
+                    f"parts, the header says {count} part messages follow")
+        except InvalidArgumentError:
+            self._open[peer] = failed   # swallow its parts
+            raise
+        self._open[peer] = _Stream(cls, message_id, fields, tensors, count, now)
+
+    def _continue(self, peer: Hashable, stream: _Stream, frame: Any, now: float,
+                  deliver: Deliver) -> None:
+        stream.remaining -= 1
+        stream.last_seen = now
+        if stream.remaining == 0:
+            del self._open[peer]
+        if stream.failed:
+            return
+        try:
+            stream.tensors.add(frame)    # type: ignore[union-attr]
+            if stream.remaining:
+                return
+            fields = stream.fields
+            fields["tensors"] = stream.tensors.arrays()   # type: ignore[index,union-attr]
+            message = stream.cls(id=stream.id, **fields)  # type: ignore[arg-type]
+        except InvalidArgumentError as error:
+            if stream.remaining:
+                stream.tensors = None    # fail once; swallow the parts still to come
+            deliver(None, InvalidArgumentError(f"{stream.what()}: {error.message}"), stream.id)
+            return
+        deliver(message, None, stream.id)
+
+    def _sweep(self, now: float, deliver: Deliver) -> None:
+        self._swept = now
+        for peer, stream in list(self._open.items()):
+            if now - stream.last_seen > self._idle:
+                del self._open[peer]
+                if not stream.failed:
+                    deliver(None, DeadlineExceededError(
+                        None, None, f"{stream.what()}: {stream.remaining} part messages did not "
+                        f"come within {self._idle:.0f} s of the last; the stream was dropped"),
+                        stream.id)
+
+
+__all__ = ["IDLE_SECONDS", "Streams"]
