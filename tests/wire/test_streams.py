@@ -39,9 +39,17 @@ def push(*tensors, id=5):
                         tensors=list(tensors))
 
 
-def feed_all(streams, peer, sends, inbox, now=0.0):
+def feed_all(streams, peer, sends, inbox):
     for frames in sends:
-        streams.feed(peer, frames, now, inbox)
+        streams.feed(peer, frames, inbox)
+
+
+class Clock:
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
 
 
 ARRAYS = [
@@ -94,8 +102,8 @@ def test_each_part_is_copied_into_the_allocated_buffer_as_it_arrives():
     inbox, streams = Inbox(), Streams(SMALL, allocate)
     value = np.arange(64, dtype=np.float32)
     sends = streamed(push(value))
-    streams.feed("p", sends[0], 0.0, inbox)
-    streams.feed("p", sends[1], 0.0, inbox)
+    streams.feed("p", sends[0], inbox)
+    streams.feed("p", sends[1], inbox)
     (buffer,) = handed_out
     assert np.array_equal(buffer[:16], value[:16]) and (buffer[16:] == -1).all()
     feed_all(streams, "p", sends[2:], inbox)
@@ -108,9 +116,9 @@ def test_streams_of_different_peers_interleave():
     a = streamed(push(np.arange(40, dtype=np.int64), id=1))
     b = streamed(push(np.arange(40, dtype=np.float64) / 2, id=2))
     for frames_a, frames_b in zip(a, b):
-        streams.feed("a", frames_a, 0.0, inbox)
-        streams.feed("b", frames_b, 0.0, inbox)
-        streams.feed("c", codec.encode(m.Ping(id=3)), 0.0, inbox)   # a third peer, unstreamed
+        streams.feed("a", frames_a, inbox)
+        streams.feed("b", frames_b, inbox)
+        streams.feed("c", codec.encode(m.Ping(id=3)), inbox)   # a third peer, unstreamed
     got = {message.id: message for message, error, _ in inbox.take() if error is None}
     assert np.array_equal(got[1].tensors[0], np.arange(40))
     assert np.array_equal(got[2].tensors[0], np.arange(40) / 2)
@@ -127,7 +135,7 @@ def test_a_part_that_does_not_fit_fails_the_stream_once_and_the_rest_is_swallowe
     assert isinstance(error, InvalidArgumentError)
     assert "PushTensor (id 11)" in str(error) and "needs 256 bytes" in str(error)
     assert len(streams) == 0
-    streams.feed("p", codec.encode(m.Ping(id=12)), 0.0, inbox)   # the peer is heard again
+    streams.feed("p", codec.encode(m.Ping(id=12)), inbox)   # the peer is heard again
     assert [(type(msg), i) for msg, _, i in inbox.take()] == [(m.Ping, 12)]
 
 
@@ -157,9 +165,9 @@ def test_bool_parts_are_checked_as_they_come():
 def test_a_multipart_in_the_middle_fails_the_stream_and_is_decoded_itself():
     inbox, streams = Inbox(), Streams(SMALL)
     sends = streamed(push(np.arange(64, dtype=np.float32), id=21))
-    streams.feed("p", sends[0], 0.0, inbox)
-    streams.feed("p", sends[1], 0.0, inbox)
-    streams.feed("p", codec.encode(push(np.arange(3.0), id=22), SMALL), 0.0, inbox)
+    streams.feed("p", sends[0], inbox)
+    streams.feed("p", sends[1], inbox)
+    streams.feed("p", codec.encode(push(np.arange(3.0), id=22), SMALL), inbox)
     (_, error, first), (message, no_error, second) = inbox.take()
     assert first == 21 and "cut short: 3 more part messages" in str(error)
     assert second == 22 and no_error is None and np.array_equal(message.tensors[0], [0, 1, 2])
@@ -177,7 +185,7 @@ def test_a_bad_stream_header_is_one_error_and_its_parts_are_swallowed(name, edit
     sends = streamed(push(np.arange(64, dtype=np.float32), id=31))
     header = msgpack.unpackb(sends[0][0])
     edit(header)
-    streams.feed("p", [msgpack.packb(header), *extra], 0.0, inbox)
+    streams.feed("p", [msgpack.packb(header), *extra], inbox)
     feed_all(streams, "p", sends[1:header[codec.STREAM_KEY] + 1], inbox)
     (message, error, message_id), = inbox.take()
     assert message is None and message_id == 31 and match in str(error)
@@ -189,7 +197,7 @@ def test_a_stream_count_that_is_not_a_positive_int_is_refused(count):
     inbox, streams = Inbox(), Streams(SMALL)
     header = msgpack.unpackb(streamed(push(np.arange(64, dtype=np.float32), id=41))[0][0])
     header[codec.STREAM_KEY] = count
-    streams.feed("p", [msgpack.packb(header)], 0.0, inbox)
+    streams.feed("p", [msgpack.packb(header)], inbox)
     (_, error, message_id), = inbox.take()
     assert message_id == 41 and "count of part messages" in str(error)
     assert len(streams) == 0
@@ -199,8 +207,8 @@ def test_a_message_without_tensors_cannot_be_streamed():
     inbox, streams = Inbox(), Streams(SMALL)
     header = msgpack.unpackb(codec.encode(m.Ping(id=51))[0])
     header[codec.STREAM_KEY] = 1
-    streams.feed("p", [msgpack.packb(header)], 0.0, inbox)
-    streams.feed("p", [b"swallowed"], 0.0, inbox)
+    streams.feed("p", [msgpack.packb(header)], inbox)
+    streams.feed("p", [b"swallowed"], inbox)
     (_, error, message_id), = inbox.take()
     assert message_id == 51 and "carries no tensors" in str(error)
 
@@ -212,13 +220,17 @@ def test_decode_refuses_a_stream_header_and_names_the_reassembler():
 
 
 def test_an_idle_stream_is_dropped_with_a_deadline_error():
-    inbox, streams = Inbox(), Streams(SMALL, idle_seconds=10.0)
+    clock = Clock(100.0)
+    inbox, streams = Inbox(), Streams(SMALL, idle_seconds=10.0, clock=clock)
     sends = streamed(push(np.arange(64, dtype=np.float32), id=61))
-    streams.feed("p", sends[0], 100.0, inbox)
-    streams.feed("p", sends[1], 105.0, inbox)
-    streams.feed("q", codec.encode(m.Ping(id=62)), 114.0, inbox)   # 9 s idle: kept
+    streams.feed("p", sends[0], inbox)
+    clock.now = 105.0
+    streams.feed("p", sends[1], inbox)
+    clock.now = 114.0
+    streams.feed("q", codec.encode(m.Ping(id=62)), inbox)   # 9 s idle: kept
     assert len(streams) == 1
-    streams.feed("q", codec.encode(m.Ping(id=63)), 116.0, inbox)   # 11 s idle: dropped
+    clock.now = 116.0
+    streams.feed("q", codec.encode(m.Ping(id=63)), inbox)   # 11 s idle: dropped
     got = inbox.take()
     assert [i for _, _, i in got] == [62, 61, 63]
     assert isinstance(got[1][1], DeadlineExceededError) and "3 part messages" in str(got[1][1])
@@ -227,7 +239,7 @@ def test_an_idle_stream_is_dropped_with_a_deadline_error():
 
 def test_drop_reports_open_streams_once():
     inbox, streams = Inbox(), Streams(SMALL)
-    streams.feed("p", streamed(push(np.arange(64, dtype=np.float32), id=71))[0], 0.0, inbox)
+    streams.feed("p", streamed(push(np.arange(64, dtype=np.float32), id=71))[0], inbox)
     streams.drop(InvalidArgumentError("gone"), inbox)
     assert [(i, str(e)) for _, e, i in inbox.take()] == [(71, "gone")]
     streams.drop(InvalidArgumentError("again"), inbox)
@@ -238,8 +250,8 @@ def test_fuzz_random_and_cut_streams_never_raise_only_deliver_typed_errors():
     rng = random.Random(1234)
     good = [streamed(push(a, id=i + 1)) for i, a in enumerate(ARRAYS)]
     for trial in range(300):
-        inbox, streams = Inbox(), Streams(SMALL, idle_seconds=5.0)
-        now = 0.0
+        clock = Clock()
+        inbox, streams = Inbox(), Streams(SMALL, idle_seconds=5.0, clock=clock)
         for _ in range(rng.randint(1, 12)):
             sends = [list(frames) for frames in rng.choice(good)]
             action = rng.randrange(5)
@@ -257,8 +269,8 @@ def test_fuzz_random_and_cut_streams_never_raise_only_deliver_typed_errors():
             elif action == 3:      # random multipart garbage
                 sends = [[rng.randbytes(rng.randint(0, 40)) for _ in range(rng.randint(1, 3))]]
             for frames in sends:
-                now += rng.choice([0.0, 0.5, 6.0])
-                streams.feed(rng.choice("pq"), frames, now, inbox)
+                clock.now += rng.choice([0.0, 0.5, 6.0])
+                streams.feed(rng.choice("pq"), frames, inbox)
         for message, error, message_id in inbox.take():
             assert (message is None) != (error is None)
             if error is not None:

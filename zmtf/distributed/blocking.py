@@ -151,7 +151,7 @@ class BlockingChannel:
                     frames = recv_frames(self._sock, zmq.NOBLOCK)
                 except zmq.Again:
                     break
-                self._streams.feed(None, frames, time.monotonic(), deliver)
+                self._streams.feed(None, frames, deliver)
             if outcome:
                 reply, error = outcome[0]
                 if error is not None:

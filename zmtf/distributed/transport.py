@@ -67,7 +67,7 @@ def receive(loop: asyncio.AbstractEventLoop, streams: Streams, peer: Any, frames
     """Decode one received ZeroMQ message and pass on ``(message, error, id)``: streamed
     parts on the loop (one part at a time), a big unstreamed multipart on a thread."""
     if _size(frames) < OFF_LOOP_DECODE_BYTES or streams.mid_stream(peer):
-        streams.feed(peer, frames, loop.time(), deliver)
+        streams.feed(peer, frames, deliver)
         return
 
     def done(future: asyncio.Future) -> None:

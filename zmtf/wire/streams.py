@@ -14,11 +14,12 @@ delivers one InvalidArgumentError for the streamed message's id and swallows the
 its parts, so one bad stream yields one error, not one per part; the multi-frame message is
 then decoded on its own. A stream that sees no part for ``idle_seconds`` (its peer died or
 reconnected under a new identity) is dropped with a DeadlineExceededError, and its memory
-with it. Nothing here blocks or reads a clock: the caller passes ``now``.
+with it. Nothing here blocks; the clock is the caller's (read only while streams are open).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Hashable, Sequence
 
 from zmtf.framework.errors import DeadlineExceededError, InvalidArgumentError
@@ -52,8 +53,10 @@ class Streams:
     """The open streams of one socket, by peer (a ROUTER's identity; None for a DEALER)."""
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, allocate: Allocate | None = None,
-                 idle_seconds: float = IDLE_SECONDS) -> None:
+                 idle_seconds: float = IDLE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._limits = limits
+        self._clock = clock
         self._allocate = allocate
         self._idle = idle_seconds
         self._open: dict[Hashable, _Stream] = {}
@@ -66,9 +69,10 @@ class Streams:
         """True while ``peer``'s next message belongs to a stream."""
         return peer in self._open
 
-    def feed(self, peer: Hashable, frames: Sequence[Any], now: float, deliver: Deliver) -> None:
+    def feed(self, peer: Hashable, frames: Sequence[Any], deliver: Deliver) -> None:
         """One ZeroMQ message from ``peer``; finished messages and errors go to ``deliver``."""
         if self._open:
+            now = self._clock()
             if now - self._swept >= 1.0:
                 self._sweep(now, deliver)
             stream = self._open.get(peer)
@@ -84,7 +88,7 @@ class Streams:
         try:
             cls, header = codec.read_header(frames, self._limits)
             if codec.STREAM_KEY in header:
-                self._start(peer, cls, header, frames, now, deliver)
+                self._start(peer, cls, header, frames, self._clock())
                 return
             message = codec.message_from(cls, header, frames, self._limits, self._allocate)
         except InvalidArgumentError as error:
@@ -101,7 +105,7 @@ class Streams:
                     deliver(None, reason, stream.id)
 
     def _start(self, peer: Hashable, cls: type[Message], header: dict[str, Any],
-               frames: Sequence[Any], now: float, deliver: Deliver) -> None:
+               frames: Sequence[Any], now: float) -> None:
         message_id = header["id"]
         count = header[codec.STREAM_KEY]
         if type(count) is not int or count < 1:
