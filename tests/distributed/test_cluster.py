@@ -298,9 +298,14 @@ def test_clusters_on_inproc_and_ipc(transport, tmp_path):
             b = v * 2.0
         with tf.device("/job:worker/task:1"):
             c = b + v
+        big = tf.placeholder(tf.float32, [5 << 18])           # 5 MiB: streamed both ways
+        with tf.device("/job:worker/task:1"):
+            big_out = big + 1.0
+        value = np.arange(5 << 18, dtype=np.float32)
         with tf.Session(servers[1].target) as sess:
             sess.run(v.initializer)
             np.testing.assert_allclose(sess.run(c), [0.0, 3.0, 6.0, 9.0])
+            np.testing.assert_array_equal(sess.run(big_out, {big: value}), value + 1.0)
     finally:
         for server in servers:
             server.stop()
