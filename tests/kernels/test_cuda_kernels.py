@@ -444,6 +444,15 @@ def test_sum_to_shape_matches_cpu(assert_matches_cpu, shapes) -> None:
     assert_matches_cpu("SumToShape", [normal(x_shape), np.array(target, np.int32)])
 
 
+@pytest.mark.parametrize("grad_shape, target, axis, keep", [
+    ((), (4, 3), None, False), ((3,), (4, 3), (0,), False), ((4, 1), (4, 3), (1,), True),
+    ((2, 1, 5), (2, 3, 5), (-2,), True), ((0,), (0, 3), (1,), False),
+], ids=str)
+def test_mean_grad_matches_cpu(assert_matches_cpu, grad_shape, target, axis, keep) -> None:
+    assert_matches_cpu("MeanGrad", [normal(grad_shape), np.array(target, np.int32)],
+                       axis=axis, keep_dims=keep)
+
+
 # ---------------------------------------------------------------------------------------
 # nn
 

@@ -109,6 +109,20 @@ CASES = [
          [np.array([[1.5, 0.0, -2.0], [0.5, 3.0, 1.2]])]),
     Case("prod_axes_0_2_keep", lambda x: tf.reduce_prod(x, axis=[0, 2], keepdims=True), [normal(2, 3, 2)]),
     Case("none_batch_prod", lambda x: tf.reduce_prod(x, axis=0), [normal(3, 2)], shapes=[[None, 2]]),
+    # MeanGrad with shapes known only at run time, and its own gradient (second order)
+    Case("none_batch_mean_all", tf.reduce_mean, [normal(3, 2)], shapes=[[None, 2]]),
+    Case("unknown_dims_mean_axis0", lambda x: tf.reduce_mean(x, axis=0), [normal(4, 3)],
+         shapes=[[None, None]]),
+    Case("unknown_rank_mean_neg_axis_keep", lambda x: tf.reduce_mean(x, axis=-1, keepdims=True),
+         [normal(2, 3, 2)], shapes=[None]),
+    Case("mean_of_empty_batch_is_empty", lambda x: tf.reduce_mean(x, axis=1) * 2.0,
+         [np.zeros((0, 3))], shapes=[[None, 3]]),
+    Case("second_order_through_mean", lambda x: gradients(tf.reduce_mean(x * x * x, axis=1), x)[0],
+         [normal(2, 3)], shapes=[[None, 3]]),
+    # broadcasting that only the run time shows: x [None, 3] fed [1, 3] against [4, 3]
+    Case("add_runtime_broadcast", tf.add, [normal(1, 3), normal(4, 3)],
+         shapes=[[None, 3], [None, 3]]),
+    Case("mul_bias_like", tf.multiply, [normal(4, 3), normal(3)], shapes=[[None, 3], [3]]),
     # array ops
     Case("reshape", lambda x: tf.reshape(x, [3, 2]) * tf.constant(normal(3, 2)), [normal(2, 3)]),
     Case("transpose_perm", lambda x: tf.transpose(x, [1, 2, 0]), [normal(2, 3, 4)]),
@@ -391,3 +405,20 @@ def test_non_differentiable_ops_stop_the_gradient(graph):
 def test_integer_y_has_no_gradient(graph):
     x = tf.constant([1.0])
     assert gradients(tf.constant([1]) + tf.cast(x, tf.int32), [x]) == [None]
+
+
+def test_a_dynamic_batch_mean_and_bias_add_build_no_shape_arithmetic(graph):
+    """reduce_mean's gradient is one MeanGrad (no Shape/Prod/FloorDiv chain run every step),
+    and a [None, 4] + [4] add sums the bias side only: its other side was never broadcast."""
+    x = tf.placeholder(tf.float32, [None, 4])
+    b = tf.Variable(np.zeros(4, np.float32))
+    loss = tf.reduce_mean(tf.nn.relu(x + b))
+    before = {op.name for op in graph.get_operations()}
+    grad_x, grad_b = gradients(loss, [x, b])
+    added = [op.type for op in graph.get_operations() if op.name not in before]
+    assert added.count("MeanGrad") == 1 and added.count("SumToShape") == 1
+    assert not {"Prod", "FloorDiv", "Maximum", "BroadcastTo", "Cast"} & set(added), added
+    value = np.array([[1.0, -2.0, 3.0, 0.5], [-1.0, 2.0, 4.0, -0.5]], np.float32)
+    gx, gb = run(graph, [grad_x, grad_b], {x: value})
+    np.testing.assert_allclose(gx, (value > 0) / 8.0)
+    np.testing.assert_allclose(gb, (value > 0).sum(axis=0) / 8.0)

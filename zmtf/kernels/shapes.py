@@ -33,3 +33,30 @@ def sum_to_shape_axes(x_shape: Sequence[int], target: Sequence[int], node_name: 
             f"{_shape_str(target)}; the target must broadcast to it")
     return tuple(range(lead)) + tuple(lead + i for i, (t, d) in enumerate(zip(target, trailing))
                                       if t == 1 and d != 1)
+
+
+def mean_grad_geometry(target: Sequence[int], axis: Any, grad_size: int,
+                       node_name: str) -> tuple[tuple[int, ...], int]:
+    """MeanGrad's kept shape (``target`` with the reduced axes set to 1, which the gradient
+    is reshaped to) and the count it is divided by: TF's size_in // max(size_out, 1)."""
+    ndim = len(target)
+    if axis is None:
+        axes = set(range(ndim))
+    else:
+        if any(not -max(ndim, 1) <= int(a) < max(ndim, 1) for a in axis):
+            raise InvalidArgumentError(
+                f"MeanGrad (node '{node_name}'): reduction axes {list(axis)} do not fit an input "
+                f"of shape {_shape_str(target)}")
+        axes = {int(a) % ndim for a in axis} if ndim else set()
+    kept = tuple(1 if i in axes else int(d) for i, d in enumerate(target))
+    size_out = 1
+    for d in kept:
+        size_out *= d
+    if size_out != grad_size:
+        raise InvalidArgumentError(
+            f"MeanGrad (node '{node_name}'): a gradient of {grad_size} elements does not fit the "
+            f"reduced shape {_shape_str(kept)} of an input of shape {_shape_str(target)}")
+    size_in = 1
+    for d in target:
+        size_in *= int(d)
+    return kept, size_in // max(size_out, 1)

@@ -258,7 +258,7 @@ def stack(values: Sequence[Any], axis: int = 0, name: str = "stack") -> Tensor:
     return apply_op("Pack", tensors, {"axis": int(axis), "_kind": "stack"}, name=name).outputs[0]
 
 
-@op_def("BroadcastTo", "SumToShape")
+@op_def("BroadcastTo", "SumToShape", "MeanGrad")
 def _broadcast_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     target = _shape_value(inputs[1])
     return [(inputs[0].dtype, TensorShape(target) if target is not None else TensorShape(None))]

@@ -21,11 +21,11 @@ from numba import prange
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu._common import FLOATS, NUMERIC, int_list, normalize_axis, quiet_fp
-from zmtf.kernels.cpu._common import dtype_attr, shape_input, shape_str
+from zmtf.kernels.cpu._common import dtype_attr, empty, shape_input, shape_str
 from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit, scalar, takes_numba_path
 from zmtf.kernels.cpu._jit import use_threads
 from zmtf.kernels.registry import register
-from zmtf.kernels.shapes import sum_to_shape_axes
+from zmtf.kernels.shapes import mean_grad_geometry, sum_to_shape_axes
 
 _Array = np.ndarray
 _BLOCK = 2048
@@ -333,6 +333,21 @@ def sum_to_shape_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
     if not axes:
         return [x.reshape(target)]
     return _finish(wide_sum(ctx, x, axes), x.dtype, target)
+
+
+@register("MeanGrad", dtypes=FLOATS)
+def mean_grad_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
+    """MeanGrad(grad, shape): a Mean's output gradient spread evenly back over its input of
+    ``shape``: broadcast over the reduced axes (``axis``, None = all) and divided by the
+    number of elements each output averaged."""
+    grad, shape_arr = inputs
+    node = attrs["_node_name"]
+    target = shape_input(shape_arr, node, grad.dtype)
+    kept, count = mean_grad_geometry(target, attrs.get("axis"), grad.size, node)
+    out = empty(ctx, target, grad.dtype)
+    with quiet_fp():   # an empty reduction divides by 0, as TF's
+        np.divide(grad.reshape(kept), grad.dtype.type(count), out=out)
+    return [out]
 
 
 @register("ProdGrad", dtypes=FLOATS)

@@ -1,4 +1,4 @@
-"""Reductions on the GPU: Sum, Mean, Max over any set of axes, ArgMax, SumToShape.
+"""Reductions on the GPU: Sum, Mean, Max over any set of axes, ArgMax, SumToShape, MeanGrad.
 
 Adjacent reduced axes (nearly every reduction a model makes) view the input as [A, R, B]
 and reduce R with no index arrays: for long rows (B == 1) a block of threads reduces each
@@ -31,7 +31,8 @@ from zmtf.kernels.cuda._plan import ReducePlan, chunking, contiguous_reduction, 
 from zmtf.kernels.cuda.array import fill_with
 from zmtf.kernels.cuda.elementwise import MATH
 from zmtf.kernels.registry import register
-from zmtf.kernels.shapes import sum_to_shape_axes
+from zmtf.kernels.cuda._plan import broadcast_plan
+from zmtf.kernels.shapes import mean_grad_geometry, sum_to_shape_axes
 
 
 @cuda.jit(device=True)
@@ -286,3 +287,29 @@ def sum_to_shape(ctx: Any, inputs: list, attrs: dict) -> list:
     if not axes:
         return [x.reshape(target)]
     return [reduce_to(ctx, x, axes, target, "sum")]
+
+
+@cuda.jit
+def spread_kernel(grad, out, dims, strides, count):  # type: ignore[no-untyped-def]
+    """out[i] = grad[broadcast offset of i] / count (MeanGrad)."""
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = grad[_offset(i, dims, strides)] / count
+
+
+@register("MeanGrad", "GPU", MATH)
+def mean_grad(ctx: Any, inputs: list, attrs: dict) -> list:
+    """MeanGrad(grad, shape): grad broadcast back over the reduced axes, divided by the count."""
+    grad = inputs[0]
+    node = attrs["_node_name"]
+    target = tuple(int(d) for d in _device.to_host(ctx, inputs[1]).reshape(-1))
+    kept, count = mean_grad_geometry(target, attrs.get("axis"), grad.size, node)
+    out = _device.empty(ctx, target, grad.dtype)
+    if out.size:
+        plan = broadcast_plan([kept], target)
+        dims, strides = (plan.dims, plan.strides[0]) if plan.dims else ((1,), (0,))
+        _device.launch(
+            ctx, spread_kernel, out.size, _device.flat(grad), _device.flat(out),
+            _device.index_array(ctx, dims), _device.index_array(ctx, strides),
+            grad.dtype.type(count),
+        )
+    return [out]
