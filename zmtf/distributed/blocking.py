@@ -132,8 +132,7 @@ class BlockingChannel:
 
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
-                self._streams.drop()   # a reply cut short must not swallow the next one
+            if left <= 0:   # a reply half-streamed by now finishes later and is dropped then
                 raise DeadlineExceededError(
                     None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
                     f"({type(message).__name__}); is its server running and responsive?")
