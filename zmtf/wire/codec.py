@@ -82,8 +82,10 @@ def encode(message: Message, limits: Limits = DEFAULT_LIMITS, *,
     ``id`` replaces the message's id (a caller assigns one per call without rebuilding the
     message). The parts are views of the arrays: do not mutate them until the send is done.
     """
-    header, parts = _header_and_parts(message, limits, id)
-    return [_pack(header, limits), *parts]
+    return encode_messages(message, limits, id=id, stream_min_bytes=_NEVER)[0]
+
+
+_NEVER = 1 << 62   # a stream_min_bytes no message reaches
 
 
 def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
@@ -94,15 +96,6 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
     One multipart normally; a message whose tensor parts total ``stream_min_bytes`` or more is
     streamed (see the module docstring): its header alone, then one message per part.
     """
-    header, parts = _header_and_parts(message, limits, id)
-    if not parts or sum(part.nbytes for part in parts) < stream_min_bytes:
-        return [[_pack(header, limits), *parts]]
-    header[STREAM_KEY] = len(parts)
-    return [[_pack(header, limits)], *([part] for part in parts)]
-
-
-def _header_and_parts(message: Message, limits: Limits,
-                      id: int | None) -> tuple[dict[str, Any], list[memoryview]]:  # noqa: A002
     cls = type(message)
     if KINDS.get(cls.__name__) is not cls:
         raise InvalidArgumentError(f"cannot encode a {cls.__name__}: not a message kind")
@@ -121,23 +114,24 @@ def _header_and_parts(message: Message, limits: Limits,
         "body": {name: getattr(message, name) for name in body_fields(cls)},
         "tensors": descriptors,
     }
-    return header, parts
-
-
-def _pack(header: dict[str, Any], limits: Limits) -> bytes:
+    streamed = bool(parts) and sum(map(len, parts)) >= stream_min_bytes  # parts: flat bytes
+    if streamed:
+        header[STREAM_KEY] = len(parts)
     try:
         packed = msgpack.packb(header, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidArgumentError(
-            f"{header['kind']} (id {header['id']}) cannot be encoded: {exc}; body values must be "
+            f"{cls.__name__} (id {message_id}) cannot be encoded: {exc}; body values must be "
             f"plain str/int/float/bool/None/list/dict data (use .item() for numpy scalars)"
         ) from None
     if len(packed) > limits.max_header_bytes:
         raise InvalidArgumentError(
-            f"{header['kind']} (id {header['id']}): header is {len(packed)} bytes, over the limit "
-            f"of {limits.max_header_bytes}; send big values as tensors"
+            f"{cls.__name__} (id {message_id}): header is {len(packed)} bytes, over the limit of "
+            f"{limits.max_header_bytes}; send big values as tensors"
         )
-    return packed
+    if streamed:
+        return [[packed], *([part] for part in parts)]
+    return [[packed, *parts]]
 
 
 def decode(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS,
@@ -187,7 +181,8 @@ def message_from(cls: type[Message], header: dict[str, Any], frames: Sequence[An
                  limits: Limits = DEFAULT_LIMITS, allocate: Allocate | None = None) -> Message:
     """The message of a checked envelope and all its frames (header first)."""
     message_id = header["id"]
-    fields = check_body(cls, header)
+    body = header["body"]
+    fields = dict(body) if body.keys() == body_field_set(cls) else check_body(cls, header)
     if carries_tensors(cls):
         fields["tensors"] = _decode_tensors(cls, message_id, header["tensors"], frames, limits,
                                             allocate)
