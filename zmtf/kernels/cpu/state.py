@@ -118,10 +118,13 @@ def _update(inputs: list, attrs: dict, ufunc: np.ufunc, op_type: str) -> list:
     ref, delta = _ref(inputs[0], node_name), inputs[1]
     with ref.store.lock(ref.name), quiet_fp():
         current = _read_writable(ref)
-        try:
-            fits = np.broadcast_shapes(current.shape, delta.shape) == current.shape
-        except ValueError:
-            fits = False
+        if delta.shape == current.shape or not delta.shape:   # the usual cases, no numpy call
+            fits = True
+        else:
+            try:
+                fits = np.broadcast_shapes(current.shape, delta.shape) == current.shape
+            except ValueError:
+                fits = False
         if not fits:
             raise InvalidArgumentError(
                 f"{op_type} (node '{node_name}'): update shape {shape_str(delta.shape)} does not "
