@@ -304,5 +304,8 @@ def test_wide_deep_launches_two_ps_chief_worker_evaluator_from_tf_config(tmp_pat
     assert metrics["global_step"] >= 200 and metrics["auc"] > 0.85
     step = int(tf.train.load_variable(str(tmp_path), "global_step"))
     _assert_latest_checkpoint_holds(tmp_path, step)
-    assert step == metrics["global_step"]
+    # As in the estimator-cluster test: the evaluator stops at the first checkpoint of step
+    # >= 200, and the worker's last update can land after it, so the chief's final
+    # checkpoint may hold one step more (TF's train_and_evaluate has the same race).
+    assert metrics["global_step"] <= step <= metrics["global_step"] + 1
     assert list((tmp_path / "export" / "wide_deep").iterdir())
