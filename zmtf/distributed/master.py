@@ -26,7 +26,7 @@ from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition
 from zmtf.placement.plan import COPY_OPS, plan_step
-from zmtf.distributed.futures import Deferred, failed
+from zmtf.distributed.futures import Deferred, chain, failed
 from zmtf.distributed.worker import WorkerService, supports
 
 placement_log = logging.getLogger("zmtf.placement")
@@ -136,7 +136,6 @@ class MasterService:
         parts = list(setup.parts.values())   # remote ones first (see _plan)
         remaining = len(parts)
         running: list[Any] = []
-        retried: set[str] = set()   # tasks whose partition was registered again this step
 
         def part_done(part: TaskPartition, done: Any) -> None:
             nonlocal remaining
@@ -146,15 +145,6 @@ class MasterService:
                 step.cancel()
                 return
             error = done.exception()
-            if error is not None and part.task not in retried and _lost_graphs(done):
-                # the task restarted and lost its graphs: register this partition again, once
-                retried.add(part.task)
-                again = asyncio.ensure_future(self._register_again(
-                    session, setup, part,
-                    self._run_args(session, setup, part, step_id, feed_values, timeout, trace)))
-                running.append(again)
-                again.add_done_callback(lambda d, part=part: part_done(part, d))
-                return
             if error is None:
                 try:
                     self._take_outputs(part, done.result(), step_id, results)
@@ -192,23 +182,32 @@ class MasterService:
     def _start_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
                          step_id: int, feed_values: dict[str, np.ndarray],
                          timeout: float, trace: list | None = None) -> Deferred:
-        """Run one partition: on this task's worker, or a RunGraph to its task (``_start``
-        registers it again and retries once if that task restarted and lost it)."""
+        values = [feed_values[name] for name in part.feeds]
         if part.task == self.task:
-            values = [feed_values[name] for name in part.feeds]
             return self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
                                          part.fetches, part.targets, values, timeout, trace)
-        return self._remote_run_graph(
-            part.task, self._run_args(session, setup, part, step_id, feed_values, timeout, trace))
+        run = dict(session=session.handle, graph_key=setup.graph_key, step_id=step_id,
+                   feeds=part.feeds, fetches=part.fetches, targets=part.targets, tensors=values,
+                   timeout=timeout, trace=trace)
+        first = self._remote_run_graph(part.task, run)
+        if first.done() and not _lost_graphs(first):
+            return first
+        retried = Deferred()
 
-    @staticmethod
-    def _run_args(session: MasterSession, setup: _StepSetup, part: TaskPartition, step_id: int,
-                  feed_values: dict[str, np.ndarray], timeout: float,
-                  trace: list | None) -> dict[str, Any]:
-        return dict(session=session.handle, graph_key=setup.graph_key, step_id=step_id,
-                    feeds=part.feeds, fetches=part.fetches, targets=part.targets,
-                    tensors=[feed_values[name] for name in part.feeds], timeout=timeout,
-                    trace=trace)
+        def first_done(done: Any) -> None:
+            if retried.done():
+                return
+            if _lost_graphs(done):
+                # the task restarted and lost its graphs: register this partition again, once
+                again = asyncio.ensure_future(self._register_again(session, setup, part, run))
+                again.add_done_callback(lambda f: chain(f, retried))
+                retried.add_done_callback(lambda f: again.cancel() if f.cancelled() else None)
+            else:
+                chain(done, retried)
+
+        first.add_done_callback(first_done)
+        retried.add_done_callback(lambda f: first.cancel() if f.cancelled() else None)
+        return retried
 
     async def _register_again(self, session: MasterSession, setup: _StepSetup,
                               part: TaskPartition, run: dict[str, Any]) -> list[np.ndarray]:
