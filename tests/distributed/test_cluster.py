@@ -1,6 +1,7 @@
 """The cluster runtime end to end: real servers, real sockets, typed errors."""
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -136,14 +137,24 @@ def test_no_server_is_unavailable_within_the_deadline():
     assert time.monotonic() - start < 5
 
 
-def test_malformed_frames_get_an_error_reply_and_the_server_keeps_serving(cluster):
-    spec, _ = cluster
+@contextlib.contextmanager
+def raw_dealer(spec, job, task):
+    """A bare pyzmq DEALER to a task: to send it what no zmtf client would."""
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RCVTIMEO, 5000)
-    sock.connect("tcp://" + spec.task_address("ps", 0))
+    sock.connect("tcp://" + spec.task_address(job, task))
     try:
+        yield sock
+    finally:
+        sock.close(0)
+        ctx.term()
+
+
+def test_malformed_frames_get_an_error_reply_and_the_server_keeps_serving(cluster):
+    spec, _ = cluster
+    with raw_dealer(spec, "ps", 0) as sock:
         for frames in ([b"\xc1garbage"], [b""], [codec.encode(messages.Ping(id=7))[0], b"extra"]):
             sock.send_multipart(frames)
             reply = codec.decode(sock.recv_multipart())
@@ -157,9 +168,6 @@ def test_malformed_frames_get_an_error_reply_and_the_server_keeps_serving(cluste
         sock.send_multipart(codec.encode(messages.Ping(id=9)))
         pong = codec.decode(sock.recv_multipart())
         assert isinstance(pong, messages.Pong) and pong.id == 9
-    finally:
-        sock.close(0)
-        ctx.term()
     with tf.Session(target(spec, "ps", 0)) as sess:
         assert sess.run(tf.constant(2.0) * 2.0) == 4.0
 
@@ -217,12 +225,7 @@ def test_a_finished_step_frees_its_streamed_tensors_without_the_cyclic_gc(cluste
 
 def test_a_malformed_stream_gets_one_error_reply_and_the_server_keeps_serving(cluster):
     spec, _ = cluster
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.RCVTIMEO, 5000)
-    sock.connect("tcp://" + spec.task_address("worker", 1))
-    try:
+    with raw_dealer(spec, "worker", 1) as sock:
         push = messages.PushTensor(id=17, step_id=5, keys=["k"],
                                    tensors=[np.zeros(5 << 18, np.float32)])    # 5 MiB: streamed
         sends = codec.encode_messages(push)
@@ -236,9 +239,6 @@ def test_a_malformed_stream_gets_one_error_reply_and_the_server_keeps_serving(cl
         assert reply.code == tf.errors.INVALID_ARGUMENT and "item size 4" in reply.message
         pong = codec.decode(sock.recv_multipart())           # one error, then the next reply
         assert isinstance(pong, messages.Pong) and pong.id == 18
-    finally:
-        sock.close(0)
-        ctx.term()
 
 
 def test_server_stop_returns_and_join_ends():
