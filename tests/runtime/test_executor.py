@@ -130,3 +130,25 @@ def test_a_long_chain_of_async_kernels_completing_at_once_does_not_recurse():
             sess.run(fill)
             values = sess.run(taken)
     assert values == [float(i) for i in range(600)]
+
+
+def test_kernels_are_quiet_on_float_errors_and_leave_the_callers_numpy_state_alone():
+    """As in TF: 1/0 is inf and 0/0 nan, with no warning; numpy's error state of the calling
+    code is what it was before run(), after a failing step too."""
+    x = tf.placeholder(tf.float32, [3])
+    ratio = tf.div(x, tf.constant([0.0, 0.0, 2.0]))
+    huge = tf.square(x) * tf.constant(1e38)
+    flat = tf.placeholder(tf.float32, [None])
+    bad = tf.reshape(flat, [2, 2])
+    data = np.array([1.0, 0.0, 4.0], np.float32)
+    before = np.geterr()
+    with np.errstate(all="raise"), tf.Session() as sess:
+        inside = np.geterr()
+        values, big = sess.run([ratio, huge], {x: data})
+        assert np.geterr() == inside
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(bad, {flat: data})
+        assert np.geterr() == inside
+    assert np.geterr() == before
+    assert np.isinf(values[0]) and np.isnan(values[1]) and values[2] == 2.0
+    assert np.isinf(big[2])

@@ -177,7 +177,8 @@ class ServerCore:
         trace: list | None = [] if msg.trace_level > 0 else None
         step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
                                     msg.timeout_ms, trace)
-        if asyncio.iscoroutine(step):   # the first run of a signature: placement, registration
+        if type(step) is not Deferred and asyncio.iscoroutine(step):   # the first run of a
+            # signature: placement, registration
             step = asyncio.ensure_future(step)
         self._running[key] = step
         reply = Deferred()

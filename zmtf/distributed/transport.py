@@ -277,9 +277,10 @@ class Listener:
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
             self._reply(identity, messages.error_reply(message.id, error))
             return
-        if asyncio.iscoroutine(result):
+        if type(result) is not Deferred and asyncio.iscoroutine(result):
             result = self._loop.create_task(result)
-        if is_outcome(result):   # settled by callbacks: no task of our own on the hot path
+        if type(result) is Deferred or is_outcome(result):   # settled by callbacks: no task of
+            # our own on the hot path
             if result.done():    # finished inline (a small step): reply now, not next turn
                 self._settled(identity, message.id, result)
                 return

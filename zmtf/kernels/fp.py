@@ -23,16 +23,31 @@ def quiet_fp() -> contextlib.AbstractContextManager[Any]:
     return _ALREADY_QUIET if _quiet.get() else np.errstate(all="ignore")
 
 
-class quiet_section:
-    """Silence numpy's float warnings in this context while several kernels run."""
+try:   # numpy 2's error state is a context variable: set it directly, as errstate does
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+except ImportError:   # pragma: no cover - another numpy layout: errstate's public route
+    _extobj_contextvar = _make_extobj = None
 
-    __slots__ = ("_errstate", "_token")
+
+class quiet_section:
+    """Silence numpy's float warnings in this context while several kernels run.
+
+    It sets numpy's error-state context variable itself when numpy has one (what
+    ``np.errstate(all="ignore")`` does, without its three Python-level calls per run)."""
+
+    __slots__ = ("_errstate", "_numpy_token", "_token")
 
     def __enter__(self) -> None:
-        self._errstate = np.errstate(all="ignore")
-        self._errstate.__enter__()
+        if _make_extobj is not None:
+            self._numpy_token = _extobj_contextvar.set(_make_extobj(all="ignore"))
+        else:
+            self._errstate = np.errstate(all="ignore")
+            self._errstate.__enter__()
         self._token = _quiet.set(True)
 
     def __exit__(self, *exc: Any) -> None:
         _quiet.reset(self._token)
-        self._errstate.__exit__(*exc)
+        if _make_extobj is not None:
+            _extobj_contextvar.reset(self._numpy_token)
+        else:
+            self._errstate.__exit__(*exc)

@@ -110,7 +110,8 @@ def encode_tensor(array: Any, index: int = 0,
         )
     flat = memoryview(array.reshape(-1).view(np.uint8))  # 1-D, format "B", same memory
     chunk = limits.chunk_bytes
-    parts = [flat[start:start + chunk] for start in range(0, len(flat), chunk)] or [flat]
+    parts = ([flat] if len(flat) <= chunk
+             else [flat[start:start + chunk] for start in range(0, len(flat), chunk)])
     descriptor = {"dtype": dtype.str, "shape": list(array.shape), "parts": len(parts)}
     return descriptor, parts
 
@@ -201,7 +202,7 @@ def _check_descriptor(index: int, descriptor: Any, limits: Limits) -> _Spec:
             f"{MAX_RANK} ints in "
             f"[0, {limits.max_tensor_bytes}], got {short_repr(shape)}"
         )
-    nbytes = math.prod(shape) * _item_bytes(dtype)
+    nbytes = math.prod(shape) * (_LENGTHS.itemsize if dtype is _OBJECT else dtype.itemsize)
     if nbytes > limits.max_tensor_bytes:
         raise InvalidArgumentError(
             f"tensor {index} ({_describe(dtype, shape)}) needs {nbytes} bytes, over the limit of "
@@ -235,6 +236,24 @@ def _check_part(index: int, dtype: np.dtype, shape: list[int], k: int, view: mem
         raise InvalidArgumentError(
             f"tensor {index} ({_describe(dtype, shape)}): bool bytes must be 0 or 1"
         )
+
+
+def _one_part(index: int, dtype: np.dtype, shape: list[int], nbytes: int,
+              view: memoryview) -> np.ndarray:
+    """A tensor sent in one part -> a read-only view of its frame (the usual case, so
+    written out: no per-part list, no TensorParts)."""
+    if view.nbytes != nbytes:   # equal byte counts: whole items, too
+        raise InvalidArgumentError(
+            f"tensor {index} ({_describe(dtype, shape)}) needs {nbytes} bytes, frames have "
+            f"{view.nbytes}"
+        )
+    if dtype.kind == "b" and nbytes:
+        _check_part(index, dtype, shape, 0, view)
+    array = np.frombuffer(view, dtype=dtype).reshape(shape)
+    if not array.flags.aligned:  # a frame at an odd offset: kernels want aligned data
+        array = array.copy()
+    array.flags.writeable = False
+    return array
 
 
 def _part_arrays(index: int, dtype: np.dtype, shape: list[int], nbytes: int,
@@ -322,8 +341,7 @@ class TensorParts:
         if dtype is _OBJECT:
             return _strings(self.index, shape, self._frames, limits)
         if self._out is None:   # one part: a view of the frame
-            return _part_arrays(self.index, dtype, shape, nbytes,
-                                [frame_view(self._frames[0])])[0].reshape(shape)
+            return _one_part(self.index, dtype, shape, nbytes, frame_view(self._frames[0]))
         result = self._out.view()  # read-only view; a pooled buffer itself stays writable for reuse
         result.flags.writeable = False
         return result
@@ -429,6 +447,8 @@ def _assemble(index: int, spec: _Spec, frames: Sequence[Frame],
             f"tensor {index} ({_describe(dtype, shape)}) has {parts} parts, "
             f"{len(frames)} frames given"
         )
+    if parts == 1 and dtype is not _OBJECT:
+        return _one_part(index, dtype, shape, nbytes, frame_view(frames[0]))
     if parts > 1 and dtype is not _OBJECT:   # all there: check the total before allocating
         total = sum(frame_view(f).nbytes for f in frames)
         if total != nbytes:
