@@ -12,6 +12,7 @@ import zmq
 
 import zmtf as tf
 from zmtf.wire import codec, messages
+from zmtf.wire import streams as wire_streams
 
 from server_processes import free_ports, start_server_process, stop_process
 
@@ -239,6 +240,47 @@ def test_a_malformed_stream_gets_one_error_reply_and_the_server_keeps_serving(cl
         assert reply.code == tf.errors.INVALID_ARGUMENT and "item size 4" in reply.message
         pong = codec.decode(sock.recv_multipart())           # one error, then the next reply
         assert isinstance(pong, messages.Pong) and pong.id == 18
+
+
+def test_a_stalled_stream_is_dropped_on_a_timer_its_peer_told_and_a_dead_peers_freed(monkeypatch):
+    """No further message needs to arrive: the listener's own timer drops a stream that
+    stopped mid-way, tells that peer (not another one), and frees a dead peer's stream."""
+    monkeypatch.setattr(wire_streams, "IDLE_SECONDS", 0.3)
+    spec = tf.train.ClusterSpec({"worker": [f"127.0.0.1:{free_ports(1)[0]}"]})
+    server = tf.train.Server(spec, job_name="worker", task_index=0)
+    try:
+        push = messages.PushTensor(id=21, step_id=5, keys=["k"],
+                                   tensors=[np.zeros(5 << 18, np.float32)])    # 5 MiB: streamed
+        sends = codec.encode_messages(push)
+        with raw_dealer(spec, "worker", 0) as stalled, raw_dealer(spec, "worker", 0) as other:
+            for frames in sends[:3]:          # the header and two parts, then nothing
+                stalled.send_multipart(frames)
+            other.send_multipart(codec.encode(messages.Ping(id=30)))
+            assert codec.decode(other.recv_multipart()).id == 30
+            reply = codec.decode(stalled.recv_multipart())      # within RCVTIMEO (5 s)
+            assert isinstance(reply, messages.ErrorReply) and reply.id == 21
+            assert reply.code == tf.errors.DEADLINE_EXCEEDED
+            assert "3 part messages did not come" in reply.message
+            other.setsockopt(zmq.RCVTIMEO, 200)
+            with pytest.raises(zmq.Again):    # the other peer heard nothing of it
+                other.recv_multipart()
+            stalled.send_multipart(codec.encode(messages.Ping(id=22)))
+            assert isinstance(codec.decode(stalled.recv_multipart()), messages.Pong)
+        open_streams = server._core._listener._streams
+
+        def streams_become(count):
+            deadline = time.monotonic() + 5
+            while len(open_streams) != count and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return len(open_streams) == count
+
+        with raw_dealer(spec, "worker", 0) as dying:
+            for frames in sends[:2]:
+                dying.send_multipart(frames)
+            assert streams_become(1)
+        assert streams_become(0)              # the peer is gone; its stream goes all the same
+    finally:
+        server.stop()
 
 
 def test_server_stop_returns_and_join_ends():

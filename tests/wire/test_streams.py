@@ -219,22 +219,42 @@ def test_decode_refuses_a_stream_header_and_names_the_reassembler():
         codec.decode(header)
 
 
-def test_an_idle_stream_is_dropped_with_a_deadline_error():
-    clock = Clock(100.0)
-    inbox, streams = Inbox(), Streams(SMALL, idle_seconds=10.0, clock=clock)
+def test_an_idle_stream_is_dropped_with_a_deadline_error_addressed_to_its_own_peer():
+    clock, expired, opened = Clock(100.0), [], []
+    inbox, streams = Inbox(), Streams(SMALL, idle_seconds=10.0, clock=clock,
+                                      on_expired=lambda *got: expired.append(got),
+                                      on_open=lambda: opened.append(clock.now))
     sends = streamed(push(np.arange(64, dtype=np.float32), id=61))
     streams.feed("p", sends[0], inbox)
+    assert opened == [100.0]
     clock.now = 105.0
     streams.feed("p", sends[1], inbox)
     clock.now = 114.0
     streams.feed("q", codec.encode(m.Ping(id=62)), inbox)   # 9 s idle: kept
-    assert len(streams) == 1
+    assert len(streams) == 1 and expired == []
     clock.now = 116.0
     streams.feed("q", codec.encode(m.Ping(id=63)), inbox)   # 11 s idle: dropped
-    got = inbox.take()
-    assert [i for _, _, i in got] == [62, 61, 63]
-    assert isinstance(got[1][1], DeadlineExceededError) and "3 part messages" in str(got[1][1])
+    assert [i for _, _, i in inbox.take()] == [62, 63]      # q hears nothing of p's stream
+    [(peer, error, message_id)] = expired
+    assert (peer, message_id) == ("p", 61)
+    assert isinstance(error, DeadlineExceededError) and "3 part messages" in str(error)
     assert len(streams) == 0
+
+
+def test_sweep_drops_an_idle_stream_when_nothing_else_arrives():
+    """A timer's sweep: the socket may receive nothing more after a peer died mid-stream."""
+    clock, expired = Clock(0.0), []
+    streams = Streams(SMALL, idle_seconds=10.0, clock=clock, on_expired=lambda *got: expired.append(got))
+    inbox = Inbox()
+    streams.feed(b"peer", streamed(push(np.arange(64, dtype=np.float32), id=81))[0], inbox)
+    clock.now = 9.9
+    streams.sweep()
+    assert len(streams) == 1 and expired == []
+    clock.now = 10.0
+    streams.sweep()
+    assert len(streams) == 0 and [(p, i) for p, _, i in expired] == [(b"peer", 81)]
+    streams.sweep()   # nothing open: nothing happens
+    assert len(expired) == 1 and inbox.take() == []
 
 
 def test_drop_reports_open_streams_once():

@@ -30,7 +30,7 @@ from zmtf.distributed.deadlines import deadlines_for
 from zmtf.distributed.futures import Deferred, is_outcome, then
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
-from zmtf.wire.streams import Deliver, Streams
+from zmtf.wire.streams import Deliver, Expired, Streams
 from zmtf.wire.tensors import CHUNK_BYTES
 
 log = logging.getLogger("zmtf.transport")
@@ -57,9 +57,39 @@ def _decode(frames: list[Any]) -> Any:
     return codec.decode(frames, allocate=_allocate)
 
 
-def new_streams() -> Streams:
+def new_streams(on_expired: Expired | None = None,
+                on_open: Callable[[], None] | None = None) -> Streams:
     """Reassembly state for one socket; streamed tensors land in pooled buffers."""
-    return Streams(allocate=_allocate)
+    return Streams(allocate=_allocate, on_expired=on_expired, on_open=on_open)
+
+
+class _IdleSweep:
+    """Sweeps a socket's open streams on a loop timer while any is open: a socket that
+    receives nothing more (its peer died mid-stream) still drops the stream and frees its
+    buffer within 1.5 x ``idle_seconds``. Armed when a stream opens, so the hot path of
+    small messages pays nothing."""
+
+    __slots__ = ("_loop", "streams", "_timer")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.streams: Streams | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def arm(self) -> None:
+        if self._timer is None and self.streams is not None:
+            self._timer = self._loop.call_later(self.streams.idle_seconds / 2, self._run)
+
+    def _run(self) -> None:
+        self._timer = None
+        self.streams.sweep()   # type: ignore[union-attr]
+        if len(self.streams):   # type: ignore[arg-type]
+            self.arm()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 def receive(loop: asyncio.AbstractEventLoop, streams: Streams, peer: Any, frames: list[Any],
@@ -257,7 +287,9 @@ class Listener:
             raise UnavailableError(None, None, f"cannot listen on {endpoint}: {error.strerror}; is "
                                    f"another server already using it?") from None
         self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT) or endpoint
-        self._streams = new_streams()   # by peer identity
+        self._sweep = _IdleSweep(loop)
+        self._streams = new_streams(self._stream_expired, self._sweep.arm)   # by peer identity
+        self._sweep.streams = self._streams
         self._reactor = _Reactor(sock, loop, self._on_frames)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
@@ -270,6 +302,13 @@ class Listener:
                 self._serve(identity, message)
 
         receive(self._loop, self._streams, identity.bytes, body, deliver)
+
+    def _stream_expired(self, identity: bytes, error: BaseException, message_id: int) -> None:
+        """A peer's stream stalled: tell that peer, if it is still there to hear it."""
+        try:
+            self._reply(identity, messages.error_reply(message_id, error))
+        except zmq.ZMQError as lost:   # ROUTER_MANDATORY: the peer has gone
+            log.info("dropped a stalled stream from a peer that has gone: %s", lost)
 
     def _serve(self, identity: Any, message: Any) -> None:
         try:
@@ -314,6 +353,8 @@ class Listener:
         tasks = [r for r in serving if asyncio.isfuture(r)]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        self._sweep.cancel()
+        self._streams.drop()
         self._reactor.close()
 
 
@@ -339,7 +380,10 @@ class Channel:
         self._pending: dict[int, tuple[asyncio.Future | Deferred, Callable[[Any], Any] | None]] = {}
         self._connected = endpoint.startswith("inproc://")
         self._deadlines = deadlines_for(loop)
-        self._streams = new_streams()
+        self._sweep = _IdleSweep(loop)
+        self._streams = new_streams(lambda _, error, message_id: self._deliver(None, error, message_id),
+                                    self._sweep.arm)
+        self._sweep.streams = self._streams
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock)
         if self._secured:
@@ -495,6 +539,7 @@ class Channel:
 
     def close(self) -> None:
         self._fail_all(UnavailableError(None, None, f"channel to {self.peer} was closed"))
+        self._sweep.cancel()
         if self._monitor is not None:
             self._loop.remove_reader(self._monitor_fd)
             if not self._reactor.sock.closed:

@@ -13,8 +13,12 @@ A stream that goes wrong (a part that does not fit, a multi-frame message in the
 delivers one InvalidArgumentError for the streamed message's id and swallows the rest of
 its parts, so one bad stream yields one error, not one per part; the multi-frame message is
 then decoded on its own. A stream that sees no part for ``idle_seconds`` (its peer died or
-reconnected under a new identity) is dropped with a DeadlineExceededError, and its memory
-with it. Nothing here blocks; the clock is the caller's (read only while streams are open).
+reconnected under a new identity) is dropped, and its memory with it; its DeadlineExceededError
+goes to ``on_expired(peer, error, id)``, addressed to that stream's own peer. ``feed`` looks
+for idle streams at most once a second; ``sweep()`` is for the caller's timer (``on_open``
+says when to arm one), so that a socket that receives nothing more still lets go of a dead
+peer's stream. Nothing here blocks; the clock is the caller's (read only while streams are
+open).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from zmtf.wire.messages import Message, carries_tensors
 from zmtf.wire.tensors import DEFAULT_LIMITS, Allocate, Limits, StreamedTensors, short_repr
 
 Deliver = Callable[["Message | None", "BaseException | None", int], None]
+Expired = Callable[[Hashable, BaseException, int], None]   # (peer, error, id) of a dropped stream
 
 IDLE_SECONDS = 60.0
 
@@ -53,12 +58,16 @@ class Streams:
     """The open streams of one socket, by peer (a ROUTER's identity; None for a DEALER)."""
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, allocate: Allocate | None = None,
-                 idle_seconds: float = IDLE_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 idle_seconds: float | None = None,   # None: IDLE_SECONDS
+                 clock: Callable[[], float] = time.monotonic,
+                 on_expired: Expired | None = None,
+                 on_open: Callable[[], None] | None = None) -> None:
         self._limits = limits
         self._clock = clock
         self._allocate = allocate
-        self._idle = idle_seconds
+        self.idle_seconds = IDLE_SECONDS if idle_seconds is None else idle_seconds
+        self._on_expired = on_expired   # None: an idle stream is dropped without a word
+        self._on_open = on_open         # called when a stream opens (to arm a sweep timer)
         self._open: dict[Hashable, _Stream] = {}
         self._swept = 0.0
 
@@ -74,7 +83,7 @@ class Streams:
         if self._open:
             now = self._clock()
             if now - self._swept >= 1.0:
-                self._sweep(now, deliver)
+                self._sweep(now)
             stream = self._open.get(peer)
             if stream is not None:
                 if len(frames) == 1:
@@ -113,6 +122,8 @@ class Streams:
                                        f"count of part messages (>= 1), got {short_repr(count)}")
         # from here on, the peer's next `count` messages are this stream's, valid or not
         failed = _Stream(cls, message_id, None, None, count, now)
+        if self._on_open is not None:
+            self._on_open()
         try:
             if len(frames) != 1:
                 raise InvalidArgumentError(
@@ -157,16 +168,21 @@ class Streams:
             return
         deliver(message, None, stream.id)
 
-    def _sweep(self, now: float, deliver: Deliver) -> None:
+    def sweep(self) -> None:
+        """Drop the streams idle for ``idle_seconds`` or more (a timer's job: see above)."""
+        if self._open:
+            self._sweep(self._clock())
+
+    def _sweep(self, now: float) -> None:
         self._swept = now
         for peer, stream in list(self._open.items()):
-            if now - stream.last_seen > self._idle:
+            if now - stream.last_seen >= self.idle_seconds:
                 del self._open[peer]
-                if not stream.failed:
-                    deliver(None, DeadlineExceededError(
+                if not stream.failed and self._on_expired is not None:
+                    self._on_expired(peer, DeadlineExceededError(
                         None, None, f"{stream.what()}: {stream.remaining} part messages did not "
-                        f"come within {self._idle:.0f} s of the last; the stream was dropped"),
-                        stream.id)
+                        f"come within {self.idle_seconds:g} s of the last; the stream was "
+                        f"dropped"), stream.id)
 
 
 __all__ = ["IDLE_SECONDS", "Streams"]
