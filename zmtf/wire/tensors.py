@@ -249,11 +249,7 @@ def _one_part(index: int, dtype: np.dtype, shape: list[int], nbytes: int,
         )
     if dtype.kind == "b" and nbytes:
         _check_part(index, dtype, shape, 0, view)
-    array = np.frombuffer(view, dtype=dtype).reshape(shape)
-    if not array.flags.aligned:  # a frame at an odd offset: kernels want aligned data
-        array = array.copy()
-    array.flags.writeable = False
-    return array
+    return _readonly(view, dtype).reshape(shape)
 
 
 def _part_arrays(index: int, dtype: np.dtype, shape: list[int], nbytes: int,
@@ -267,12 +263,18 @@ def _part_arrays(index: int, dtype: np.dtype, shape: list[int], nbytes: int,
     arrays = []
     for k, view in enumerate(views):
         _check_part(index, dtype, shape, k, view)
-        part = np.frombuffer(view, dtype=dtype)
-        if not part.flags.aligned:  # a frame at an odd offset: kernels want aligned data
-            part = part.copy()
-        part.flags.writeable = False
-        arrays.append(part)
+        arrays.append(_readonly(view, dtype))
     return arrays
+
+
+def _readonly(view: memoryview, dtype: np.dtype) -> np.ndarray:
+    """A flat read-only array over a frame's bytes; copied only from a frame at an odd
+    offset (kernels want aligned data)."""
+    array = np.frombuffer(view, dtype=dtype)
+    if not array.flags.aligned:
+        array = array.copy()
+    array.flags.writeable = False
+    return array
 
 
 class TensorParts:
