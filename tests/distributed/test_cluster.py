@@ -3,6 +3,8 @@
 import asyncio
 import contextlib
 import logging
+import subprocess
+import sys
 import threading
 import time
 
@@ -280,6 +282,48 @@ def test_a_stalled_stream_is_dropped_on_a_timer_its_peer_told_and_a_dead_peers_f
             assert streams_become(1)
         assert streams_become(0)              # the peer is gone; its stream goes all the same
     finally:
+        server.stop()
+
+
+DEQUEUE_AND_WAIT = """
+import sys
+import zmtf as tf
+queue = tf.FIFOQueue(1, tf.float32, shared_name="handoff")
+with tf.Session(sys.argv[1]) as sess:
+    print("waiting", flush=True)
+    sess.run(queue.dequeue())
+"""
+
+
+def test_a_reply_to_a_client_killed_mid_step_is_dropped_with_one_info_line(caplog):
+    """A client killed while its step waits (Ctrl-C, a crash): when the step completes, its
+    reply has nowhere to go. The server says so once, at INFO, and keeps serving."""
+    spec = tf.train.ClusterSpec({"worker": [f"127.0.0.1:{free_ports(1)[0]}"]})
+    server = tf.train.Server(spec, job_name="worker", task_index=0)
+    client = subprocess.Popen([sys.executable, "-c", DEQUEUE_AND_WAIT,
+                               "grpc://" + spec.task_address("worker", 0)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        with caplog.at_level(logging.INFO, logger="zmtf"):
+            assert client.stdout.readline().strip() == "waiting"
+            time.sleep(0.5)                      # its dequeue step is running on the server
+            client.kill()
+            client.wait()
+            tf.reset_default_graph()
+            queue = tf.FIFOQueue(1, tf.float32, shared_name="handoff")
+            with tf.Session(server.target) as sess:
+                sess.run(queue.enqueue(5.0))      # the killed client's step now completes
+                deadline = time.monotonic() + 10
+                while "peer that has disconnected" not in caplog.text and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert sess.run(tf.constant(1.0) + 1.0) == 2.0
+        assert caplog.text.count("dropped a reply to a peer that has disconnected") == 1
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        client.stdout.close()
         server.stop()
 
 

@@ -172,6 +172,7 @@ class _Reactor:
         self._on_frames = on_frames
         self._on_lost = on_lost
         self._outbox: deque[list[Any]] = deque()
+        self._gone = b""   # the last peer found disconnected (one log line for its replies)
         self._closed = False
         self._fd = sock.FD
         loop.add_reader(self._fd, self.drain)
@@ -220,10 +221,10 @@ class _Reactor:
                     self._outbox.extend(messages[k:])
                     self.loop.call_later(0.001, self._flush)
                     break
-                except zmq.ZMQError:
-                    if not self.sock.closed:
+                except zmq.ZMQError as error:
+                    if not self.sock.closed and not self._unreachable(error, frames):
                         raise
-                    break
+                    break   # the rest of a streamed message would go nowhere either
         self._recheck()
 
     def _flush(self) -> None:
@@ -234,8 +235,21 @@ class _Reactor:
                 self.loop.call_later(0.001, self._flush)
                 return
             except zmq.ZMQError as error:
-                log.warning("dropping a reply to a peer that left: %s", error)
+                if not self._unreachable(error, self._outbox[0]):
+                    log.warning("dropped a message that could not be sent: %s", error)
             self._outbox.popleft()
+
+    def _unreachable(self, error: zmq.ZMQError, frames: list[Any]) -> bool:
+        """True when a ROUTER's reply is addressed to a peer that has disconnected (a client
+        killed mid-step): nobody waits for it, so it is dropped with one line per peer."""
+        if error.errno != zmq.EHOSTUNREACH:
+            return False
+        peer = bytes(frames[0])
+        if peer != self._gone:
+            self._gone = peer
+            log.info("dropped a reply to a peer that has disconnected (it was not waiting "
+                     "any more; a client stopped mid-call)")
+        return True
 
     def _recheck(self) -> None:
         if self._closed:
@@ -304,11 +318,8 @@ class Listener:
         receive(self._loop, self._streams, identity.bytes, body, deliver)
 
     def _stream_expired(self, identity: bytes, error: BaseException, message_id: int) -> None:
-        """A peer's stream stalled: tell that peer, if it is still there to hear it."""
-        try:
-            self._reply(identity, messages.error_reply(message_id, error))
-        except zmq.ZMQError as lost:   # ROUTER_MANDATORY: the peer has gone
-            log.info("dropped a stalled stream from a peer that has gone: %s", lost)
+        """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
+        self._reply(identity, messages.error_reply(message_id, error))
 
     def _serve(self, identity: Any, message: Any) -> None:
         try:
