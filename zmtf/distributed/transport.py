@@ -279,6 +279,66 @@ class _Reactor:
                 self.sock.close(linger=0)
 
 
+class _Peers:
+    """Which connection each peer of a ROUTER came through, and its requests in flight, so
+    that a peer whose connection closes (a client killed mid-step) has its requests
+    cancelled, as TF's gRPC master cancels a step whose call was dropped: a dequeue waiting
+    for that client does not take an element nobody will receive.
+
+    A ROUTER names no peer when a connection closes; its monitor gives the connection's file
+    descriptor, and each message gives the descriptor it came from (SRCFD). The monitor is
+    read before a new peer is recorded, so a descriptor reused by a new connection is never
+    mistaken for the closed one."""
+
+    __slots__ = ("_monitor", "fd_of", "_peer_on", "_requests", "_cancel")
+
+    def __init__(self, sock: zmq.Socket, loop: asyncio.AbstractEventLoop,
+                 cancel: Callable[[bytes, list[Any]], None]) -> None:
+        self._monitor: zmq.Socket | None = sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.fd_of: dict[bytes, int] = {}   # peer -> the descriptor its messages came by
+        self._peer_on: dict[int, bytes] = {}
+        self._requests: dict[bytes, set[Any]] = {}
+        self._cancel = cancel
+        loop.add_reader(self._monitor.FD, self.read_monitor)
+
+    def seen(self, peer: bytes, identity: zmq.Frame) -> None:
+        """The first message from ``peer`` (its routing-id frame ``identity``)."""
+        self.read_monitor()   # connections that closed before this one opened go first
+        fd = identity.get(zmq.SRCFD)
+        self.fd_of[peer] = fd
+        self._peer_on[fd] = peer
+
+    def started(self, peer: bytes, request: Any) -> None:
+        self._requests.setdefault(peer, set()).add(request)
+
+    def ended(self, peer: bytes, request: Any) -> None:
+        requests = self._requests.get(peer)
+        if requests is not None:
+            requests.discard(request)
+            if not requests:
+                del self._requests[peer]
+
+    def read_monitor(self) -> None:
+        while self._monitor is not None:
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except (zmq.Again, zmq.ZMQError):
+                return
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                peer = self._peer_on.pop(int(event["value"]), None)
+                if peer is not None:
+                    del self.fd_of[peer]
+                    self._cancel(peer, list(self._requests.pop(peer, ())))
+
+    def close(self, loop: asyncio.AbstractEventLoop, sock: zmq.Socket) -> None:
+        if self._monitor is not None:
+            loop.remove_reader(self._monitor.FD)
+            if not sock.closed:
+                sock.disable_monitor()
+            self._monitor.close(linger=0)
+            self._monitor = None
+
+
 class Listener:
     """A ROUTER socket that serves requests: ``handler(message)`` returns a reply or a coroutine."""
 
@@ -304,18 +364,31 @@ class Listener:
         self._sweep = _IdleSweep(loop)
         self._streams = new_streams(self._stream_expired, self._sweep.arm)   # by peer identity
         self._sweep.streams = self._streams
+        # in-process peers (inproc://) leave with this process: no connections to watch
+        self._peers = None if endpoint.startswith("inproc://") else _Peers(sock, loop, self._peer_gone)
         self._reactor = _Reactor(sock, loop, self._on_frames)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         identity, body = frames[0], frames[1:]
+        peer = identity.bytes
+        if self._peers is not None and peer not in self._peers.fd_of:
+            self._peers.seen(peer, identity)
 
         def deliver(message: Any, error: BaseException | None, message_id: int) -> None:
             if error is not None:
-                self._reply(identity, messages.error_reply(message_id, error))
+                self._reply(peer, messages.error_reply(message_id, error))
             else:
-                self._serve(identity, message)
+                self._serve(peer, message)
 
-        receive(self._loop, self._streams, identity.bytes, body, deliver)
+        receive(self._loop, self._streams, peer, body, deliver)
+
+    def _peer_gone(self, peer: bytes, requests: list[Any]) -> None:
+        self._streams.forget(peer)
+        if requests:
+            log.info("a peer disconnected with %d request(s) in flight; they are cancelled "
+                     "(as TF cancels the step of a dropped call)", len(requests))
+        for request in requests:
+            request.cancel()
 
     def _stream_expired(self, identity: bytes, error: BaseException, message_id: int) -> None:
         """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
@@ -335,12 +408,16 @@ class Listener:
                 self._settled(identity, message.id, result)
                 return
             self._tasks.add(result)
+            if self._peers is not None:
+                self._peers.started(identity, result)
             result.add_done_callback(lambda done: self._settled(identity, message.id, done))
         elif result is not None:
             self._reply(identity, result)
 
     def _settled(self, identity: Any, message_id: int, done: Any) -> None:
         self._tasks.discard(done)
+        if self._peers is not None:
+            self._peers.ended(identity, done)
         if done.cancelled():
             return   # the server is closing, or the client cancelled the step: nobody waits
         error = done.exception()
@@ -366,6 +443,8 @@ class Listener:
             await asyncio.gather(*tasks, return_exceptions=True)
         self._sweep.cancel()
         self._streams.drop()
+        if self._peers is not None:
+            self._peers.close(self._loop, self._reactor.sock)
         self._reactor.close()
 
 

@@ -105,6 +105,10 @@ class Streams:
             return
         deliver(message, None, message.id)
 
+    def forget(self, peer: Hashable) -> None:
+        """Drop ``peer``'s open stream, if any, without a word (the peer has gone)."""
+        self._open.pop(peer, None)
+
     def drop(self, reason: BaseException | None = None, deliver: Deliver | None = None) -> None:
         """Forget every open stream (the connection is gone); report them if asked."""
         streams, self._open = self._open, {}
