@@ -51,7 +51,9 @@ class BlockingChannel:
         self._poller.register(self._sock, zmq.POLLIN)
         if self._monitor is not None:
             self._poller.register(self._monitor, zmq.POLLIN)
-        self._streams = new_streams()    # replies big enough to come streamed
+        # replies big enough to come streamed; one stalled for IDLE_SECONDS fails its call
+        self._streams = new_streams(on_expired=self._stream_expired)
+        self._deliver: Callable[[Any, BaseException | None, int], None] | None = None
         self._state = threading.Lock()   # guards busy/closed: close() may come from another thread
         self._busy = False
         self._close_requested = False
@@ -130,6 +132,14 @@ class BlockingChannel:
             if message_id == call_id:   # replies to calls given up on earlier are dropped
                 outcome.append((reply, error))
 
+        self._deliver = deliver
+        try:
+            return self._poll_reply(outcome, deliver, deadline, timeout, message)
+        finally:
+            self._deliver = None   # the closure holds the reply: not kept past this call
+
+    def _poll_reply(self, outcome: list[Any], deliver: Callable[..., None], deadline: float,
+                    timeout: float, message: Any) -> Any:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:   # a reply half-streamed by now finishes later and is dropped then
@@ -144,6 +154,9 @@ class BlockingChannel:
                     self._streams.drop()
                     raise
             if self._sock not in ready:
+                self._streams.sweep()   # a reply stalled mid-stream fails the call (or not yet)
+                if outcome:
+                    raise outcome[0][1]
                 continue
             while not outcome:   # drain: a streamed reply is many messages
                 try:
@@ -156,6 +169,10 @@ class BlockingChannel:
                 if error is not None:
                     raise error
                 return reply
+
+    def _stream_expired(self, _peer: Any, error: BaseException, message_id: int) -> None:
+        if self._deliver is not None:
+            self._deliver(None, error, message_id)
 
     def close(self) -> bool:
         """Close now, or (when a call is in flight on its thread) when that call ends: False."""
