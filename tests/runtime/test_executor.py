@@ -50,6 +50,28 @@ def test_a_chain_runs_inline_on_the_calling_thread():
         op.name for op in x.graph.get_operations() if op.type == "Add")
 
 
+def test_ops_that_only_look_at_a_big_input_stay_on_the_calling_thread():
+    # Identity/Shape/ExpandDims of a 1M-float input cost the same as of a scalar: a thread
+    # hop would only add latency. Big adds made ready beside them still go to the pool
+    # (all but the last one the calling thread picks up).
+    x = tf.placeholder(tf.float32, [1024, 1024])
+    adds = [tf.add(x, 1.0, name="add_one"), tf.add(x, 2.0, name="add_two")]
+    views = [tf.identity(x, name="ident"), tf.shape(x, name="shape"),
+             tf.expand_dims(x, 0, name="expand")]
+    data = np.ones((1024, 1024), np.float32)
+    config = tf.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)
+    meta = tf.RunMetadata()
+    with tf.Session(config=config) as sess:
+        values = sess.run([*adds, *views], {x: data},
+                          options=tf.RunOptions(trace_level=3), run_metadata=meta)
+    thread = {t.node_name: t.thread for t in meta.step_stats}
+    here = threading.current_thread().name
+    assert thread["ident"] == thread["shape"] == thread["expand"] == here, thread
+    assert here != thread["add_one"] or here != thread["add_two"], thread
+    assert float(values[0].sum()) == 2.0 * 1024 * 1024 and float(values[1][0, 0]) == 3.0
+    assert list(values[3]) == [1024, 1024] and values[4].shape == (1, 1024, 1024)
+
+
 def test_constants_are_preset_but_a_feed_still_overrides_them():
     c = tf.constant(2.0, name="c")
     y = c * 3.0

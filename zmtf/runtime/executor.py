@@ -40,6 +40,12 @@ EXPENSIVE_ELEMENTS = 1 << 15
 ALWAYS_EXPENSIVE = frozenset({"MatMul"})
 # ... unless it is a product of fewer multiply-adds than this (~20 us of BLAS)
 EXPENSIVE_MULTIPLY_ADDS = 1 << 21
+# Ops with inputs whose kernels take the same time whatever the inputs' sizes (they return
+# an input, a view of it or its shape): never worth a thread hop, so the hot loop does not
+# size their inputs. Nodes without data inputs never are either.
+CONSTANT_TIME_OPS = frozenset({
+    "Identity", "StopGradient", "Snapshot", "ExpandDims", "Shape", "Size", "Rank",
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +65,8 @@ class BoundStep:
     to_run: int                             # nodes a step runs (all but the constants)
     merges: frozenset[int] | None           # Merge nodes of a plan with tf.cond, else None
     gpu: tuple[bool, ...]                   # nodes on a GPU: they run on that GPU's thread
+    is_async: tuple[bool, ...]              # kernels that finish through ``done`` (Send/Recv...)
+    may_offload: tuple[bool, ...]           # nodes whose cost can grow with their inputs
 
 
 def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
@@ -96,6 +104,8 @@ def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
         frozenset(i for i, n in enumerate(nodes) if n.op_type == "Merge")
         if any(n.op_type in ("Switch", "Merge") for n in nodes) else None,
         tuple("/device:GPU:" in n.device for n in nodes),
+        tuple(bool(getattr(k, "is_async", False)) for k in kernels),
+        tuple(bool(n.input_slots) and n.op_type not in CONSTANT_TIME_OPS for n in nodes),
     )
 
 
@@ -192,23 +202,33 @@ class _StepRun:
         step, slots, pending = self.step, self.slots, self.pending
         kernels, attrs, in_slots = step.kernels, step.attrs, step.input_slots
         output_slots, consumers, lock, ctx = step.output_slots, step.consumers, self.lock, self.ctx
+        is_async, may_offload, gpu = step.is_async, step.may_offload, step.gpu
         traced, clock = self.trace is not None, time.perf_counter
         while ready:
             if self.failed:
                 return
             i = ready.pop()
-            inputs = [slots[s] for s in in_slots[i]]
+            ins = in_slots[i]   # mostly 0-2 inputs: no comprehension (a frame) for them
+            n_in = len(ins)
+            if n_in == 1:
+                inputs = [slots[ins[0]]]
+            elif n_in == 2:
+                inputs = [slots[ins[0]], slots[ins[1]]]
+            elif n_in == 0:
+                inputs = []
+            else:
+                inputs = [slots[s] for s in ins]
             kernel = kernels[i]
             if self.dead is not None and self._is_dead(i, inputs):
                 if not self._skip_dead(i, kernel):
                     return
                 ready.extend(self._complete(i, pending))
                 continue
-            if getattr(kernel, "is_async", False):  # Send/Recv: started here, finished by callback
+            if is_async[i]:  # Send/Recv: started here, finished by callback
                 ready.extend(self._start_async(i, inputs, kernel, attrs[i]))
                 continue
-            if not self.here_only and ((ready and self._expensive(i, inputs))
-                                       or (step.gpu[i] and not on_gpu_thread(step.devices[i]))):
+            if not self.here_only and ((ready and may_offload[i] and self._expensive(i, inputs))
+                                       or (gpu[i] and not on_gpu_thread(step.devices[i]))):
                 # NOTE: a GPU node needs its GPU's thread: its CUDA context, stream and budget
                 self.pools.pool(step.devices[i]).submit(self._run_dispatched, i, inputs)
                 continue

@@ -97,7 +97,7 @@ def run_now(ctx: Any, attrs: dict[str, Any], values: list[Any]) -> list[Any]:
     the calling thread: a tf.data function per element. Its kernels must all finish at once
     (no loops, queues or GPU ops), which is checked when it is first planned."""
     step = subgraph(attrs).step(tuple(attrs["feeds"]), tuple(attrs["fetches"]))
-    if any(getattr(k, "is_async", False) for k in step.kernels) or any(step.gpu):
+    if any(step.is_async) or any(step.gpu):
         raise UnimplementedError(None, None, "a tf.data function in zmtf cannot hold tf.while_loop, "
                                  "queue or GPU ops; apply them after the iterator's get_next()")
     future = ctx.executor.run(step, values, ctx, inline=True, here_only=True)
