@@ -26,7 +26,7 @@ from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition
 from zmtf.placement.plan import COPY_OPS, plan_step
-from zmtf.distributed.futures import Deferred, chain, failed
+from zmtf.distributed.futures import Deferred, failed
 from zmtf.distributed.worker import WorkerService, supports
 
 placement_log = logging.getLogger("zmtf.placement")
@@ -136,8 +136,11 @@ class MasterService:
         parts = list(setup.parts.values())   # remote ones first (see _plan)
         remaining = len(parts)
         running: list[Any] = []
+        retried: set[str] = set()
 
-        def part_done(part: TaskPartition, done: Any) -> None:
+        # part_done is handed itself (``resume``): a closure naming itself would be a reference
+        # cycle, and the step's tensors would then wait for the cyclic GC
+        def part_done(part: TaskPartition, done: Any, resume: Callable[..., None]) -> None:
             nonlocal remaining
             if step.done():
                 return
@@ -145,6 +148,14 @@ class MasterService:
                 step.cancel()
                 return
             error = done.exception()
+            if error is not None and part.task not in retried and _lost_graphs(error):
+                # the task restarted and lost its graphs: register this partition again, once
+                retried.add(part.task)
+                again = asyncio.ensure_future(self._register_again(
+                    session, setup, part, step_id, feed_values, timeout, trace))
+                running.append(again)
+                again.add_done_callback(lambda f: resume(part, f, resume))
+                return
             if error is None:
                 try:
                     self._take_outputs(part, done.result(), step_id, results)
@@ -174,7 +185,7 @@ class MasterService:
             except Exception as error:  # noqa: BLE001 - e.g. the peer's channel is closed
                 call = failed(error)
             running.append(call)
-            call.add_done_callback(lambda done, part=part: part_done(part, done))
+            call.add_done_callback(lambda done, part=part: part_done(part, done, part_done))
         if not parts:
             step.set_result([feed_values[n] for n in fetches])
         return step
@@ -186,34 +197,18 @@ class MasterService:
         if part.task == self.task:
             return self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
                                          part.fetches, part.targets, values, timeout, trace)
-        run = dict(session=session.handle, graph_key=setup.graph_key, step_id=step_id,
-                   feeds=part.feeds, fetches=part.fetches, targets=part.targets, tensors=values,
-                   timeout=timeout, trace=trace)
-        first = self._remote_run_graph(part.task, run)
-        if first.done() and not _lost_graphs(first):
-            return first
-        retried = Deferred()
-
-        def first_done(done: Any) -> None:
-            if retried.done():
-                return
-            if _lost_graphs(done):
-                # the task restarted and lost its graphs: register this partition again, once
-                again = asyncio.ensure_future(self._register_again(session, setup, part, run))
-                again.add_done_callback(lambda f: chain(f, retried))
-                retried.add_done_callback(lambda f: again.cancel() if f.cancelled() else None)
-            else:
-                chain(done, retried)
-
-        first.add_done_callback(first_done)
-        retried.add_done_callback(lambda f: first.cancel() if f.cancelled() else None)
-        return retried
+        return self._remote_run_graph(part.task, dict(
+            session=session.handle, graph_key=setup.graph_key, step_id=step_id, feeds=part.feeds,
+            fetches=part.fetches, targets=part.targets, tensors=values, timeout=timeout,
+            trace=trace))
 
     async def _register_again(self, session: MasterSession, setup: _StepSetup,
-                              part: TaskPartition, run: dict[str, Any]) -> list[np.ndarray]:
+                              part: TaskPartition, step_id: int, feed_values: dict[str, np.ndarray],
+                              timeout: float, trace: list | None) -> list[np.ndarray]:
         await self._remote(part.task, "register", session=session.handle, graph_key=setup.graph_key,
                            graph=part.graph, tensors=part.arrays)
-        return await self._remote_run_graph(part.task, run)
+        return await self._start_partition(session, setup, part, step_id, feed_values, timeout,
+                                           trace)
 
     def _take_outputs(self, part: TaskPartition, outputs: list[np.ndarray], step_id: int,
                       results: dict[str, np.ndarray]) -> None:
@@ -298,11 +293,8 @@ class MasterService:
         await _first_error(calls)
 
 
-def _lost_graphs(done: Any) -> bool:
+def _lost_graphs(error: BaseException) -> bool:
     """Whether a RunGraph failed because its task restarted and no longer has the graph."""
-    if not done.done() or done.cancelled():
-        return False
-    error = done.exception()
     return isinstance(error, NotFoundError) and "is not registered" in str(error)
 
 

@@ -44,7 +44,7 @@ import msgpack
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.wire.messages import (
-    KINDS, MAX_ID, Message, body_field_set, body_fields, carries_tensors, validate,
+    BODY_FIELD_SETS, BODY_FIELDS, CARRIES_TENSORS, KINDS, MAX_ID, Message, validate,
 )
 from zmtf.wire.tensors import (
     DEFAULT_LIMITS,
@@ -105,15 +105,13 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
             raise InvalidArgumentError(f"{cls.__name__}: id must be an int in [0, 2**63), got "
                                        f"{short_repr(id)}")
     message_id = message.id if id is None else id
-    tensors: list[Any] = getattr(message, "tensors") if carries_tensors(cls) else []
+    tensors: list[Any] = getattr(message, "tensors") if CARRIES_TENSORS[cls] else []
     descriptors, parts = encode_tensors(tensors, limits)
-    header = {
-        "v": VERSION,
-        "kind": cls.__name__,
-        "id": message_id,
-        "body": {name: getattr(message, name) for name in body_fields(cls)},
-        "tensors": descriptors,
-    }
+    body = {}
+    for name in BODY_FIELDS[cls]:   # a loop: a comprehension is a call of its own in 3.11
+        body[name] = getattr(message, name)
+    header = {"v": VERSION, "kind": cls.__name__, "id": message_id, "body": body,
+              "tensors": descriptors}
     streamed = bool(parts) and sum(map(len, parts)) >= stream_min_bytes  # parts: flat bytes
     if streamed:
         header[STREAM_KEY] = len(parts)
@@ -166,8 +164,8 @@ def check_body(cls: type[Message], header: dict[str, Any]) -> dict[str, Any]:
     """The body's fields as a dict, exactly the class's fields (their types are checked when
     the message is built)."""
     body = header["body"]
-    if body.keys() != body_field_set(cls):
-        expected = body_fields(cls)
+    if body.keys() != BODY_FIELD_SETS[cls]:
+        expected = BODY_FIELDS[cls]
         missing = sorted(set(expected) - set(body))
         extra = sorted(map(str, set(body) - set(expected)))
         raise InvalidArgumentError(
@@ -182,10 +180,12 @@ def message_from(cls: type[Message], header: dict[str, Any], frames: Sequence[An
     """The message of a checked envelope and all its frames (header first)."""
     message_id = header["id"]
     body = header["body"]
-    fields = dict(body) if body.keys() == body_field_set(cls) else check_body(cls, header)
-    if carries_tensors(cls):
-        fields["tensors"] = _decode_tensors(cls, message_id, header["tensors"], frames, limits,
-                                            allocate)
+    fields = dict(body) if body.keys() == BODY_FIELD_SETS[cls] else check_body(cls, header)
+    if CARRIES_TENSORS[cls]:
+        try:
+            fields["tensors"] = decode_tensors(header["tensors"], frames[1:], limits, allocate)
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(f"{cls.__name__} (id {message_id}): {exc.message}") from None
     elif header["tensors"] != [] or len(frames) != 1:
         raise InvalidArgumentError(
             f"{cls.__name__} (id {message_id}) carries no tensors, but the header lists "
@@ -260,14 +260,6 @@ def _check_envelope(header: dict[str, Any]) -> type[Message]:
             f"{kind} (id {message_id}): body must be a map, got {short_repr(header['body'])}"
         )
     return cls
-
-
-def _decode_tensors(cls: type[Message], message_id: int, descriptors: Any, frames: Sequence[Any],
-                    limits: Limits, allocate: Allocate | None) -> list[Any]:
-    try:
-        return decode_tensors(descriptors, frames[1:], limits, allocate)
-    except InvalidArgumentError as exc:
-        raise InvalidArgumentError(f"{cls.__name__} (id {message_id}): {exc.message}") from None
 
 
 __all__ = [

@@ -60,7 +60,7 @@ class Message:
 
     id: int = 0
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:   # replaced by validate itself below (one call less)
         validate(self)
 
     @property
@@ -268,31 +268,20 @@ SCHEMAS: dict[type[Message], tuple[tuple[str, int, str], ...]] = {
 }
 
 
-#: message class -> the names of its body fields (all but id and tensors), and whether it
-#: carries tensors: computed once, read on every encode and decode
-_BODY_FIELDS: dict[type[Message], tuple[str, ...]] = {
+#: message class -> the fields that travel in the header's body: all but ``id`` and
+#: ``tensors``. These tables are computed once and read (not called: every message's encode
+#: and decode reads them) on the hot path.
+BODY_FIELDS: dict[type[Message], tuple[str, ...]] = {
     cls: tuple(name for name, _, _ in schema if name != "tensors") for cls, schema in SCHEMAS.items()
 }
-_BODY_FIELD_SETS: dict[type[Message], frozenset[str]] = {
-    cls: frozenset(names) for cls, names in _BODY_FIELDS.items()
+#: ``BODY_FIELDS`` as sets, to compare a decoded body's keys with in one step
+BODY_FIELD_SETS: dict[type[Message], frozenset[str]] = {
+    cls: frozenset(names) for cls, names in BODY_FIELDS.items()
 }
-_CARRIES_TENSORS: dict[type[Message], bool] = {
+#: message class -> whether it has a ``tensors`` field
+CARRIES_TENSORS: dict[type[Message], bool] = {
     cls: any(name == "tensors" for name, _, _ in schema) for cls, schema in SCHEMAS.items()
 }
-
-
-def body_fields(cls: type[Message]) -> tuple[str, ...]:
-    """The fields that travel in the header's body: all but ``id`` and ``tensors``."""
-    return _BODY_FIELDS[cls]
-
-
-def body_field_set(cls: type[Message]) -> frozenset[str]:
-    """``body_fields(cls)`` as a set, to compare a decoded body's keys with in one step."""
-    return _BODY_FIELD_SETS[cls]
-
-
-def carries_tensors(cls: type[Message]) -> bool:
-    return _CARRIES_TENSORS[cls]
 
 
 def validate(message: Message) -> None:
@@ -347,6 +336,10 @@ def validate(message: Message) -> None:
         )
 
 
+#: every message checks its fields when built: the dataclass __init__ calls this directly
+Message.__post_init__ = validate  # type: ignore[method-assign]
+
+
 # ---- errors across the wire -----------------------------------------------------------
 def error_reply(id: int, exc: BaseException) -> ErrorReply:  # noqa: A002 (the message field)
     """Any exception -> ErrorReply: an OpError keeps its code and node; others become UNKNOWN.
@@ -375,5 +368,5 @@ def raise_error(reply: ErrorReply) -> NoReturn:
     raise error_from(reply)
 
 
-__all__ = ["KINDS", "SCHEMAS", "Message", "Tensors", "body_field_set", "body_fields",
-           "carries_tensors", "error_from", "error_reply", "raise_error", "validate", *KINDS]
+__all__ = ["BODY_FIELDS", "BODY_FIELD_SETS", "CARRIES_TENSORS", "KINDS", "SCHEMAS", "Message",
+           "Tensors", "error_from", "error_reply", "raise_error", "validate", *KINDS]

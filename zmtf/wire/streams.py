@@ -28,7 +28,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 from zmtf.framework.errors import DeadlineExceededError, InvalidArgumentError
 from zmtf.wire import codec
-from zmtf.wire.messages import Message, carries_tensors
+from zmtf.wire.messages import CARRIES_TENSORS, Message
 from zmtf.wire.tensors import DEFAULT_LIMITS, Allocate, Limits, StreamedTensors, short_repr
 
 Deliver = Callable[["Message | None", "BaseException | None", int], None]
@@ -133,7 +133,7 @@ class Streams:
                 raise InvalidArgumentError(
                     f"{cls.__name__} (id {message_id}) is streamed, so its header comes alone; "
                     f"this one came with {len(frames) - 1} more frames")
-            if not carries_tensors(cls):
+            if not CARRIES_TENSORS[cls]:
                 raise InvalidArgumentError(f"{cls.__name__} carries no tensors: nothing to stream")
             fields = codec.check_body(cls, header)
             try:

@@ -195,8 +195,14 @@ def _check_descriptor(index: int, descriptor: Any, limits: Limits) -> _Spec:
         )
     # a string tensor's fixed-size part is its lengths frame: 8 bytes an element
     dtype = _NP_DTYPES[dtype_str] if dtype_str != STRING_DTYPE else _OBJECT
-    if (not isinstance(shape, list) or len(shape) > MAX_RANK
-            or not all(type(d) is int and 0 <= d <= limits.max_tensor_bytes for d in shape)):
+    bad_shape = not isinstance(shape, list) or len(shape) > MAX_RANK
+    if not bad_shape:
+        top = limits.max_tensor_bytes
+        for d in shape:   # a loop, not all(<generator>): each item would be a call
+            if type(d) is not int or not 0 <= d <= top:
+                bad_shape = True
+                break
+    if bad_shape:
         raise InvalidArgumentError(
             f"tensor {index} ({_describe(dtype, [])[:-2]}): shape must be a list of at most "
             f"{MAX_RANK} ints in "
@@ -417,7 +423,10 @@ def _check_descriptors(descriptors: Any, limits: Limits) -> list[_Spec]:
         raise InvalidArgumentError(
             f"{len(descriptors)} tensors in one message, over the limit of {limits.max_tensors}"
         )
-    return [_check_descriptor(i, d, limits) for i, d in enumerate(descriptors)]
+    specs = []
+    for index, descriptor in enumerate(descriptors):   # a loop: every message decodes here
+        specs.append(_check_descriptor(index, descriptor, limits))
+    return specs
 
 
 def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = DEFAULT_LIMITS,
@@ -428,7 +437,9 @@ def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = D
     ``allocate`` is used for multi-part tensors only (see ``decode_tensor``).
     """
     checked = _check_descriptors(descriptors, limits)
-    needed = sum(parts for _, _, parts, _ in checked)
+    needed = 0
+    for spec in checked:
+        needed += spec[2]
     if needed != len(frames):
         raise InvalidArgumentError(
             f"{len(descriptors)} tensors need {needed} frames, the message has {len(frames)}"
@@ -436,8 +447,12 @@ def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = D
     arrays = []
     start = 0
     for index, spec in enumerate(checked):
-        arrays.append(_assemble(index, spec, frames[start:start + spec[2]], allocate, limits))
-        start += spec[2]
+        dtype, shape, parts, nbytes = spec
+        if parts == 1 and dtype is not _OBJECT:   # the usual tensor: a view of its one frame
+            arrays.append(_one_part(index, dtype, shape, nbytes, frame_view(frames[start])))
+        else:
+            arrays.append(_assemble(index, spec, frames[start:start + parts], allocate, limits))
+        start += parts
     return arrays
 
 
