@@ -1,10 +1,12 @@
 """Deferred: the step path's future whose callbacks run at once."""
 
 import asyncio
+import concurrent.futures
 
 import pytest
 
-from zmtf.distributed.futures import Deferred, chain, failed, then
+from zmtf.distributed.futures import Deferred, chain, failed, outcome, then
+from zmtf.runtime.step_future import StepFuture
 
 
 def test_callbacks_run_synchronously_on_settle_and_at_once_when_done():
@@ -85,3 +87,39 @@ def test_await_and_cancel_through_await():
         return await d
 
     asyncio.run(main())
+
+
+async def test_outcome_reads_deferreds_and_futures_alike():
+    done, error = Deferred(), failed(KeyError("k"))
+    done.set_result([1])
+    cancelled = Deferred()
+    cancelled.cancel()
+    future = asyncio.get_running_loop().create_future()
+    future.set_exception(ValueError("v"))
+    step = StepFuture()
+    step.set_result([2])
+    assert outcome(done) == (False, [1], None)
+    assert outcome(cancelled) == (True, None, None)
+    assert outcome(error)[:2] == (False, None) and isinstance(outcome(error)[2], KeyError)
+    assert outcome(future)[:2] == (False, None) and isinstance(outcome(future)[2], ValueError)
+    assert outcome(step) == (False, [2], None)
+    future = asyncio.get_running_loop().create_future()
+    future.cancel()
+    assert outcome(future) == (True, None, None)
+    with pytest.raises(asyncio.InvalidStateError):
+        outcome(Deferred())
+
+
+def test_a_settled_step_future_reads_without_waiting():
+    ok, bad, pending = StepFuture(), StepFuture(), StepFuture()
+    ok.set_result("v")
+    bad.set_exception(ValueError("x"))
+    assert ok.result() == "v" and ok.exception() is None
+    assert isinstance(bad.exception(), ValueError)
+    with pytest.raises(ValueError):
+        bad.result()
+    with pytest.raises(concurrent.futures.TimeoutError):
+        pending.result(timeout=0.01)
+    pending.cancel()
+    with pytest.raises(concurrent.futures.CancelledError):
+        pending.result()

@@ -95,6 +95,24 @@ class Deferred:
 
 
 
+def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
+    """(cancelled, value, error) of a settled Deferred or future, read in one call: the step
+    path reads every partition's and step's outcome, and a call per method adds up."""
+    if type(done) is Deferred:
+        state = done._state
+        if state == _RESULT:
+            return False, done._value, None
+        if state == _ERROR:
+            return False, None, done._value
+        if state == _CANCELLED:
+            return True, None, None
+        raise asyncio.InvalidStateError("the outcome is not ready yet")
+    if done.cancelled():
+        return True, None, None
+    error = done.exception()
+    return (False, None, error) if error is not None else (False, done.result(), None)
+
+
 def failed(error: BaseException) -> Deferred:
     """A Deferred that has failed with ``error``."""
     outcome = Deferred()

@@ -26,7 +26,7 @@ from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition
 from zmtf.placement.plan import COPY_OPS, plan_step
-from zmtf.distributed.futures import Deferred, failed
+from zmtf.distributed.futures import Deferred, failed, outcome
 from zmtf.distributed.worker import WorkerService, supports
 
 placement_log = logging.getLogger("zmtf.placement")
@@ -144,10 +144,10 @@ class MasterService:
             nonlocal remaining
             if step.done():
                 return
-            if done.cancelled():
+            cancelled, value, error = outcome(done)
+            if cancelled:
                 step.cancel()
                 return
-            error = done.exception()
             if error is not None and part.task not in retried and _lost_graphs(error):
                 # the task restarted and lost its graphs: register this partition again, once
                 retried.add(part.task)
@@ -158,7 +158,7 @@ class MasterService:
                 return
             if error is None:
                 try:
-                    self._take_outputs(part, done.result(), step_id, results)
+                    self._take_outputs(part, value, step_id, results)
                 except Exception as exc:  # noqa: BLE001 - a malformed reply fails the step
                     error = exc
             if error is not None:
@@ -169,9 +169,9 @@ class MasterService:
                 step.set_result([feed_values[n] if n in feed_values else results[n] for n in fetches])
 
         def ended(_: Deferred) -> None:
-            if step.cancelled() or step.exception() is not None:
-                error = asyncio.CancelledError() if step.cancelled() else step.exception()
-                self._abort(setup, step_id, error)
+            cancelled, _value, error = outcome(step)
+            if cancelled or error is not None:
+                self._abort(setup, step_id, asyncio.CancelledError() if cancelled else error)
                 for call in running:
                     call.cancel()
 

@@ -25,7 +25,7 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
-from zmtf.distributed.futures import Deferred, then
+from zmtf.distributed.futures import Deferred, outcome, then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.transport import Channel, Listener
@@ -189,17 +189,18 @@ class ServerCore:
             self._closing.discard(key)
             if reply.done():
                 return
-            if done.cancelled():
+            cancelled, value, error = outcome(done)
+            if cancelled:
                 if not closing:
                     reply.cancel()   # the client gave up (CancelStep): nobody waits for a reply
                     return
                 # the caller still waits (another thread of its process closed the session)
                 reply.set_exception(CancelledError(None, None, "Session has been closed: the step "
                                                    "was cancelled (tf.Session.close() from another thread)"))
-            elif done.exception() is not None:
-                reply.set_exception(done.exception())
+            elif error is not None:
+                reply.set_exception(error)
             else:
-                reply.set_result(m.RunStepResult(id=msg.id, tensors=done.result(),
+                reply.set_result(m.RunStepResult(id=msg.id, tensors=value,
                                                  step_stats=to_plain(trace) if trace else []))
 
         step.add_done_callback(settled)

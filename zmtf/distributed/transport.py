@@ -27,7 +27,7 @@ from zmtf.framework.errors import (
 )
 from zmtf.distributed import security
 from zmtf.distributed.deadlines import deadlines_for
-from zmtf.distributed.futures import Deferred, is_outcome, then
+from zmtf.distributed.futures import Deferred, is_outcome, outcome, then
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
 from zmtf.wire.streams import Deliver, Expired, Streams
@@ -418,10 +418,10 @@ class Listener:
         self._tasks.discard(done)
         if self._peers is not None:
             self._peers.ended(identity, done)
-        if done.cancelled():
+        cancelled, value, error = outcome(done)
+        if cancelled:
             return   # the server is closing, or the client cancelled the step: nobody waits
-        error = done.exception()
-        reply = messages.error_reply(message_id, error) if error is not None else done.result()
+        reply = messages.error_reply(message_id, error) if error is not None else value
         if reply is not None and not self._reactor.closed:
             self._reply(identity, reply)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.distributed.deadlines import deadlines_for
-from zmtf.distributed.futures import Deferred, chain
+from zmtf.distributed.futures import Deferred, chain, outcome
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgumentError, NotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor
@@ -186,11 +186,12 @@ class WorkerService:
                 copies = loop.run_in_executor(None, lambda: [self._owned(v) for v in outputs])
                 copies.add_done_callback(lambda f: chain(f, result))
             else:
-                result.set_result([np.asarray(v) for v in outputs])
+                result.set_result(list(map(np.asarray, outputs)))
 
         def ended(_: Deferred) -> None:
             self._running.pop(step_id, None)
-            if result.cancelled() or result.exception() is not None:
+            cancelled, _value, error = outcome(result)
+            if cancelled or error is not None:
                 running.abort(AbortedError(None, None, f"step {step_id} aborted on {self.task}"))
                 self.rendezvous.abort_step(step_id, AbortedError(None, None, f"step {step_id} was aborted"))
             self._cleanup_later(step_id)

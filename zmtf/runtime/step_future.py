@@ -86,12 +86,16 @@ class StepFuture(Future):
                 raise TimeoutError()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == "FINISHED":   # settled: read it (a step's callbacks always find it so)
+            return self._exception
         self._wait(timeout)
         if self._state == "CANCELLED":
             raise CancelledError()
         return self._exception
 
     def result(self, timeout: float | None = None) -> Any:
+        if self._state == "FINISHED" and self._exception is None:
+            return self._result
         error = self.exception(timeout)
         if error is not None:
             try:
