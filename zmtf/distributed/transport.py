@@ -112,9 +112,15 @@ def receive(loop: asyncio.AbstractEventLoop, streams: Streams, peer: Any, frames
 
 
 # plain ints: pyzmq's enum flags cost a conversion on every call of the hot path
-_EVENTS, _POLLIN, _NOBLOCK = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.NOBLOCK)
+_POLLIN, _NOBLOCK = int(zmq.POLLIN), int(zmq.NOBLOCK)
 _SNDMORE = int(zmq.SNDMORE)
 _MORE = _NOBLOCK | _SNDMORE
+# pyzmq's compiled send, without the Python-level wrapper of zmq.Socket.send (which only adds
+# the draft routing_id/group arguments); it honours copy_threshold all the same
+_send = zmq.backend.Socket.send
+# "is a message waiting?" is asked as zmq_poll([(sock, POLLIN)], 0), not getsockopt(EVENTS):
+# pyzmq converts every getsockopt option to an enum first, two Python calls per check
+_poll = zmq.zmq_poll
 
 
 def send_frames(sock: zmq.Socket, frames: list[Any], blocking: bool = False) -> None:
@@ -124,7 +130,7 @@ def send_frames(sock: zmq.Socket, frames: list[Any], blocking: bool = False) -> 
     more, end = (_SNDMORE, 0) if blocking else (_MORE, _NOBLOCK)
     last = len(frames) - 1
     for i, frame in enumerate(frames):
-        sock.send(frame, more if i < last else end, copy=False)
+        _send(sock, frame, more if i < last else end, False)
 
 
 def recv_frames(sock: zmq.Socket, flags: int = 0) -> list[zmq.Frame]:
@@ -182,7 +188,7 @@ class _Reactor:
         handled, started = 0, 0.0
         while not self._closed:
             try:
-                if not sock.getsockopt(_EVENTS) & _POLLIN:  # cheaper than a zmq.Again per drain
+                if not _poll([(sock, _POLLIN)], 0):  # cheaper than a zmq.Again per drain
                     break
                 frames = recv_frames(sock, _NOBLOCK)
             except zmq.Again:
@@ -256,7 +262,7 @@ class _Reactor:
             return
         if self.sock.closed:
             self._lost()
-        elif self.sock.getsockopt(_EVENTS) & _POLLIN:
+        elif _poll([(self.sock, _POLLIN)], 0):
             self.loop.call_soon(self.drain)
 
     @property
