@@ -45,10 +45,6 @@ OFF_LOOP_DECODE_BYTES = 4 << 20
 _BUFFERS = BufferPool()  # received big tensors reuse memory once their users drop them
 
 
-def _size(frames: list[Any]) -> int:
-    return sum(map(len, frames))
-
-
 def _allocate(dtype: Any, shape: Any) -> Any:
     return _BUFFERS.empty(tuple(shape), dtype)
 
@@ -96,7 +92,7 @@ def receive(loop: asyncio.AbstractEventLoop, streams: Streams, peer: Any, frames
             deliver: Deliver) -> None:
     """Decode one received ZeroMQ message and pass on ``(message, error, id)``: streamed
     parts on the loop (one part at a time), a big unstreamed multipart on a thread."""
-    if _size(frames) < OFF_LOOP_DECODE_BYTES or streams.mid_stream(peer):
+    if sum(map(len, frames)) < OFF_LOOP_DECODE_BYTES or streams.mid_stream(peer):
         streams.feed(peer, frames, deliver)
         return
 
@@ -210,7 +206,8 @@ class _Reactor:
                 elif now - started > DRAIN_SLICE_SECONDS:   # let the loop run, then go on
                     self.loop.call_soon(self.drain)
                     break
-        self._flush()
+        if self._outbox:
+            self._flush()
 
     def send(self, messages: list[list[Any]]) -> None:
         """Send ZeroMQ messages in order (a streamed message is several); what cannot go now

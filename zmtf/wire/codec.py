@@ -106,7 +106,7 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
                                        f"{short_repr(id)}")
     message_id = message.id if id is None else id
     tensors: list[Any] = getattr(message, "tensors") if CARRIES_TENSORS[cls] else []
-    descriptors, parts = encode_tensors(tensors, limits)
+    descriptors, parts = encode_tensors(tensors, limits) if tensors else ([], [])
     body = {}
     for name in BODY_FIELDS[cls]:   # a loop: a comprehension is a call of its own in 3.11
         body[name] = getattr(message, name)
@@ -182,10 +182,15 @@ def message_from(cls: type[Message], header: dict[str, Any], frames: Sequence[An
     body = header["body"]
     fields = dict(body) if body.keys() == BODY_FIELD_SETS[cls] else check_body(cls, header)
     if CARRIES_TENSORS[cls]:
-        try:
-            fields["tensors"] = decode_tensors(header["tensors"], frames[1:], limits, allocate)
-        except InvalidArgumentError as exc:
-            raise InvalidArgumentError(f"{cls.__name__} (id {message_id}): {exc.message}") from None
+        descriptors = header["tensors"]
+        if descriptors == [] and len(frames) == 1:   # no tensors: decode_tensors would agree
+            fields["tensors"] = []
+        else:
+            try:
+                fields["tensors"] = decode_tensors(descriptors, frames[1:], limits, allocate)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(
+                    f"{cls.__name__} (id {message_id}): {exc.message}") from None
     elif header["tensors"] != [] or len(frames) != 1:
         raise InvalidArgumentError(
             f"{cls.__name__} (id {message_id}) carries no tensors, but the header lists "
