@@ -47,10 +47,10 @@ class BlockingChannel:
             self._monitor = self._sock.get_monitor_socket(
                 zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | security.HANDSHAKE_EVENTS)
         self._sock.connect(endpoint)
-        self._poller = zmq.Poller()
-        self._poller.register(self._sock, zmq.POLLIN)
+        # what a wait polls (zmq.zmq_poll itself: zmq.Poller.poll is a Python layer over it)
+        self._poll_items = [(self._sock, zmq.POLLIN)]
         if self._monitor is not None:
-            self._poller.register(self._monitor, zmq.POLLIN)
+            self._poll_items.append((self._monitor, zmq.POLLIN))
         # replies big enough to come streamed; one stalled for IDLE_SECONDS fails its call
         self._streams = new_streams(on_expired=self._stream_expired)
         self._deliver: Callable[[Any, BaseException | None, int], None] | None = None
@@ -146,7 +146,7 @@ class BlockingChannel:
                 raise DeadlineExceededError(
                     None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
                     f"({type(message).__name__}); is its server running and responsive?")
-            ready = dict(self._poller.poll(min(left, 1.0) * 1000))
+            ready = dict(zmq.zmq_poll(self._poll_items, int(min(left, 1.0) * 1000)))
             if self._monitor is not None and self._monitor in ready:
                 try:
                     self._events()
