@@ -68,3 +68,24 @@ def test_after_stop_the_target_is_unavailable():
     with tf.Session(target, config=tf.ConfigProto(operation_timeout_in_ms=2000)) as sess:
         with pytest.raises(tf.errors.UnavailableError):
             sess.run(tf.constant(1.0))
+
+
+def test_repeated_fetch_structures_reuse_their_plan_and_stay_correct(server):
+    a, b = tf.constant(1.0), tf.constant(2.0)
+    c = a + b
+    v = tf.Variable(0.0)
+    bump = v.assign_add(1.0)
+    with tf.Session(server.target) as sess:
+        sess.run(v.initializer)
+        fetches = [c, a]
+        for _ in range(3):
+            assert sess.run(fetches) == [3.0, 1.0]
+            assert sess.run(c) == 3.0
+            assert sess.run((a, bump.op)) == (1.0, None)
+        fetches[1] = b                                 # the same list, other elements
+        assert sess.run(fetches) == [3.0, 2.0]
+        assert sess.run({"sum": c}) == {"sum": 3.0}    # a nest: not cached, still right
+        assert sess.run(c.name) == 3.0                 # a name: likewise
+        assert sess.run(v) == 3.0                      # the three bumps ran
+        plans = sess._remote._fetch_plans   # initializer, [c, a], c, (a, bump), [c, b]
+        assert len(plans) == 5 and all(p.elements for p in plans.values())
