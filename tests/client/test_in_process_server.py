@@ -87,5 +87,5 @@ def test_repeated_fetch_structures_reuse_their_plan_and_stay_correct(server):
         assert sess.run({"sum": c}) == {"sum": 3.0}    # a nest: not cached, still right
         assert sess.run(c.name) == 3.0                 # a name: likewise
         assert sess.run(v) == 3.0                      # the three bumps ran
-        plans = sess._remote._fetch_plans   # initializer, [c, a], c, (a, bump), [c, b]
+        plans = sess._remote._fetch_plans._plans   # initializer, [c, a], c, (a, bump), [c, b]
         assert len(plans) == 5 and all(p.elements for p in plans.values())

@@ -300,3 +300,15 @@ def test_session_graph_def_and_sess_str_are_tf1s():
     with tf.Session(workers[0].target, graph=graph) as sess:
         assert sess.sess_str == workers[0].target
         assert sess.run("total:0") == 3.0
+
+
+def test_a_reused_fetch_list_with_an_element_replaced_fetches_the_new_element():
+    a, b = tf.constant(1.0), tf.constant(2.0)
+    c = a + b
+    with tf.Session() as sess:
+        fetches = [c, a]
+        assert sess.run(fetches) == [3.0, 1.0]
+        assert sess.run(fetches) == [3.0, 1.0]        # the kept plan
+        fetches[1] = b
+        assert sess.run(fetches) == [3.0, 2.0]
+        assert sess.run(tuple(fetches)) == (3.0, 2.0)

@@ -3,6 +3,7 @@ SparseTensor) and rebuild results."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from zmtf.framework.graph import Graph, Operation, Tensor
@@ -47,3 +48,61 @@ def flatten(graph: Graph, fetches: Any) -> tuple[list[Tensor | Operation], Rebui
         return lambda vals: vals[index]
 
     return elements, visit(fetches)
+
+
+@dataclass(frozen=True)
+class FetchPlan:
+    """What a run derives from one fetch structure: its graph elements split into the tensors
+    to fetch and the operations to run, and where each element's value comes from."""
+
+    elements: list[Tensor | Operation]
+    rebuild: Rebuild
+    tensors: list[Tensor]
+    operations: list[Operation]
+    fetch_names: list[str]
+    target_names: list[str]
+    picks: list[int | None]   # per element: its index among ``tensors``, or None (an op)
+
+    @staticmethod
+    def of(graph: Graph, fetches: Any) -> FetchPlan:
+        elements, rebuild = flatten(graph, fetches)
+        tensors = [e for e in elements if isinstance(e, Tensor)]
+        operations = [e for e in elements if isinstance(e, Operation)]
+        position = {id(t): i for i, t in enumerate(tensors)}
+        return FetchPlan(elements, rebuild, tensors, operations, [t.name for t in tensors],
+                         [op.name for op in operations], [position.get(id(e)) for e in elements])
+
+
+_ELEMENT_TYPES = frozenset({Tensor, Operation})
+
+
+class FetchPlans:
+    """FetchPlans kept per fetch structure, for fetches that are graph elements (one, or a
+    flat list or tuple of them): most programs run a few structures over and over. The key
+    is the elements' ids, which the kept plan's ``elements`` keep theirs. Anything else
+    (names, nests, variables) is worked out on every run."""
+
+    KEPT = 256
+
+    def __init__(self, graph: Graph) -> None:
+        self._graph = graph
+        self._plans: dict[Any, FetchPlan] = {}
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def get(self, fetches: Any) -> FetchPlan:
+        kind = type(fetches)
+        if kind in _ELEMENT_TYPES:
+            key: Any = id(fetches)
+        elif (kind is list or kind is tuple) and set(map(type, fetches)) <= _ELEMENT_TYPES:
+            key = (kind, *map(id, fetches))
+        else:
+            return FetchPlan.of(self._graph, fetches)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = FetchPlan.of(self._graph, fetches)
+            if len(self._plans) >= self.KEPT:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan

@@ -15,14 +15,14 @@ import numpy as np
 
 import zmq
 
-from zmtf.client.fetches import flatten
+from zmtf.client.fetches import FetchPlans
 from zmtf.client.session_core import feed_arrays, make_placement_log_visible
 from zmtf.distributed import inproc, security
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.transport import Channel
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework.errors import InvalidArgumentError, UnavailableError
-from zmtf.framework.graph import Graph, Operation, Tensor
+from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_to_dict
 from zmtf.runtime.executor import fetched
 from zmtf.runtime.step_stats import from_plain
@@ -46,44 +46,6 @@ def endpoint_of(target: str) -> str:
     raise InvalidArgumentError(
         None, None, f"Session target '{target}' is not understood: use '' (local), "
         f"'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', 'inproc://name' or 'ipc://path'.")
-
-
-@dataclass(frozen=True)
-class _FetchPlan:
-    """What run() derives from one fetch structure, kept per structure: the names a RunStep
-    sends and where each fetched value goes back (most programs run a few fetch structures
-    over and over). ``elements`` holds the graph elements, so their ids, the cache key, stay
-    theirs."""
-
-    elements: list[Tensor | Operation]
-    rebuild: Callable[[list[Any]], Any]
-    fetch_names: list[str]
-    targets: list[str]
-    picks: list[int | None]   # per element: its index among the fetched tensors, or None
-
-    @staticmethod
-    def of(graph: Graph, fetches: Any) -> "_FetchPlan":
-        elements, rebuild = flatten(graph, fetches)
-        tensors = [e for e in elements if isinstance(e, Tensor)]
-        position = {id(t): i for i, t in enumerate(tensors)}
-        return _FetchPlan(elements, rebuild, [t.name for t in tensors],
-                          [e.name for e in elements if isinstance(e, Operation)],
-                          [position.get(id(e)) for e in elements])
-
-
-_ELEMENT_TYPES = frozenset({Tensor, Operation})
-_PLANS_KEPT = 256
-
-
-def _fetch_key(fetches: Any) -> Any:
-    """A cache key for fetches that are graph elements (one, or a flat list or tuple of them);
-    None for anything else (names, nests, variables), which is worked out on every run."""
-    kind = type(fetches)
-    if kind in _ELEMENT_TYPES:
-        return id(fetches)
-    if (kind is list or kind is tuple) and set(map(type, fetches)) <= _ELEMENT_TYPES:
-        return (kind, *map(id, fetches))
-    return None
 
 
 def _writable(value: Any) -> Any:
@@ -136,7 +98,7 @@ class RemoteSessionCore:
         self._thread_lock = threading.Lock()      # guards the list of per-thread sockets
         self._session_lock = threading.Lock()     # one thread creates the master session
         self._closing = False                     # close_blocking() has run
-        self._fetch_plans: dict[Any, _FetchPlan] = {}
+        self._fetch_plans = FetchPlans(graph)
         self._context_released = False
         if config.log_device_placement:
             make_placement_log_visible()  # shows the lines of masters running in this process
@@ -183,7 +145,7 @@ class RemoteSessionCore:
         """One run(): the session first if needed, then a RunStep; returns the fetch structure.
         Traced (``options.trace_level`` with a ``run_metadata``), every task's node timings
         come back into ``run_metadata.step_stats``."""
-        plan = self._fetch_plan(fetches)
+        plan = self._fetch_plans.get(fetches)
         feed_tensors, feed_values = feed_arrays(self.graph, feed_dict) if feed_dict else ([], [])
         timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms
         if timeout is not None:
@@ -192,7 +154,7 @@ class RemoteSessionCore:
         handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit))
         traced = options is not None and options.trace_level > 0 and run_metadata is not None
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
-                            fetches=plan.fetch_names, targets=plan.targets,
+                            fetches=plan.fetch_names, targets=plan.target_names,
                             timeout_ms=timeout_ms, trace_level=options.trace_level if traced else 0,
                             tensors=feed_values)
         reply = yield Call(request, limit + 1.0,
@@ -202,17 +164,6 @@ class RemoteSessionCore:
         tensors = reply.tensors
         return plan.rebuild([None if k is None else fetched(_writable(tensors[k]))
                              for k in plan.picks])
-
-    def _fetch_plan(self, fetches: Any) -> _FetchPlan:
-        key = _fetch_key(fetches)
-        plan = self._fetch_plans.get(key) if key is not None else None
-        if plan is None:
-            plan = _FetchPlan.of(self.graph, fetches)
-            if key is not None:
-                if len(self._fetch_plans) >= _PLANS_KEPT:
-                    self._fetch_plans.clear()
-                self._fetch_plans[key] = plan
-        return plan
 
     # ---- driving it from asyncio ------------------------------------------------------------
     async def _drive(self, calls: Generator[Any, Any, Any]) -> Any:

@@ -18,7 +18,7 @@ import numpy as np
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
 from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
-from zmtf.client.fetches import Rebuild, flatten
+from zmtf.client.fetches import FetchPlans, Rebuild
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
 from zmtf.framework.dtypes import to_string_array
@@ -72,6 +72,7 @@ class LocalSessionCore:
         self.context.executor = self.executor
         self._placements: dict[str, str] = {}
         self._plans: dict[tuple, BoundStep] = {}
+        self._fetch_plans = FetchPlans(self.graph)
         self._lock = threading.Lock()
         if self.config.log_device_placement:
             make_placement_log_visible()
@@ -81,16 +82,13 @@ class LocalSessionCore:
     # ---- one step ---------------------------------------------------------------
     def begin(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
               run_metadata: RunMetadata | None) -> StepCall:
-        elements, rebuild = flatten(self.graph, fetches)
-        fetch_tensors = [e for e in elements if isinstance(e, Tensor)]
-        targets = [e for e in elements if isinstance(e, Operation)]
-        feed_tensors, feed_values = feed_arrays(self.graph, feed_dict or {})
-        step = self._bound_step(fetch_tensors, feed_tensors, targets)
-        tensor_pos = {id(t): i for i, t in enumerate(fetch_tensors)}
-        order = [tensor_pos.get(id(e)) for e in elements]
+        plan = self._fetch_plans.get(fetches)
+        feed_tensors, feed_values = feed_arrays(self.graph, feed_dict) if feed_dict else ([], [])
+        step = self._bound_step(plan.tensors, feed_tensors, plan.operations)
 
         def rebuild_all(values: list[Any]) -> Any:
-            return rebuild([None if i is None else fetched(values[i], self.resources) for i in order])
+            return plan.rebuild([None if i is None else fetched(values[i], self.resources)
+                                 for i in plan.picks])
 
         tracing = options is not None and options.trace_level > 0 and run_metadata is not None
         timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms
