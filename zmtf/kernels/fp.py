@@ -1,6 +1,7 @@
 """Float-error policy of the kernels: silent, as in TF (overflow gives inf, 0/0 gives nan).
 
-Each kernel that may raise a numpy float warning wraps its work in ``quiet_fp()``. Entering
+Each kernel that may raise a numpy float warning wraps its work in ``quiet_fp()``, or the
+hottest ones their one numpy call in ``quietly()``. Entering
 ``np.errstate`` costs ~3 us, paid ~20 times per training step, so the executor enters it
 once per run of ready nodes with ``quiet_section()``, and a ``quiet_fp()`` inside is free.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -21,6 +22,18 @@ _ALREADY_QUIET = contextlib.nullcontext()
 def quiet_fp() -> contextlib.AbstractContextManager[Any]:
     """Silence numpy's float warnings for a kernel (free inside a ``quiet_section``)."""
     return _ALREADY_QUIET if _quiet.get() else np.errstate(all="ignore")
+
+
+def quietly(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` with numpy's float warnings silenced.
+
+    For the kernels of every step (matmul, elementwise, sums): one Python-level call, where
+    ``with quiet_fp():`` makes three even inside a quiet section (quiet_fp and the
+    nullcontext's ``__enter__``/``__exit__``)."""
+    if _quiet.get():
+        return function(*args, **kwargs)
+    with np.errstate(all="ignore"):
+        return function(*args, **kwargs)
 
 
 try:   # numpy 2's error state is a context variable: set it directly, as errstate does

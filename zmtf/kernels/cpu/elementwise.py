@@ -26,7 +26,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC, SIGNED_INTS, empty, quiet_fp, shape_str
+from zmtf.kernels.cpu._common import FLOATS, NUMERIC, SIGNED_INTS, empty, quiet_fp, quietly, shape_str
 from zmtf.kernels.cpu._jit import NUMBA_DTYPES, PARALLEL_MIN_ELEMENTS, jit, scalar
 from zmtf.kernels.cpu._jit import takes_numba_path, thread_count, use_threads
 from zmtf.kernels.registry import register
@@ -618,8 +618,7 @@ def binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array:
         return out
     try:
         if spec.quiet and x.dtype.kind == "f":
-            with quiet_fp():
-                return spec.compute(x, y)
+            return quietly(spec.compute, x, y)
         return spec.compute(x, y)
     except ValueError:
         if x.shape == y.shape:

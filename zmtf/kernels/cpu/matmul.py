@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import empty, quiet_fp, shape_str
+from zmtf.kernels.cpu._common import empty, quietly, shape_str
 from zmtf.kernels.cpu.blas import use_threads_for
 from zmtf.kernels.registry import register
 
@@ -42,8 +42,7 @@ def mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
         )
     out = empty(ctx, (left.shape[0], right.shape[1]), a.dtype)
     use_threads_for(2 * left.shape[0] * left.shape[1] * right.shape[1])
-    with quiet_fp():  # overflow gives inf, silently, as in TF
-        np.matmul(left, right, out=out)
+    quietly(np.matmul, left, right, out=out)  # overflow gives inf, silently, as in TF
     return [out]
 
 
@@ -69,5 +68,4 @@ def batch_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
                                    f"{shape_str(a.shape)} vs. {shape_str(b.shape)} "
                                    f"(node '{node}')") from None
     use_threads_for(2 * math.prod(batch) * left.shape[-2] * left.shape[-1] * right.shape[-1])
-    with quiet_fp():
-        return [np.matmul(left, right.astype(a.dtype, copy=False))]
+    return [quietly(np.matmul, left, right.astype(a.dtype, copy=False))]

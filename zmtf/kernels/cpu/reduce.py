@@ -20,7 +20,7 @@ import numpy as np
 from numba import prange
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC, int_list, normalize_axis, quiet_fp
+from zmtf.kernels.cpu._common import FLOATS, NUMERIC, int_list, normalize_axis, quiet_fp, quietly
 from zmtf.kernels.cpu._common import dtype_attr, empty, shape_input, shape_str
 from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit, scalar, takes_numba_path
 from zmtf.kernels.cpu._jit import use_threads
@@ -197,8 +197,7 @@ def wide_sum(ctx: Any, x: _Array, axes: tuple[int, ...]) -> _Array:
     """Sum over ``axes`` (dropped), in an accumulator dtype at least as wide as x's."""
     out = _numba_reduce("sum", ctx, x, axes)
     if out is None:
-        with quiet_fp():
-            out = np.add.reduce(x, axis=axes, dtype=_np_sum_dtype(x.dtype), out=...)
+        out = quietly(np.add.reduce, x, axis=axes, dtype=_np_sum_dtype(x.dtype), out=...)
     return out
 
 
@@ -224,8 +223,7 @@ def mean_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
     count = math.prod(x.shape[a] for a in axes)
     total = wide_sum(ctx, x, axes)
     if x.dtype.kind == "f":
-        with quiet_fp():
-            return _finish(np.true_divide(total, count, out=...), x.dtype, shape)
+        return _finish(quietly(np.true_divide, total, count, out=...), x.dtype, shape)
     total = np.asarray(total).astype(x.dtype, copy=False)
     if count == 0:
         return _finish(np.zeros_like(total), x.dtype, shape)
@@ -345,8 +343,8 @@ def mean_grad_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
     target = shape_input(shape_arr, node, grad.dtype)
     kept, count = mean_grad_geometry(target, attrs.get("axis"), grad.size, node)
     out = empty(ctx, target, grad.dtype)
-    with quiet_fp():   # an empty reduction divides by 0, as TF's
-        np.divide(grad.reshape(kept), grad.dtype.type(count), out=out)
+    # an empty reduction divides by 0, as TF's
+    quietly(np.divide, grad.reshape(kept), grad.dtype.type(count), out=out)
     return [out]
 
 

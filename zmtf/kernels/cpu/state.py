@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, OutOfRangeError
-from zmtf.kernels.cpu._common import quiet_fp, shape_str
+from zmtf.kernels.cpu._common import quiet_fp, quietly, shape_str
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.registry import register
 
@@ -116,7 +116,7 @@ def _read_writable(ref: VariableRef) -> _Array:
 def _update(inputs: list, attrs: dict, ufunc: np.ufunc, op_type: str) -> list:
     node_name = attrs["_node_name"]
     ref, delta = _ref(inputs[0], node_name), inputs[1]
-    with ref.store.lock(ref.name), quiet_fp():
+    with ref.store.lock(ref.name):
         current = _read_writable(ref)
         if delta.shape == current.shape or not delta.shape:   # the usual cases, no numpy call
             fits = True
@@ -130,7 +130,7 @@ def _update(inputs: list, attrs: dict, ufunc: np.ufunc, op_type: str) -> list:
                 f"{op_type} (node '{node_name}'): update shape {shape_str(delta.shape)} does not "
                 f"match variable '{ref.name}' of shape {shape_str(current.shape)}"
             )
-        ufunc(current, delta, out=current, casting="unsafe")
+        quietly(ufunc, current, delta, out=current, casting="unsafe")
         return [current]
 
 
