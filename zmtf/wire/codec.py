@@ -44,7 +44,7 @@ import msgpack
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.wire.messages import (
-    BODY_FIELD_SETS, BODY_FIELDS, CARRIES_TENSORS, KINDS, MAX_ID, Message, validate,
+    BODY_FIELD_SETS, BODY_FIELDS, BODY_OF, CARRIES_TENSORS, KINDS, MAX_ID, VALIDATORS, Message,
 )
 from zmtf.wire.tensors import (
     DEFAULT_LIMITS,
@@ -99,7 +99,7 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
     cls = type(message)
     if KINDS.get(cls.__name__) is not cls:
         raise InvalidArgumentError(f"cannot encode a {cls.__name__}: not a message kind")
-    validate(message)  # again: a list field may have been mutated since construction
+    VALIDATORS[cls](message)  # again: a list field may have been mutated since construction
     if id is not None:
         if type(id) is not int or not 0 <= id < MAX_ID:
             raise InvalidArgumentError(f"{cls.__name__}: id must be an int in [0, 2**63), got "
@@ -107,10 +107,7 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
     message_id = message.id if id is None else id
     tensors: list[Any] = getattr(message, "tensors") if CARRIES_TENSORS[cls] else []
     descriptors, parts = encode_tensors(tensors, limits) if tensors else ([], [])
-    body = {}
-    for name in BODY_FIELDS[cls]:   # a loop: a comprehension is a call of its own in 3.11
-        body[name] = getattr(message, name)
-    header = {"v": VERSION, "kind": cls.__name__, "id": message_id, "body": body,
+    header = {"v": VERSION, "kind": cls.__name__, "id": message_id, "body": BODY_OF[cls](message),
               "tensors": descriptors}
     streamed = bool(parts) and sum(map(len, parts)) >= stream_min_bytes  # parts: flat bytes
     if streamed:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 import numpy as np
 
@@ -36,8 +36,8 @@ Tensors = list  # list[np.ndarray]; the annotation "Tensors" marks the field the
 _ARRAY_TYPES = (np.ndarray, np.generic)
 
 
-# Field kinds, checked inline by ``validate``: a function call per field (or per list item)
-# was a third of the Python calls a small step's messages cost.
+# Field kinds, checked by the validator ``_compile`` generates per class: a function call per
+# field (or per list item) was a third of the Python calls a small step's messages cost.
 _STR, _OPT_STR, _INT, _STR_LIST, _MAP, _MAP_LIST, _ARRAYS = range(7)
 _INT64_MIN, _INT64_END = -(2**63), 2**63
 
@@ -286,58 +286,75 @@ CARRIES_TENSORS: dict[type[Message], bool] = {
 
 def validate(message: Message) -> None:
     """Raise InvalidArgumentError naming the kind, id and field of the first bad field."""
-    cls = type(message)
-    schema = SCHEMAS.get(cls)
-    if schema is None:
-        raise InvalidArgumentError(f"{cls.__name__} is not a registered message kind")
-    message_id = message.id
-    if type(message_id) is not int or not 0 <= message_id < MAX_ID:
-        raise InvalidArgumentError(
-            f"{cls.__name__}: id must be an int in [0, 2**63), got {short_repr(message_id)}"
-        )
-    for name, kind, description in schema:
-        value = getattr(message, name)
-        if kind == _STR:
-            if type(value) is str:
-                continue
-        elif kind == _INT:
-            if type(value) is int and _INT64_MIN <= value < _INT64_END:
-                continue
-        elif kind == _STR_LIST:
-            if type(value) is list:
-                for item in value:
-                    if type(item) is not str:
-                        break
-                else:
-                    continue
-        elif kind == _ARRAYS:
-            if type(value) is list:
-                for item in value:
-                    if not isinstance(item, _ARRAY_TYPES):
-                        break
-                else:
-                    continue
-        elif kind == _MAP_LIST:
-            if type(value) is list:
-                for item in value:
-                    if type(item) is not dict:
-                        break
-                else:
-                    continue
-        elif kind == _OPT_STR:
-            if value is None or type(value) is str:
-                continue
-        elif kind == _MAP:
-            if type(value) is dict:
-                continue
-        raise InvalidArgumentError(
-            f"{cls.__name__} (id {message_id}): field '{name}' must be {description}, "
-            f"got {short_repr(value)}"
-        )
+    check = VALIDATORS.get(type(message))
+    if check is None:
+        raise InvalidArgumentError(f"{type(message).__name__} is not a registered message kind")
+    check(message)
 
 
-#: every message checks its fields when built: the dataclass __init__ calls this directly
-Message.__post_init__ = validate  # type: ignore[method-assign]
+def _bad_id(message: Message) -> NoReturn:
+    raise InvalidArgumentError(f"{type(message).__name__}: id must be an int in [0, 2**63), "
+                               f"got {short_repr(message.id)}")
+
+
+def _bad_field(message: Message, index: int) -> NoReturn:
+    name, _, description = SCHEMAS[type(message)][index]
+    raise InvalidArgumentError(
+        f"{type(message).__name__} (id {message.id}): field '{name}' must be {description}, "
+        f"got {short_repr(getattr(message, name))}"
+    )
+
+
+# The source of one field's check; ``v`` is the field's value, ``i`` its index in the schema.
+_VALUE_CHECKS = {
+    _STR: "    if type(v) is not str: _bad_field(m, {i})\n",
+    _OPT_STR: "    if v is not None and type(v) is not str: _bad_field(m, {i})\n",
+    _INT: "    if type(v) is not int or not _INT64_MIN <= v < _INT64_END: _bad_field(m, {i})\n",
+    _MAP: "    if type(v) is not dict: _bad_field(m, {i})\n",
+}
+_ITEM_CHECKS = {
+    _STR_LIST: "type(x) is not str",
+    _MAP_LIST: "type(x) is not dict",
+    _ARRAYS: "not isinstance(x, _ARRAY_TYPES)",
+}
+
+
+def _compile(cls: type[Message]) -> tuple[Callable[[Message], None], Callable[[Message], dict]]:
+    """One class's validator and header-body builder, as straight-line code.
+
+    Both run for every message sent and received. Generated from the schema (as dataclasses
+    generates ``__init__``; the names are the classes' own field names, never wire data),
+    they read each field as a plain attribute: 0.66 against 1.7 us for a RunGraph."""
+    lines = ["def check(m):\n", "    v = m.id\n",
+             "    if type(v) is not int or not 0 <= v < MAX_ID: _bad_id(m)\n"]
+    for i, (name, kind, _) in enumerate(SCHEMAS[cls]):
+        lines.append(f"    v = m.{name}\n")
+        if kind in _VALUE_CHECKS:
+            lines.append(_VALUE_CHECKS[kind].format(i=i))
+        else:
+            lines.append(f"    if type(v) is not list: _bad_field(m, {i})\n")
+            lines.append(f"    for x in v:\n        if {_ITEM_CHECKS[kind]}: _bad_field(m, {i})\n")
+    fields = ", ".join(f"{name!r}: m.{name}" for name in BODY_FIELDS[cls])
+    lines.append(f"def body(m):\n    return {{{fields}}}\n")
+    namespace = {"MAX_ID": MAX_ID, "_INT64_MIN": _INT64_MIN, "_INT64_END": _INT64_END,
+                 "_ARRAY_TYPES": _ARRAY_TYPES, "_bad_id": _bad_id, "_bad_field": _bad_field}
+    exec("".join(lines), namespace)  # noqa: S102 - source built from the schema above only
+    check, body = namespace["check"], namespace["body"]
+    check.__qualname__ = f"{cls.__name__}.__post_init__"
+    body.__qualname__ = f"body_of_{cls.__name__}"
+    return check, body
+
+
+_COMPILED = {cls: _compile(cls) for cls in KINDS.values()}
+#: message class -> its validator (each class's ``__post_init__``: a message that exists is valid)
+VALIDATORS: dict[type[Message], Callable[[Message], None]] = {
+    cls: check for cls, (check, _) in _COMPILED.items()}
+#: message class -> a function giving the header body: {field: value} for ``BODY_FIELDS``
+BODY_OF: dict[type[Message], Callable[[Message], dict]] = {
+    cls: body for cls, (_, body) in _COMPILED.items()}
+for _cls, _check in VALIDATORS.items():
+    _cls.__post_init__ = _check  # type: ignore[method-assign]
+Message.__post_init__ = validate  # type: ignore[method-assign]  # unregistered subclasses
 
 
 # ---- errors across the wire -----------------------------------------------------------
@@ -368,5 +385,6 @@ def raise_error(reply: ErrorReply) -> NoReturn:
     raise error_from(reply)
 
 
-__all__ = ["BODY_FIELDS", "BODY_FIELD_SETS", "CARRIES_TENSORS", "KINDS", "SCHEMAS", "Message",
+__all__ = ["BODY_FIELDS", "BODY_FIELD_SETS", "BODY_OF", "CARRIES_TENSORS", "KINDS", "SCHEMAS",
+           "VALIDATORS", "Message",
            "Tensors", "error_from", "error_reply", "raise_error", "validate", *KINDS]
