@@ -142,6 +142,27 @@ def test_invalid_messages_cannot_be_built(build, pattern):
         build()
 
 
+#: per field kind: a value of the wrong type, and one list whose last item is wrong
+_WRONG = {"str": [3], "str | None": [3], "int": [1.5, 2**63], "list[str]": [("a",), ["a", 3]],
+          "dict[str, Any]": [[]], "list[dict[str, Any]]": [{}, [{}, "x"]],
+          "Tensors": [np.zeros(2), [np.zeros(2), [1.0]]]}
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.kind)
+def test_every_field_of_every_kind_is_checked_when_built(sample):
+    """The per-kind validators are generated from the schemas: each field of each kind must
+    reject each wrong value, naming the field, and the valid sample must still build."""
+    cls = type(sample)
+    fields = {f.name: getattr(sample, f.name) for f in dataclasses.fields(cls)}
+    assert cls(**fields) == sample or m.CARRIES_TENSORS[cls]
+    for f in dataclasses.fields(cls):
+        if f.name == "id":
+            continue
+        for wrong in _WRONG[str(f.type)]:
+            with pytest.raises(InvalidArgumentError, match=f"field '{f.name}' must be"):
+                cls(**{**fields, f.name: wrong})
+
+
 def test_encode_revalidates_and_names_unpackable_values():
     message = m.RunStep(id=1, session="s", feeds=["x:0"])
     message.feeds.append(7)
