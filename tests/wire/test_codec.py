@@ -170,6 +170,10 @@ def test_encode_revalidates_and_names_unpackable_values():
         codec.encode(message)
     with pytest.raises(InvalidArgumentError, match=r"cannot be encoded.*\.item\(\)"):
         codec.encode(m.CreateSession(graph={"lr": np.float32(0.1)}))
+    # the thread's reused msgpack Packer starts the next message clean after that failure
+    ok = m.CreateSession(graph={"lr": 0.1})
+    assert codec.decode(codec.encode(ok)) == ok
+    assert codec.encode(ok)[0] == msgpack.packb(msgpack.unpackb(codec.encode(ok)[0]), use_bin_type=True)
     with pytest.raises(InvalidArgumentError, match="header is .* bytes, over the limit of 64"):
         codec.encode(m.SessionCreated(session="x" * 100), Limits(max_header_bytes=64))
     with pytest.raises(InvalidArgumentError, match="tensor 0 has dtype"):

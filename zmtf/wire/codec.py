@@ -38,6 +38,7 @@ msgpack options, and why:
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
 import msgpack
@@ -86,6 +87,8 @@ def encode(message: Message, limits: Limits = DEFAULT_LIMITS, *,
 
 
 _NEVER = 1 << 62   # a stream_min_bytes no message reaches
+#: one msgpack Packer per thread: ``msgpack.packb`` builds a Packer (and its buffer) per call
+_PACKERS = threading.local()
 
 
 def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
@@ -113,7 +116,11 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
     if streamed:
         header[STREAM_KEY] = len(parts)
     try:
-        packed = msgpack.packb(header, use_bin_type=True)
+        packer = _PACKERS.packer
+    except AttributeError:
+        packer = _PACKERS.packer = msgpack.Packer(use_bin_type=True)
+    try:
+        packed = packer.pack(header)   # it resets its buffer after each pack, failed or not
     except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidArgumentError(
             f"{cls.__name__} (id {message_id}) cannot be encoded: {exc}; body values must be "
