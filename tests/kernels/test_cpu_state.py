@@ -161,6 +161,38 @@ def test_apply_momentum(ctx, run, use_nesterov):
     np.testing.assert_allclose(ctx.resources.read("acc"), new_accum, rtol=1e-6)
 
 
+@pytest.mark.parametrize("case", ["float16 variable", "strided variable", "float64 scalars"])
+def test_apply_momentum_outside_the_fused_path_agrees_and_stays_silent(ctx, run, case):
+    """The numpy form (no numba kernel for float16 or non-contiguous storage) and float64
+    lr/momentum cast to the variable's dtype give the fused path's result, and overflow is
+    inf without a numpy warning (pytest turns warnings into errors)."""
+    dtype = np.float16 if case == "float16 variable" else np.float32
+    var, accum = np.array([1.0, 2.0, 60000.0], dtype), np.array([0.5, -0.5, 60000.0], dtype)
+    scalar = np.float64 if case == "float64 scalars" else dtype
+    grad, lr, momentum = np.array([0.1, 0.2, 60000.0], dtype), scalar(0.01), scalar(0.9)
+    refs = []
+    for name, value in (("w", var), ("acc", accum)):
+        ref = VariableRef(ctx.resources, name)
+        stored = np.repeat(value, 2)[::2] if case == "strided variable" else value.copy()
+        ctx.resources.assign(name, stored)
+        refs.append(ref)
+    (out,) = run("ApplyMomentum", refs + [np.asarray(lr), grad, np.asarray(momentum)])
+    new_accum = accum.astype(np.float64) * 0.9 + grad
+    expected = var - 0.01 * new_accum
+    np.testing.assert_allclose(out[:2], expected[:2], rtol=2e-3)
+    if dtype == np.float16:
+        assert np.isinf(ctx.resources.read("acc")[2])   # 0.9 * 6e4 + 6e4 overflows float16
+    assert out.dtype == dtype
+    assert out is ctx.resources.read("w")   # updated in place, strided or not
+
+
+def test_apply_momentum_names_the_input_of_the_wrong_shape(ctx, run):
+    refs = [_init(ctx, run, "w", [1.0, 2.0]), _init(ctx, run, "acc", [0.0, 0.0])]
+    scalar = np.asarray(0.5, np.float32)
+    with pytest.raises(InvalidArgumentError, match="grad .* must have the variable's shape"):
+        run("ApplyMomentum", refs + [scalar, np.ones(3, np.float32), scalar])
+
+
 @pytest.mark.parametrize("use_nesterov", [False, True])
 def test_apply_adam(ctx, run, use_nesterov):
     var, m, v = np.array([1.0, -2.0, 3.0]), np.array([0.1, 0.0, -0.1]), np.array([0.01, 0.02, 0])

@@ -181,6 +181,13 @@ class _locked:
     def __init__(self, refs: Sequence[VariableRef]) -> None:
         if len(refs) == 1:
             self._locks = [refs[0].store.lock(refs[0].name)]
+        elif len(refs) == 2:   # var and accumulator: written out, no comprehensions
+            first, second = refs
+            if first.name > second.name:
+                first, second = second, first
+            self._locks = [first.store.lock(first.name)]
+            if second.name != first.name:
+                self._locks.append(second.store.lock(second.name))
         else:
             names = sorted({r.name: r for r in refs}.items())
             self._locks = [ref.store.lock(name) for name, ref in names]
@@ -216,9 +223,12 @@ _FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _fusable(var: _Array, *others: _Array) -> bool:
-    return (var.dtype in _FUSED_DTYPES and var.flags.c_contiguous
-            and all(o.dtype == var.dtype and o.shape == var.shape and o.flags.c_contiguous
-                    for o in others))
+    if var.dtype not in _FUSED_DTYPES or not var.flags.c_contiguous:
+        return False
+    for other in others:   # a loop: a generator's every item is a call of its own
+        if other.dtype != var.dtype or other.shape != var.shape or not other.flags.c_contiguous:
+            return False
+    return True
 
 
 @jit()
@@ -296,24 +306,34 @@ def apply_momentum(ctx: Any, inputs: list, attrs: dict) -> list:
     node_name = attrs["_node_name"]
     ref, accum_ref = _ref(inputs[0], node_name), _ref(inputs[1], node_name, 1)
     lr, grad, momentum = inputs[2], inputs[3], inputs[4]
-    with _locked([ref, accum_ref]), quiet_fp():
+    with _locked([ref, accum_ref]):
         var, accum = _read_writable(ref), _read_writable(accum_ref)
-        _check_same_shape(var, accum, "accum", attrs)
-        _check_same_shape(var, grad, "grad", attrs)
-        lr, momentum = lr.astype(var.dtype), momentum.astype(var.dtype)
-        if _fusable(var, accum, grad):
+        if var.shape != accum.shape or var.shape != grad.shape:
+            _check_same_shape(var, accum, "accum", attrs)
+            _check_same_shape(var, grad, "grad", attrs)
+        if lr.dtype != var.dtype or momentum.dtype != var.dtype:
+            with quiet_fp():
+                lr, momentum = lr.astype(var.dtype), momentum.astype(var.dtype)
+        if _fusable(var, accum, grad):   # numba code: no numpy float warnings to silence
             _momentum_update(var.reshape(-1), accum.reshape(-1), grad.reshape(-1), lr[()],
                              momentum[()], bool(attrs.get("use_nesterov", False)))
             return [var]
-        np.multiply(accum, momentum, out=accum)
-        np.add(accum, grad, out=accum, casting="unsafe")
-        if attrs.get("use_nesterov", False):
-            step = np.multiply(grad, lr, dtype=var.dtype)
-            step += accum * (momentum * lr)
-        else:
-            step = np.multiply(accum, lr)
-        np.subtract(var, step, out=var)
-        return [var]
+        with quiet_fp():
+            return _momentum_numpy(var, accum, lr, grad, momentum, attrs)
+
+
+def _momentum_numpy(var: _Array, accum: _Array, lr: _Array, grad: _Array, momentum: _Array,
+                    attrs: dict) -> list:
+    """ApplyMomentum in numpy (other dtypes, strided arrays); its caller silences float warnings."""
+    np.multiply(accum, momentum, out=accum)
+    np.add(accum, grad, out=accum, casting="unsafe")
+    if attrs.get("use_nesterov", False):
+        step = np.multiply(grad, lr, dtype=var.dtype)
+        step += accum * (momentum * lr)
+    else:
+        step = np.multiply(accum, lr)
+    np.subtract(var, step, out=var)
+    return [var]
 
 
 @register("ApplyAdagrad")
