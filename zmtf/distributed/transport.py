@@ -212,23 +212,32 @@ class _Reactor:
     def send(self, messages: list[list[Any]]) -> None:
         """Send ZeroMQ messages in order (a streamed message is several); what cannot go now
         waits in the outbox, ahead of anything sent later."""
-        if self.closed:
+        sock = self.sock
+        if self._closed or sock.closed:   # the ``closed`` property, written out: every send asks
+            if not self._closed:
+                self._lost()
             raise UnavailableError(None, None, "the socket was closed (its peer server stopped)")
         if self._outbox:
             self._outbox.extend(messages)
         else:
             for k, frames in enumerate(messages):
                 try:
-                    send_frames(self.sock, frames)
+                    send_frames(sock, frames)
                 except zmq.Again:
                     self._outbox.extend(messages[k:])
                     self.loop.call_later(0.001, self._flush)
                     break
                 except zmq.ZMQError as error:
-                    if not self.sock.closed and not self._unreachable(error, frames):
+                    if not sock.closed and not self._unreachable(error, frames):
                         raise
                     break   # the rest of a streamed message would go nowhere either
-        self._recheck()
+        # libzmq's FD is edge-triggered and a send may have consumed its edge: look again
+        if self._closed:
+            return
+        if sock.closed:
+            self._lost()
+        elif _poll([(sock, _POLLIN)], 0):
+            self.loop.call_soon(self.drain)
 
     def _flush(self) -> None:
         while self._outbox and not self._closed:
@@ -253,14 +262,6 @@ class _Reactor:
             log.info("dropped a reply to a peer that has disconnected (it was not waiting "
                      "any more; a client stopped mid-call)")
         return True
-
-    def _recheck(self) -> None:
-        if self._closed:
-            return
-        if self.sock.closed:
-            self._lost()
-        elif _poll([(self.sock, _POLLIN)], 0):
-            self.loop.call_soon(self.drain)
 
     @property
     def closed(self) -> bool:
@@ -550,7 +551,7 @@ class Channel:
         It fails with the peer's typed error for an ErrorReply, DeadlineExceededError after
         ``timeout`` s, UnavailableError if the connection drops; cancelling it forgets the call.
         """
-        if self.closed:
+        if self._reactor.closed:
             raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
                                    f"is closed ({type(message).__name__} not sent)")
         if not self._connected:  # rare: first call on a new channel waits for the connection

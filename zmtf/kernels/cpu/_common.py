@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -47,7 +46,9 @@ def check_output_size(shape: Sequence[int], dtype: Any, node_name: str,
     """ResourceExhaustedError, before allocating, if an array of ``shape`` and ``dtype``
     would take more than MAX_OUTPUT_BYTES (numpy would fault the pages in, or fail late)."""
     itemsize = np.dtype(dtype).itemsize if dtype is not None else 1
-    size = math.prod(int(d) for d in shape) * max(itemsize, 1)
+    size = max(itemsize, 1)
+    for d in shape:   # a loop: a generator's every item is a call of its own
+        size *= int(d)
     if size > MAX_OUTPUT_BYTES:
         raise ResourceExhaustedError(
             None, None,
@@ -65,7 +66,7 @@ def shape_input(value: Any, node_name: str, dtype: Any = None) -> tuple[int, ...
         raise InvalidArgumentError(
             f"shape of node '{node_name}' must be a vector, got shape {shape_str(np.shape(value))}"
         )
-    if any(d < 0 for d in dims):
+    if dims and min(dims) < 0:
         raise InvalidArgumentError(
             f"shape {shape_str(dims)} of node '{node_name}' has a negative dimension"
         )

@@ -98,9 +98,13 @@ def set_blas_threads(threads: int) -> bool:
 def use_threads_for(flops: int) -> None:
     """Before a BLAS call of ``flops``: one thread for a small product, the cap otherwise.
     Process-wide and unsynchronized on purpose: a race only costs speed, never results."""
-    _BLAS.load()
-    if _BLAS.cap > 1:
-        _BLAS.use(1 if flops < _BLAS.single_thread_flops else _BLAS.cap)
+    blas = _BLAS
+    if not blas.loaded:
+        blas.load()
+    if blas.cap > 1:
+        threads = 1 if flops < blas.single_thread_flops else blas.cap
+        if threads != blas.current:   # every product asks: no call when nothing changes
+            blas.use(threads)
 
 
 def for_server(intra_op_threads: int) -> None:
