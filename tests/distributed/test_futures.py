@@ -63,6 +63,23 @@ def test_then_maps_results_passes_errors_and_cancels_its_source():
     assert upstream.cancelled()
 
 
+async def test_cancelling_a_deferred_cancels_its_upstream_only_when_cancelled():
+    task_like = asyncio.get_running_loop().create_future()
+    reply = Deferred(upstream=task_like)
+    seen = []
+    reply.add_done_callback(lambda d: seen.append((d.cancelled(), task_like.cancelled())))
+    assert reply.cancel() and task_like.cancelled()
+    assert seen == [(True, False)]   # the reply's callbacks run first, then the upstream goes
+    assert not reply.cancel()        # once
+    kept = Deferred()
+    answered = Deferred(upstream=kept)
+    answered.set_result(1)
+    assert not answered.cancel() and not kept.done()   # a settled outcome cancels nothing
+    failing = Deferred()
+    Deferred(upstream=failing).set_exception(KeyError("k"))
+    assert not failing.done()
+
+
 def test_await_and_cancel_through_await():
     async def main():
         outcome = Deferred()

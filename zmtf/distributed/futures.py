@@ -19,14 +19,18 @@ _PENDING, _RESULT, _ERROR, _CANCELLED = range(4)
 
 
 class Deferred:
-    """A one-shot outcome whose callbacks run synchronously when it settles."""
+    """A one-shot outcome whose callbacks run synchronously when it settles.
 
-    __slots__ = ("_state", "_value", "_callbacks")
+    ``upstream``, if given, is the work this outcome stands for (a Deferred or a future):
+    cancelling this cancels it too, without a callback per outcome that checks for it."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_state", "_value", "_callbacks", "_upstream")
+
+    def __init__(self, upstream: Any = None) -> None:
         self._state = _PENDING
         self._value: Any = None
         self._callbacks: list[Callable[[Deferred], None]] | None = []
+        self._upstream = upstream
 
     # ---- reading ----------------------------------------------------------------------
     def done(self) -> bool:
@@ -61,6 +65,8 @@ class Deferred:
         if self._state != _PENDING:
             return False
         self._settle(_CANCELLED, None)
+        if self._upstream is not None:
+            self._upstream.cancel()
         return True
 
     def _settle(self, state: int, value: Any) -> None:
@@ -137,7 +143,7 @@ def chain(source: Any, target: Any) -> None:
 def then(source: Any, fn: Callable[[Any], Any]) -> Deferred:
     """A Deferred of ``fn(source.result())``; errors pass through, cancelling it cancels
     ``source``. ``source`` is a Deferred or an asyncio future."""
-    target = Deferred()
+    target = Deferred(upstream=source)
 
     def settled(done: Any) -> None:
         if target._state != _PENDING:
@@ -160,7 +166,6 @@ def then(source: Any, fn: Callable[[Any], Any]) -> Deferred:
         settled(source)   # now, not on the loop's next turn: a caller may reply at once
     else:
         source.add_done_callback(settled)
-    target.add_done_callback(lambda t: source.cancel() if t.cancelled() else None)
     return target
 
 

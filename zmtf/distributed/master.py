@@ -193,7 +193,7 @@ class MasterService:
     def _start_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
                          step_id: int, feed_values: dict[str, np.ndarray],
                          timeout: float, trace: list | None = None) -> Deferred:
-        values = [feed_values[name] for name in part.feeds]
+        values = [feed_values[name] for name in part.feeds] if part.feeds else []
         if part.task == self.task:
             return self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
                                          part.fetches, part.targets, values, timeout, trace)

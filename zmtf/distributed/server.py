@@ -181,7 +181,7 @@ class ServerCore:
             # signature: placement, registration
             step = asyncio.ensure_future(step)
         self._running[key] = step
-        reply = Deferred()
+        reply = Deferred(upstream=step)   # cancelled (the client went away): so is the step
 
         def settled(done: Any) -> None:
             self._running.pop(key, None)
@@ -204,7 +204,6 @@ class ServerCore:
                                                  step_stats=to_plain(trace) if trace else []))
 
         step.add_done_callback(settled)
-        reply.add_done_callback(lambda r: step.cancel() if r.cancelled() else None)
         return reply
 
     def _cancel_step(self, msg: m.CancelStep) -> None:
@@ -339,8 +338,9 @@ class ServerCore:
         self.channel(task).send_only(m.PushTensor(id=0, step_id=step_id, keys=keys, tensors=values))
 
     def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> Any:
-        timeout, trace = fields["timeout"], fields.get("trace")
-        run = {k: v for k, v in fields.items() if k not in ("timeout", "trace")}
+        """``fields``: RunGraph's, plus ``timeout`` and ``trace`` (taken out; the dict is ours)."""
+        timeout, trace = fields.pop("timeout"), fields.pop("trace", None)
+        run = fields
         def traced(reply: Any) -> Any:   # the partition's node timings join the step's
             from_plain(reply.step_stats, task)   # checked; kept plain (wall-clock already)
             trace.extend(reply.step_stats)

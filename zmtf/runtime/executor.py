@@ -382,8 +382,12 @@ class _StepRun:
         return total >= EXPENSIVE_ELEMENTS
 
     def _finish(self) -> None:
-        result = [self.slots[s] for s in self.step.plan.fetch_slots]
-        if any(type(v) is VariableRef for v in result):
+        result, slots, fetches_ref = [], self.slots, False
+        for s in self.step.plan.fetch_slots:   # a loop: comprehensions are calls in 3.11
+            value = slots[s]
+            fetches_ref = fetches_ref or type(value) is VariableRef
+            result.append(value)
+        if fetches_ref:
             try:   # a fetched Variable op ("w:0", TF1's ref tensor) gives the variable's value
                 result = [v.read() if type(v) is VariableRef else v for v in result]
             except BaseException as exc:  # noqa: BLE001 - e.g. FailedPrecondition: uninitialized
