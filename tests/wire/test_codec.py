@@ -170,7 +170,7 @@ def test_encode_revalidates_and_names_unpackable_values():
         codec.encode(message)
     with pytest.raises(InvalidArgumentError, match=r"cannot be encoded.*\.item\(\)"):
         codec.encode(m.CreateSession(graph={"lr": np.float32(0.1)}))
-    # the thread's reused msgpack Packer starts the next message clean after that failure
+    # and the next message is packed clean after that failure
     ok = m.CreateSession(graph={"lr": 0.1})
     assert codec.decode(codec.encode(ok)) == ok
     assert codec.encode(ok)[0] == msgpack.packb(msgpack.unpackb(codec.encode(ok)[0]), use_bin_type=True)

@@ -38,7 +38,6 @@ msgpack options, and why:
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Sequence
 
 import msgpack
@@ -87,8 +86,6 @@ def encode(message: Message, limits: Limits = DEFAULT_LIMITS, *,
 
 
 _NEVER = 1 << 62   # a stream_min_bytes no message reaches
-#: one msgpack Packer per thread: ``msgpack.packb`` builds a Packer (and its buffer) per call
-_PACKERS = threading.local()
 
 
 def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
@@ -115,12 +112,8 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
     streamed = bool(parts) and sum(map(len, parts)) >= stream_min_bytes  # parts: flat bytes
     if streamed:
         header[STREAM_KEY] = len(parts)
-    try:
-        packer = _PACKERS.packer
-    except AttributeError:
-        packer = _PACKERS.packer = msgpack.Packer(use_bin_type=True)
-    try:
-        packed = packer.pack(header)   # it resets its buffer after each pack, failed or not
+    try:   # msgpack.packb is a Python function around this: one call less per message
+        packed = msgpack.Packer(use_bin_type=True).pack(header)
     except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidArgumentError(
             f"{cls.__name__} (id {message_id}) cannot be encoded: {exc}; body values must be "
