@@ -82,6 +82,23 @@ def test_constants_are_preset_but_a_feed_still_overrides_them():
         assert sess.run(c) == 2.0
 
 
+def test_variable_nodes_are_bound_once_and_still_read_every_assignment():
+    v = tf.Variable(1.0, name="v")
+    y = tf.identity(v * 2.0, name="y")
+    bump = tf.assign_add(v, 1.0)
+    meta = tf.RunMetadata()
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(y) == 2.0
+        sess.run(bump)
+        assert sess.run(y, options=tf.RunOptions(trace_level=3), run_metadata=meta) == 4.0
+        ran = {t.node_name for t in meta.step_stats}
+        assert "y" in ran and "v" not in ran, ran   # v's reference is preset, not run
+        sess.run(v.initializer)   # re-initialized: the same reference sees the new value
+        assert sess.run(y) == 2.0
+        assert sess.run(v.op.outputs[0]) == 1.0   # fetching the Variable op reads its value
+
+
 def test_per_session_threads_are_released_on_close():
     before = {t.name for t in threading.enumerate()}
     x = tf.placeholder(tf.float32, [300, 300])

@@ -119,7 +119,7 @@ class LocalSessionCore:
             if self.config.log_device_placement:
                 for line in plan.placement.log_lines:
                     placement_log.info("%s", line)
-            step = bind(plan, kernel_lookup)
+            step = bind(plan, kernel_lookup, self.resources)
             if len(self._plans) > 256:
                 self._plans.clear()
             self._plans[key] = step

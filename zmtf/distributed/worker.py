@@ -215,7 +215,7 @@ class WorkerService:
             plan = plan_step([_tensor(graph, n) for n in fetches], [_tensor(graph, n) for n in feeds],
                              [_op(graph, n) for n in targets], [d.name for d in self.devices],
                              supports, task=self.task_spec, allow_soft_placement=True)
-            step = bind(plan, lookup)
+            step = bind(plan, lookup, self.resources)
             registered.steps[key] = step
         return step
 

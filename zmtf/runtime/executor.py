@@ -69,25 +69,44 @@ class BoundStep:
     may_offload: tuple[bool, ...]           # nodes whose cost can grow with their inputs
 
 
-def bind(plan: StepPlan, lookup: KernelLookup) -> BoundStep:
+class _StoreOnly:
+    """The context of a kernel evaluated at bind time: the variable store, nothing else."""
+
+    __slots__ = ("resources",)
+
+    def __init__(self, resources: Any) -> None:
+        self.resources = resources
+
+
+def bind(plan: StepPlan, lookup: KernelLookup, resources: Any = None) -> BoundStep:
     """Look each node's kernel up once, so steps never touch the registry.
 
-    A node whose kernel declares ``constant_output`` (CPU Const) and that waits on nothing
-    is evaluated here, once: its value is preset in every step's slots and its consumers
-    wait for one predecessor less (the example MLP's step runs 13 nodes fewer)."""
+    A node that waits on nothing and whose kernel declares ``constant_output`` (CPU Const),
+    or ``store_output`` (CPU Variable: a reference into ``resources``, the store every step
+    of this binding runs with, when given) is evaluated here, once: its value is preset in
+    every step's slots and its consumers wait for one predecessor less (the example MLP's
+    step runs 13 Consts and 9 Variables fewer)."""
     nodes = plan.nodes
     kernels = tuple(lookup(n.op_type, n.device.rsplit("device:", 1)[-1].split(":")[0],
                            n.kernel_dtype) for n in nodes)
     pending = [n.pending_count for n in nodes]
     preset: list[tuple[int, Any]] = []
     constant = set()
+    store = None if resources is None else _StoreOnly(resources)
     for i, node in enumerate(nodes):
-        if node.pending_count == 0 and getattr(kernels[i], "constant_output", False):
-            constant.add(i)
-            for slot, value in zip(node.output_slots, kernels[i](None, [], node.attrs)):
-                preset.append((slot, value))
-            for c in node.consumers:
-                pending[c] -= 1
+        if node.pending_count:
+            continue
+        if getattr(kernels[i], "constant_output", False):
+            outputs = kernels[i](None, [], node.attrs)
+        elif store is not None and getattr(kernels[i], "store_output", False):
+            outputs = kernels[i](store, [], node.attrs)
+        else:
+            continue
+        constant.add(i)
+        for slot, value in zip(node.output_slots, outputs):
+            preset.append((slot, value))
+        for c in node.consumers:
+            pending[c] -= 1
     roots = tuple(i for i, n in enumerate(pending) if n == 0 and i not in constant)
     return BoundStep(
         plan,

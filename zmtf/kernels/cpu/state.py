@@ -65,6 +65,10 @@ def variable(ctx: Any, inputs: list, attrs: dict) -> list:
     return [VariableRef(ctx.resources, attrs["var_name"], attrs.get("shape"))]
 
 
+# its output depends on the store and the node alone: runtime.executor.bind presets it
+variable.store_output = True  # type: ignore[attr-defined]
+
+
 def _shapes_match(declared: Sequence[int | None], actual: tuple[int, ...]) -> bool:
     return len(declared) == len(actual) and all(
         d is None or d < 0 or d == a for d, a in zip(declared, actual)
