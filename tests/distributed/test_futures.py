@@ -127,6 +127,23 @@ async def test_outcome_reads_deferreds_and_futures_alike():
         outcome(Deferred())
 
 
+def test_outcome_reads_a_settled_step_future_and_its_callbacks_all_run(caplog):
+    done = StepFuture()
+    seen = []
+    done.add_done_callback(lambda f: 1 / 0)   # logged; the next callback still runs
+    done.add_done_callback(lambda f: seen.append(outcome(f)))
+    done.set_result([1, 2])
+    assert seen == [(False, [1, 2], None)]
+    assert "exception calling callback" in caplog.text
+    failed_run = StepFuture()
+    failed_run.set_exception(KeyError("k"))
+    cancelled, value, error = outcome(failed_run)
+    assert not cancelled and value is None and isinstance(error, KeyError)
+    stopped = StepFuture()
+    stopped.cancel()
+    assert outcome(stopped) == (True, None, None)
+
+
 def test_a_settled_step_future_reads_without_waiting():
     ok, bad, pending = StepFuture(), StepFuture(), StepFuture()
     ok.set_result("v")

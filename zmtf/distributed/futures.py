@@ -13,6 +13,8 @@ import asyncio
 import logging
 from typing import Any, Callable
 
+from zmtf.runtime.step_future import StepFuture
+
 log = logging.getLogger("zmtf.futures")
 
 _PENDING, _RESULT, _ERROR, _CANCELLED = range(4)
@@ -102,8 +104,9 @@ class Deferred:
 
 
 def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
-    """(cancelled, value, error) of a settled Deferred or future, read in one call: the step
-    path reads every partition's and step's outcome, and a call per method adds up."""
+    """(cancelled, value, error) of a settled Deferred, StepFuture or future, read in one
+    call: the step path reads every partition's and step's outcome, and a call per method
+    adds up."""
     if type(done) is Deferred:
         state = done._state
         if state == _RESULT:
@@ -113,6 +116,9 @@ def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
         if state == _CANCELLED:
             return True, None, None
         raise asyncio.InvalidStateError("the outcome is not ready yet")
+    if type(done) is StepFuture and done._state == "FINISHED":   # a partition's run, settled
+        error = done._exception
+        return (False, None, error) if error is not None else (False, done._result, None)
     if done.cancelled():
         return True, None, None
     error = done.exception()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -176,12 +177,14 @@ class WorkerService:
                 timer.cancel()
             if result.done():
                 return
-            error = done.exception()
+            cancelled, outputs, error = outcome(done)
+            if cancelled:
+                result.cancel()
+                return
             if error is not None:
                 result.set_exception(error)
                 return
             self._last_compute[id(step)] = getattr(done, "compute_seconds", 1.0)
-            outputs = done.result()
             if self.copy_aliases and any(self.resources.holds(v) for v in outputs):
                 copies = loop.run_in_executor(None, lambda: [self._owned(v) for v in outputs])
                 copies.add_done_callback(lambda f: chain(f, result))
@@ -289,12 +292,13 @@ class WorkerService:
     def _cleanup_later(self, step_id: int) -> None:
         """Forget a step's rendezvous entries CLEANUP_DELAY s from now (late pushes for it are
         dropped until then): one sweep timer for all steps instead of a timer per step."""
-        self._to_clean.append((self.loop.time() + CLEANUP_DELAY, step_id))
+        # time.monotonic is the loop's clock (asyncio's default), without loop.time()'s call
+        self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
         if self._sweep_timer is None:
             self._sweep_timer = self.loop.call_later(CLEANUP_DELAY, self._sweep)
 
     def _sweep(self) -> None:
-        now = self.loop.time()
+        now = time.monotonic()
         queue = self._to_clean
         while queue and queue[0][0] <= now:
             self.rendezvous.cleanup_step(queue.popleft()[1])

@@ -154,7 +154,35 @@ def read_header(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS
             f"a message must be a non-empty list of frames, got {short_repr(frames)}"
         )
     header = _unpack_header(frames[0], limits)
-    return _check_envelope(header), header
+    # the envelope: v, kind, id, body and tensors' outer types (written out: every message)
+    keys = header.keys()
+    if keys != HEADER_KEYS and keys != STREAM_HEADER_KEYS:
+        raise InvalidArgumentError(
+            f"message header must have exactly the keys {sorted(HEADER_KEYS)} (and "
+            f"{STREAM_KEY!r} when streamed), got {short_repr(sorted(map(str, header)))}"
+        )
+    version = header["v"]
+    if type(version) is not int or version not in SUPPORTED_VERSIONS:
+        raise InvalidArgumentError(
+            f"unsupported wire version {short_repr(version)}; this zmtf speaks versions "
+            f"{list(SUPPORTED_VERSIONS)}: upgrade the older side"
+        )
+    kind = header["kind"]
+    cls = KINDS.get(kind) if type(kind) is str else None
+    if cls is None:
+        raise InvalidArgumentError(
+            f"unknown message kind {short_repr(kind)}; known kinds: {', '.join(sorted(KINDS))}"
+        )
+    message_id = header["id"]
+    if type(message_id) is not int or not 0 <= message_id < 2**63:
+        raise InvalidArgumentError(
+            f"{kind}: id must be an int in [0, 2**63), got {short_repr(message_id)}"
+        )
+    if type(header["body"]) is not dict:
+        raise InvalidArgumentError(
+            f"{kind} (id {message_id}): body must be a map, got {short_repr(header['body'])}"
+        )
+    return cls, header
 
 
 def check_body(cls: type[Message], header: dict[str, Any]) -> dict[str, Any]:
@@ -210,7 +238,9 @@ def peek_id(frames: Any, limits: Limits = DEFAULT_LIMITS) -> int:
 
 
 def _unpack_header(frame: Any, limits: Limits) -> dict[str, Any]:
-    view = frame_view(frame)
+    view = getattr(frame, "buffer", frame)   # a zmq.Frame's bytes: already a flat byte view
+    if type(view) is not memoryview or view.ndim != 1 or view.format != "B":
+        view = frame_view(frame)   # anything else is checked and flattened there
     if view.nbytes > limits.max_header_bytes:
         raise InvalidArgumentError(
             f"message header is {view.nbytes} bytes, over the limit of {limits.max_header_bytes}"
@@ -230,38 +260,6 @@ def _unpack_header(frame: Any, limits: Limits) -> dict[str, Any]:
             f"message header must be a msgpack map, got {short_repr(header)}"
         )
     return header
-
-
-def _check_envelope(header: dict[str, Any]) -> type[Message]:
-    """Check v, kind, id, body and tensors' outer types; return the message class."""
-    keys = header.keys()
-    if keys != HEADER_KEYS and keys != STREAM_HEADER_KEYS:
-        raise InvalidArgumentError(
-            f"message header must have exactly the keys {sorted(HEADER_KEYS)} (and "
-            f"{STREAM_KEY!r} when streamed), got {short_repr(sorted(map(str, header)))}"
-        )
-    version = header["v"]
-    if type(version) is not int or version not in SUPPORTED_VERSIONS:
-        raise InvalidArgumentError(
-            f"unsupported wire version {short_repr(version)}; this zmtf speaks versions "
-            f"{list(SUPPORTED_VERSIONS)}: upgrade the older side"
-        )
-    kind = header["kind"]
-    cls = KINDS.get(kind) if type(kind) is str else None
-    if cls is None:
-        raise InvalidArgumentError(
-            f"unknown message kind {short_repr(kind)}; known kinds: {', '.join(sorted(KINDS))}"
-        )
-    message_id = header["id"]
-    if type(message_id) is not int or not 0 <= message_id < 2**63:
-        raise InvalidArgumentError(
-            f"{kind}: id must be an int in [0, 2**63), got {short_repr(message_id)}"
-        )
-    if type(header["body"]) is not dict:
-        raise InvalidArgumentError(
-            f"{kind} (id {message_id}): body must be a map, got {short_repr(header['body'])}"
-        )
-    return cls
 
 
 __all__ = [
