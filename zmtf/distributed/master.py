@@ -10,6 +10,7 @@ the first error, after aborting the step everywhere.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import random
@@ -140,7 +141,7 @@ class MasterService:
 
         # part_done is handed itself (``resume``): a closure naming itself would be a reference
         # cycle, and the step's tensors would then wait for the cyclic GC
-        def part_done(part: TaskPartition, done: Any, resume: Callable[..., None]) -> None:
+        def part_done(part: TaskPartition, resume: Callable[..., None], done: Any) -> None:
             nonlocal remaining
             if step.done():
                 return
@@ -154,7 +155,7 @@ class MasterService:
                 again = asyncio.ensure_future(self._register_again(
                     session, setup, part, step_id, feed_values, timeout, trace))
                 running.append(again)
-                again.add_done_callback(lambda f: resume(part, f, resume))
+                again.add_done_callback(functools.partial(resume, part, resume))
                 return
             if error is None:
                 try:
@@ -166,7 +167,10 @@ class MasterService:
                 return
             remaining -= 1
             if remaining == 0:
-                step.set_result([feed_values[n] if n in feed_values else results[n] for n in fetches])
+                values = []
+                for name in fetches:   # a loop: a comprehension is a call of its own
+                    values.append(feed_values[name] if name in feed_values else results[name])
+                step.set_result(values)
 
         def ended(_: Deferred) -> None:
             cancelled, _value, error = outcome(step)
@@ -185,7 +189,7 @@ class MasterService:
             except Exception as error:  # noqa: BLE001 - e.g. the peer's channel is closed
                 call = failed(error)
             running.append(call)
-            call.add_done_callback(lambda done, part=part: part_done(part, done, part_done))
+            call.add_done_callback(functools.partial(part_done, part, part_done))   # no frame
         if not parts:
             step.set_result([feed_values[n] for n in fetches])
         return step

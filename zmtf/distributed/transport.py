@@ -9,6 +9,7 @@ otherwise). Frames go through ``zmtf.wire.codec`` both ways; nothing here parses
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
@@ -414,7 +415,7 @@ class Listener:
             self._tasks.add(result)
             if self._peers is not None:
                 self._peers.started(identity, result)
-            result.add_done_callback(lambda done: self._settled(identity, message.id, done))
+            result.add_done_callback(functools.partial(self._settled, identity, message.id))
         elif result is not None:
             self._reply(identity, result)
 
@@ -436,7 +437,10 @@ class Listener:
             sends = codec.encode_messages(reply)
         except Exception as error:  # noqa: BLE001 - a reply that cannot travel fails its request
             sends = codec.encode_messages(messages.error_reply(reply.id, error))  # (or it hangs)
-        self._reactor.send([[identity, *frames] for frames in sends])
+        if len(sends) == 1:   # one multipart, not a stream: no comprehension
+            self._reactor.send([[identity, *sends[0]]])
+        else:
+            self._reactor.send([[identity, *frames] for frames in sends])
 
     async def close(self) -> None:
         serving = list(self._tasks)

@@ -236,7 +236,7 @@ class _StepRun:
             elif n_in == 0:
                 inputs = []
             else:
-                inputs = [slots[s] for s in ins]
+                inputs = list(map(slots.__getitem__, ins))   # C calls only
             kernel = kernels[i]
             if self.dead is not None and self._is_dead(i, inputs):
                 if not self._skip_dead(i, kernel):
