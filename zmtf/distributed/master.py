@@ -112,7 +112,7 @@ class MasterService:
 
         A step whose partitions are registered already is a Deferred settled by callbacks
         (no task, no coroutine): each of those would cost a loop iteration on the hot path."""
-        session = self._session(handle)
+        session = self._sessions.get(handle) or self._session(handle)   # the latter raises
         timeout = timeout_ms / 1000.0 if timeout_ms > 0 else self._timeout
         setup = session.setups.get((tuple(feeds), tuple(fetches), tuple(targets)))
         if setup is None:

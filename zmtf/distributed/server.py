@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import operator
 import sys
 import threading
 import weakref
@@ -402,8 +403,7 @@ def _tcp_names(address: str, bound: str) -> set[str]:
     return {n for n in names if n.startswith("tcp://")}
 
 
-def _tensors_of(reply: Any) -> list:
-    return reply.tensors
+_tensors_of = operator.attrgetter("tensors")   # a RunGraphResult's values, without a frame
 
 
 def _read_server_def(server_def: ServerDef, job_name: str | None, task_index: int | None,

@@ -16,6 +16,7 @@ vectorizable exp written here (< 1 ulp, computed in float64).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -481,7 +482,8 @@ def _ufunc1(ufunc: np.ufunc) -> Callable[[_Array], _Array]:
 
 
 def _ufunc2(ufunc: np.ufunc) -> Callable[[_Array, _Array], _Array]:
-    return lambda x, y: ufunc(x, y, out=...)
+    """``ufunc(x, y)`` as an array even for 0-d operands; a partial, so no Python frame."""
+    return functools.partial(ufunc, out=...)
 
 
 # ---------------------------------------------------------------------------------------
@@ -613,9 +615,10 @@ def binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array:
     """Run one binary op on two arrays (also used by AddN and the optimizer kernels)."""
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
-    out = _large_binary(spec, ctx, x, y)
-    if out is not None:
-        return out
+    if x.size >= PARALLEL_MIN_ELEMENTS or y.size >= PARALLEL_MIN_ELEMENTS:
+        out = _large_binary(spec, ctx, x, y)   # asked only of big operands: one call less
+        if out is not None:
+            return out
     try:
         if spec.quiet and x.dtype.kind == "f":
             return quietly(spec.compute, x, y)
