@@ -191,6 +191,21 @@ def test_apply_momentum_names_the_input_of_the_wrong_shape(ctx, run):
     scalar = np.asarray(0.5, np.float32)
     with pytest.raises(InvalidArgumentError, match="grad .* must have the variable's shape"):
         run("ApplyMomentum", refs + [scalar, np.ones(3, np.float32), scalar])
+    with pytest.raises(InvalidArgumentError, match="input 1 of node .* must be a variable ref"):
+        run("ApplyMomentum", [refs[0], np.zeros(2, np.float32), scalar, np.ones(2, np.float32),
+                              scalar])
+
+
+def test_apply_momentum_on_read_only_storage_updates_a_private_copy(ctx, run):
+    refs = [_init(ctx, run, "w", [1.0, 2.0]), _init(ctx, run, "acc", [0.0, 0.0])]
+    frozen = np.array([1.0, 2.0], np.float32)
+    frozen.flags.writeable = False   # e.g. a value that arrived zero-copy from the wire
+    ctx.resources.assign("w", frozen)
+    scalar = np.asarray(0.5, np.float32)
+    (out,) = run("ApplyMomentum", refs + [scalar, np.ones(2, np.float32), scalar])
+    np.testing.assert_allclose(out, [0.5, 1.5])
+    np.testing.assert_array_equal(frozen, [1.0, 2.0])   # untouched
+    assert ctx.resources.read("w") is out
 
 
 @pytest.mark.parametrize("use_nesterov", [False, True])

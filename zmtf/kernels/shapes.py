@@ -26,13 +26,19 @@ def bias_channel_axis(value_shape: Sequence[int], bias_shape: Sequence[int], att
 def sum_to_shape_axes(x_shape: Sequence[int], target: Sequence[int], node_name: str) -> tuple[int, ...]:
     """The axes SumToShape sums over so that ``x_shape`` becomes ``target`` (inverse broadcasting)."""
     lead = len(x_shape) - len(target)
-    trailing = tuple(x_shape[lead:]) if lead >= 0 else ()
-    if lead < 0 or any(t not in (1, d) for t, d in zip(target, trailing)):
-        raise InvalidArgumentError(
-            f"SumToShape (node '{node_name}'): cannot reduce shape {_shape_str(x_shape)} to "
-            f"{_shape_str(target)}; the target must broadcast to it")
-    return tuple(range(lead)) + tuple(lead + i for i, (t, d) in enumerate(zip(target, trailing))
-                                      if t == 1 and d != 1)
+    if lead >= 0:
+        axes = list(range(lead))
+        for i, t in enumerate(target):   # a loop: generators are calls per item (every step)
+            d = x_shape[lead + i]
+            if t == 1 and d != 1:
+                axes.append(lead + i)
+            elif t != d:
+                break
+        else:
+            return tuple(axes)
+    raise InvalidArgumentError(
+        f"SumToShape (node '{node_name}'): cannot reduce shape {_shape_str(x_shape)} to "
+        f"{_shape_str(target)}; the target must broadcast to it")
 
 
 def mean_grad_geometry(target: Sequence[int], axis: Any, grad_size: int,

@@ -308,10 +308,13 @@ def apply_momentum(ctx: Any, inputs: list, attrs: dict) -> list:
     var -= lr * grad + lr * momentum * accum.
     """
     node_name = attrs["_node_name"]
-    ref, accum_ref = _ref(inputs[0], node_name), _ref(inputs[1], node_name, 1)
-    lr, grad, momentum = inputs[2], inputs[3], inputs[4]
+    ref, accum_ref, lr, grad, momentum = inputs[0], inputs[1], inputs[2], inputs[3], inputs[4]
+    if type(ref) is not VariableRef or type(accum_ref) is not VariableRef:   # _ref names them
+        ref, accum_ref = _ref(ref, node_name), _ref(accum_ref, node_name, 1)
     with _locked([ref, accum_ref]):
-        var, accum = _read_writable(ref), _read_writable(accum_ref)
+        var, accum = ref.store.read(ref.name), accum_ref.store.read(accum_ref.name)
+        if not var.flags.writeable or not accum.flags.writeable:   # rare: copy on write
+            var, accum = _read_writable(ref), _read_writable(accum_ref)
         if var.shape != accum.shape or var.shape != grad.shape:
             _check_same_shape(var, accum, "accum", attrs)
             _check_same_shape(var, grad, "grad", attrs)
