@@ -77,11 +77,8 @@ class StepContext:
         return self.base.gpu_launch_lock
 
 
-def _recv_kernel(ctx: StepContext, inputs: list, attrs: dict, done: Callable) -> None:
-    def arrived(value: Any, error: BaseException | None) -> None:
-        done(None if error else [value], error)
-
-    ctx.worker.rendezvous.recv(ctx.step_id, attrs["key"], arrived)
+def _recv_kernel(ctx: StepContext, inputs: list, attrs: dict, done: Any) -> None:
+    ctx.worker.rendezvous.recv(ctx.step_id, attrs["key"], done.one)
 
 
 def _send_kernel(ctx: StepContext, inputs: list, attrs: dict, done: Callable) -> None:
@@ -250,21 +247,17 @@ class WorkerService:
         of Sends) leave as one message per destination when it returns."""
         if self.copy_aliases:
             value = self._owned(value)
-
-        def queue() -> None:
-            batch = self._outgoing.get((dst_task, step_id))
-            if batch is None:
-                batch = self._outgoing[(dst_task, step_id)] = ([], [], [])
-                if len(self._outgoing) == 1:
-                    self.loop.call_soon(self._flush_pushes)
-            batch[0].append(key)
-            batch[1].append(value)
-            batch[2].append(done)
-
-        if threading.get_ident() == self._loop_thread:
-            queue()
-        else:
-            self.loop.call_soon_threadsafe(queue)
+        if threading.get_ident() != self._loop_thread:
+            self.loop.call_soon_threadsafe(self.send, dst_task, step_id, key, value, done)
+            return
+        batch = self._outgoing.get((dst_task, step_id))
+        if batch is None:
+            batch = self._outgoing[(dst_task, step_id)] = ([], [], [])
+            if len(self._outgoing) == 1:
+                self.loop.call_soon(self._flush_pushes)
+        batch[0].append(key)
+        batch[1].append(value)
+        batch[2].append(done)
 
     def _flush_pushes(self) -> None:
         outgoing, self._outgoing = self._outgoing, {}

@@ -311,7 +311,8 @@ class _StepRun:
         except BaseException as exc:  # noqa: BLE001
             self._fail(i, exc)
             return []
-        early = done.started()
+        done._starter = None   # the kernel call returned: later calls finish the node
+        early = done._early    # the outcome, if it came already
         if early is None:
             return []
         return self._async_outputs(i, *early)
@@ -448,7 +449,9 @@ class _StepRun:
 
 
 class _AsyncDone:
-    """The ``done`` of one async kernel call: ``done(outputs, error)``, ``done.on_cancel(fn)``."""
+    """The ``done`` of one async kernel call: ``done(outputs, error)``, or ``done.one(value,
+    error)`` for a kernel of one output (a Recv: the rendezvous calls it as is), and
+    ``done.on_cancel(fn)``."""
 
     __slots__ = ("_run", "_node", "_starter", "_early")
 
@@ -464,10 +467,12 @@ class _AsyncDone:
             return
         self._run._async_done(self._node, outputs, error)
 
-    def started(self) -> tuple[list[Any] | None, BaseException | None] | None:
-        """The kernel call returned: later calls finish the node; the outcome if it already came."""
-        self._starter = None
-        return self._early
+    def one(self, value: Any, error: BaseException | None) -> None:
+        outputs = None if error is not None else [value]
+        if self._starter == threading.get_ident():
+            self._early = (outputs, error)
+            return
+        self._run._async_done(self._node, outputs, error)
 
     def on_cancel(self, release: Callable[[BaseException], None]) -> bool:
         """Call ``release(error)`` if the step aborts before ``done``; False if it already has."""
