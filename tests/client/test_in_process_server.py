@@ -89,3 +89,19 @@ def test_repeated_fetch_structures_reuse_their_plan_and_stay_correct(server):
         assert sess.run(v) == 3.0                      # the three bumps ran
         plans = sess._remote._fetch_plans._plans   # initializer, [c, a], c, (a, bump), [c, b]
         assert len(plans) == 5 and all(p.elements for p in plans.values())
+
+
+def test_ops_added_after_a_run_extend_the_master_session_once(server):
+    """A run with an unchanged graph goes straight to RunStep; one after the graph grew
+    extends the master's session first (and only then)."""
+    x = tf.constant(2.0)
+    y = x * 3.0
+    with tf.Session(server.target) as sess:
+        remote = sess._remote
+        assert sess.run(y) == 6.0
+        handle, sent = remote._handle, remote._sent_version
+        assert sess.run(y) == 6.0 and remote._sent_version == sent   # nothing to send
+        z = y + 1.0   # the graph grows: the next run sends it
+        assert sess.run(z) == 7.0
+        assert remote._handle == handle and remote._sent_version > sent
+        assert sess.run([y, z]) == [6.0, 7.0]

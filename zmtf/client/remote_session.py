@@ -151,7 +151,10 @@ class RemoteSessionCore:
         if timeout is not None:
             timeout_ms = int(timeout * 1000)
         limit = timeout_ms / 1000.0 if timeout_ms > 0 else DEFAULT_RUN_TIMEOUT
-        handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit))
+        handle = self._handle
+        if handle is None or self.graph.version != self._sent_version:   # else: no round of
+            # the driver and no lock for a session that is open and current (the usual run)
+            handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit))
         traced = options is not None and options.trace_level > 0 and run_metadata is not None
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
                             fetches=plan.fetch_names, targets=plan.target_names,
@@ -161,9 +164,10 @@ class RemoteSessionCore:
                            lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
         if traced:
             run_metadata.step_stats = from_plain(reply.step_stats, self.target)
-        tensors = reply.tensors
-        return plan.rebuild([None if k is None else fetched(_writable(tensors[k]))
-                             for k in plan.picks])
+        tensors, values = reply.tensors, []
+        for k in plan.picks:   # a loop: a comprehension is a call of its own
+            values.append(None if k is None else fetched(_writable(tensors[k])))
+        return plan.rebuild(values)
 
     # ---- driving it from asyncio ------------------------------------------------------------
     async def _drive(self, calls: Generator[Any, Any, Any]) -> Any:
