@@ -615,10 +615,7 @@ class Channel:
 
     @property
     def closed(self) -> bool:
-        reactor = self._reactor   # its ``closed``, written out: the master asks on every step
-        if not reactor._closed and reactor.sock.closed:
-            reactor._lost()
-        return reactor._closed
+        return self._reactor.closed
 
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""

@@ -594,9 +594,10 @@ _UNARY: tuple[_Unary, ...] = (
 
 
 def _large_binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array | None:
-    """The numba path for same-shape or scalar-broadcast operands; None if it doesn't apply."""
-    if max(x.size, y.size) < PARALLEL_MIN_ELEMENTS or spec.large is None:
-        return None  # the common case, decided in ~100 ns
+    """The numba path for same-shape or scalar-broadcast operands of at least
+    PARALLEL_MIN_ELEMENTS (``binary`` asks only then); None if it doesn't apply."""
+    if spec.large is None:
+        return None
     if not takes_numba_path(x, y):
         return None
     if x.shape == y.shape:
