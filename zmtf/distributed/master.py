@@ -3,8 +3,9 @@
 Per session it keeps the client's graph, the placements made so far (a node keeps its
 device) and, per (fetches, feeds, targets), the partitions registered with the workers.
 A step fans RunGraph out to the involved tasks (its own task directly, no socket), feeds
-values that other partitions return into its rendezvous, and answers with the fetches or
-the first error, after aborting the step everywhere.
+values that other partitions return into its rendezvous (or, for a deferred partition of its
+own, starts that one with those values once they are all in: ``placement.partition``), and
+answers with the fetches or the first error, after aborting the step everywhere.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ class _StepSetup:
     parts: dict[str, TaskPartition]
     fetch_names: list[str]
     feed_names: list[str]
+    deferred: TaskPartition | None = None       # the master's own, started after the replies
+    start_first: list[TaskPartition] = field(default_factory=list)   # the others, remote first
+
+    def __post_init__(self) -> None:
+        own = [p for p in self.parts.values() if p.deferred]
+        self.deferred = own[0] if own and len(self.parts) > 1 else None
+        self.start_first = [p for p in self.parts.values() if p is not self.deferred]
 
 
 @dataclass
@@ -132,10 +140,11 @@ class MasterService:
         first error, after which the step is aborted on every task. With ``trace`` (a list)
         every partition's node timings are added to it."""
         step_id = next(self._step_ids)
-        results: dict[str, np.ndarray] = {}
+        results: dict[str, np.ndarray] = {}   # client fetches, and a deferred part's reply values
         step = Deferred()
-        parts = list(setup.parts.values())   # remote ones first (see _plan)
-        remaining = len(parts)
+        parts = setup.start_first
+        deferred = setup.deferred
+        remaining = len(setup.parts)
         running: list[Any] = []
         retried: set[str] = set()
 
@@ -159,14 +168,23 @@ class MasterService:
                 return
             if error is None:
                 try:
-                    self._take_outputs(part, value, step_id, results)
+                    self._take_outputs(part, value, step_id, results, deferred is not None)
                 except Exception as exc:  # noqa: BLE001 - a malformed reply fails the step
                     error = exc
             if error is not None:
                 step.set_exception(error)
                 return
             remaining -= 1
-            if remaining == 0:
+            if remaining == 1 and deferred is not None and part is not deferred:
+                # every reply is in: the master's own partition runs now, fed with them
+                try:
+                    call = self._start_partition(session, setup, deferred, step_id, feed_values,
+                                                 timeout, trace, results)
+                except Exception as exc:  # noqa: BLE001
+                    call = failed(exc)
+                running.append(call)
+                call.add_done_callback(functools.partial(resume, deferred, resume))
+            elif remaining == 0:
                 values = []
                 for name in fetches:   # a loop: a comprehension is a call of its own
                     values.append(feed_values[name] if name in feed_values else results[name])
@@ -195,11 +213,17 @@ class MasterService:
         return step
 
     def _start_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
-                         step_id: int, feed_values: dict[str, np.ndarray],
-                         timeout: float, trace: list | None = None) -> Deferred:
+                         step_id: int, feed_values: dict[str, np.ndarray], timeout: float,
+                         trace: list | None = None, received: dict | None = None) -> Deferred:
+        """Start one partition; ``received``: the reply values a deferred one is fed."""
         values = [feed_values[name] for name in part.feeds] if part.feeds else []
         if part.task == self.task:
-            return self.worker.run_graph(session.handle, setup.graph_key, step_id, part.feeds,
+            feeds = part.feeds
+            if received is not None:
+                feeds = part.run_feeds
+                for key in part.recv_keys:
+                    values.append(received[key])
+            return self.worker.run_graph(session.handle, setup.graph_key, step_id, feeds,
                                          part.fetches, part.targets, values, timeout, trace)
         return self._remote_run_graph(part.task, dict(
             session=session.handle, graph_key=setup.graph_key, step_id=step_id, feeds=part.feeds,
@@ -215,14 +239,19 @@ class MasterService:
                                            trace)
 
     def _take_outputs(self, part: TaskPartition, outputs: list[np.ndarray], step_id: int,
-                      results: dict[str, np.ndarray]) -> None:
-        """Client fetches into ``results``; reply-carried values into this task's rendezvous."""
+                      results: dict[str, np.ndarray], deferred: bool) -> None:
+        """Client fetches into ``results``; reply-carried values into this task's rendezvous,
+        or into ``results`` too, by key, when the partition that reads them is ``deferred``."""
         n_client = len(part.client_fetches)
         if len(outputs) != n_client + len(part.reply_keys):
             raise InvalidArgumentError(None, None, f"{part.task} returned {len(outputs)} tensors for "
                                        f"{n_client + len(part.reply_keys)} expected outputs")
         for name, value in zip(part.client_fetches, outputs[:n_client]):
             results[name] = value
+        if deferred:
+            for key, value in zip(part.reply_keys, outputs[n_client:]):
+                results[key] = value
+            return
         for key, value in zip(part.reply_keys, outputs[n_client:]):
             self.worker.push_tensor(step_id, key, value)
 

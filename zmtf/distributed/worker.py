@@ -32,6 +32,7 @@ from zmtf.runtime.context import KernelContext
 from zmtf.runtime.devices import DevicePools, LocalDevice
 from zmtf.runtime.executor import BoundStep, Executor, bind
 from zmtf.runtime.rendezvous import Rendezvous
+from zmtf.runtime.step_future import StepFuture
 from zmtf.runtime.resources import ResourceContainer
 
 log = logging.getLogger("zmtf.worker")
@@ -165,6 +166,15 @@ class WorkerService:
         result = Deferred()
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                     inline=inline, trace=trace)
+        if type(running) is StepFuture and running._state == "FINISHED" and running._exception is None:
+            # it ran through on this thread (no Recv waited): the result now, without the
+            # callbacks below (a ps's read of a variable, a deferred master partition)
+            outputs = running._result
+            if not self.copy_aliases or not _holds_any(self.resources, outputs):
+                self._last_compute[id(step)] = getattr(running, "compute_seconds", 1.0)
+                self._cleanup_later(step_id)
+                result.set_result(list(map(np.asarray, outputs)))
+                return result
         self._running[step_id] = running
         timer = None if timeout is None or running.done() else self._deadlines.call_later(
             timeout, self._expire, result, step_id, timeout)
@@ -182,7 +192,7 @@ class WorkerService:
                 result.set_exception(error)
                 return
             self._last_compute[id(step)] = getattr(done, "compute_seconds", 1.0)
-            if self.copy_aliases and any(self.resources.holds(v) for v in outputs):
+            if self.copy_aliases and _holds_any(self.resources, outputs):
                 copies = loop.run_in_executor(None, lambda: [self._owned(v) for v in outputs])
                 copies.add_done_callback(lambda f: chain(f, result))
             else:
@@ -233,7 +243,7 @@ class WorkerService:
         """``reply`` with copies of the tensors that are a variable's storage (for a reply that
         crosses no network: zero-copy inproc would give the client the variable itself)."""
         tensors = getattr(reply, "tensors", None)
-        if not tensors or not any(self.resources.holds(v) for v in tensors):
+        if not tensors or not _holds_any(self.resources, tensors):
             return reply
         return replace(reply, tensors=[self._owned(v) for v in tensors])
 
@@ -300,6 +310,11 @@ class WorkerService:
 
     def reset(self) -> None:
         self.resources.clear()
+
+
+def _holds_any(resources: ResourceContainer, values: list) -> bool:
+    """Whether any of ``values`` is a variable's storage (to be copied before it leaves)."""
+    return any(resources.holds(v) for v in values)
 
 
 def _deadline(task: str, step_id: int, timeout: float | None) -> Exception:

@@ -5,6 +5,12 @@ Pure: placed ops in, one ``TaskPartition`` per task out, each with its graph as 
 ``_Send`` in the producer's partition and a ``_Recv`` in the consumer's. An edge into the
 master's own task needs no ``_Send``: the producer's partition returns the value in its
 RunGraph reply (one message fewer on the hot path; "ps pushes a in its reply").
+
+A master partition that only waits (it sends nothing, every value it receives rides in a
+reply, and nothing in it but sources runs before one arrives) is *deferred*: the master
+starts it after the replies, with their values fed in place of its ``_Recv`` nodes. It
+would only have parked on those Recvs; started late it runs straight through, with no Recv,
+no rendezvous and no second pass of the executor (the latency of ``b = a + 2``).
 """
 
 from __future__ import annotations
@@ -41,6 +47,14 @@ class TaskPartition:
     targets: list[str] = field(default_factory=list)      # ops it must run (targets and _Sends)
     reply_keys: list[str] = field(default_factory=list)   # rendezvous keys of fetches[len(client_fetches):]
     client_fetches: list[str] = field(default_factory=list)
+    # Deferred (the master's partition only, see the module docstring): the rendezvous keys of
+    # the replies it waits for, and ``feeds`` followed by the _Recv outputs they are fed to.
+    recv_keys: list[str] = field(default_factory=list)
+    run_feeds: list[str] = field(default_factory=list)
+
+    @property
+    def deferred(self) -> bool:
+        return bool(self.recv_keys)
 
 
 def partition(ops: Sequence[Operation], devices: dict[str, str], *, master_task: str,
@@ -70,7 +84,64 @@ def partition(ops: Sequence[Operation], devices: dict[str, str], *, master_task:
     for name, members in by_task.items():
         parts[name] = _build(name, members, edges, master_task if name not in waits else "")
     _assign_feeds_fetches_targets(parts, ops, task, feeds, fetches, targets)
+    if master_task in parts:
+        _defer_if_only_waiting(parts[master_task], by_task[master_task], edges, waits, fed)
     return parts
+
+
+#: Ops that may run before a deferred partition's replies arrive: they compute nothing
+#: (a variable's or constant's value, a fed value, a ref's read), so starting late costs nothing.
+_SOURCE_OPS = frozenset({"Const", "VariableV2", "Variable", "VarHandleOp", "Placeholder", "Identity",
+                         "NoOp"})
+
+
+def _defer_if_only_waiting(part: TaskPartition, members: list[Operation], edges: dict,
+                           waits: set[str], fed: set[Tensor]) -> None:
+    """Mark the master's partition deferred when starting it after the replies loses nothing:
+    it sends nothing (so no other partition waits for it), each value it receives rides in a
+    RunGraph reply, and each of its ops that runs without one is a source (``_SOURCE_OPS``)."""
+    master = part.task
+    incoming: dict[str, _Edge] = {}
+    for e in edges.values():
+        if e.src_task == master:
+            return
+        if e.dst_task == master:
+            if e.control or e.src_task in waits:
+                return
+            incoming[e.source] = e
+    if not incoming:
+        return
+    inside = {op.name for op in members}
+    waiting: set[str] = set()   # ops that run only after a reply arrived
+    for op in _in_order(members, inside):
+        if any(t.name in incoming or t.op.name in waiting
+               for t in op.inputs if t not in fed) or any(c.name in waiting for c in op.control_inputs):
+            waiting.add(op.name)
+        elif op.type not in _SOURCE_OPS:
+            return
+    part.recv_keys = [e.key for e in incoming.values()]
+    part.run_feeds = part.feeds + [e.recv_name + ":0" for e in incoming.values()]
+
+
+def _in_order(members: list[Operation], inside: set[str]) -> list[Operation]:
+    """``members`` with every op after the ops of ``inside`` it reads (depth first)."""
+    ordered: list[Operation] = []
+    seen: set[str] = set()
+    for root in members:
+        stack = [(root, False)]
+        while stack:
+            op, expanded = stack.pop()
+            if expanded:
+                ordered.append(op)
+                continue
+            if op.name in seen:
+                continue
+            seen.add(op.name)
+            stack.append((op, True))
+            for dep in [t.op for t in op.inputs] + list(op.control_inputs):
+                if dep.name in inside and dep.name not in seen:
+                    stack.append((dep, False))
+    return ordered
 
 
 @dataclass(frozen=True)
