@@ -26,7 +26,7 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
-from zmtf.distributed.futures import Deferred, outcome, then
+from zmtf.distributed.futures import Deferred, outcome, settled_value, then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.transport import Channel, Listener
@@ -254,8 +254,13 @@ class ServerCore:
         trace: list | None = [] if msg.trace_level > 0 else None
         outputs = self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
                                         msg.fetches, msg.targets, msg.tensors, timeout, trace)
-        return then(outputs, lambda tensors: m.RunGraphResult(
-            id=msg.id, tensors=tensors, step_stats=to_plain(trace) if trace else []))
+
+        def result(tensors: list) -> m.RunGraphResult:
+            return m.RunGraphResult(id=msg.id, tensors=tensors,
+                                    step_stats=to_plain(trace) if trace else [])
+
+        tensors = settled_value(outputs)   # it ran through here and now (a ps's read): the
+        return result(tensors) if tensors is not None else then(outputs, result)   # reply itself
 
     def _cleanup_step(self, msg: m.CleanupStep) -> m.Ok:
         self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")

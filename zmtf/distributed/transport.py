@@ -12,6 +12,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import math
 import time
 from collections import deque
 from typing import Any, Awaitable, Callable
@@ -27,7 +28,6 @@ from zmtf.framework.errors import (
     UnavailableError,
 )
 from zmtf.distributed import security
-from zmtf.distributed.deadlines import deadlines_for
 from zmtf.distributed.futures import Deferred, is_outcome, outcome, then
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec, messages
@@ -474,10 +474,15 @@ class Channel:
         self._loop = loop
         self._secured = keys is not None and security.applies(endpoint)
         self._refused: str | None = None   # why the last handshake failed, until one succeeds
-        # call id -> (future of the reply, what to make of the reply or None for the message)
-        self._pending: dict[int, tuple[asyncio.Future | Deferred, Callable[[Any], Any] | None]] = {}
+        # call id -> (future of the reply, what to make of the reply or None for the message,
+        # and for a request() its deadline (loop clock), timeout and message kind)
+        self._pending: dict[int, tuple[Any, ...]] = {}
+        # One timer, at the earliest deadline of a request(): a timer (and its cancel) per
+        # request were 5 of a worker's ~140 calls per small step. Requests run to their
+        # reply or are cancelled long before their deadline, almost always.
+        self._expiry: asyncio.TimerHandle | None = None
+        self._expiry_at = math.inf
         self._connected = endpoint.startswith("inproc://")
-        self._deadlines = deadlines_for(loop)
         self._sweep = _IdleSweep(loop)
         self._streams = new_streams(lambda _, error, message_id: self._deliver(None, error, message_id),
                                     self._sweep.arm)
@@ -504,8 +509,11 @@ class Channel:
         receive(self._loop, self._streams, None, frames, self._deliver)
 
     def _deliver(self, reply: Any, error: BaseException | None, message_id: int) -> None:
-        future, unwrap = self._pending.pop(message_id, (None, None))
-        if future is None or future.done():
+        entry = self._pending.pop(message_id, None)
+        if entry is None:
+            return
+        future, unwrap = entry[0], entry[1]
+        if future.done():   # the caller gave up on it (a request() cancelled)
             return
         if error is not None:
             future.set_exception(error)
@@ -543,9 +551,9 @@ class Channel:
     def _fail_all(self, error: OpError) -> None:
         self._streams.drop()   # a reply cut off mid-stream fails with its call, below
         pending, self._pending = self._pending, {}
-        for future, _ in pending.values():
-            if not future.done():
-                future.set_exception(error)
+        for entry in pending.values():
+            if not entry[0].done():
+                entry[0].set_exception(error)
 
     def request(self, message: Any, timeout: float,
                 unwrap: Callable[[Any], Any] | None = None) -> Deferred:
@@ -564,23 +572,37 @@ class Channel:
         call_id = next(self._ids)
         outcome = Deferred()
         self._reactor.send(codec.encode_messages(message, id=call_id))
-        self._pending[call_id] = (outcome, unwrap)
-        kind = type(message).__name__
+        when = time.monotonic() + timeout   # the loop's clock (asyncio uses time.monotonic)
+        self._pending[call_id] = (outcome, unwrap, when, timeout, type(message).__name__)
+        if when < self._expiry_at:
+            self._arm_expiry(when)
+        return outcome
 
-        def expire() -> None:
-            if not outcome.done():
+    def _arm_expiry(self, when: float) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry_at = when
+        self._expiry = self._loop.call_at(when, self._expire_requests)
+
+    def _expire_requests(self) -> None:
+        """Fail the requests past their deadline, forget cancelled ones, re-arm for the rest."""
+        self._expiry, self._expiry_at = None, math.inf
+        now, nearest = time.monotonic(), math.inf
+        for call_id, entry in list(self._pending.items()):
+            if len(entry) == 2:   # a call(): asyncio.wait_for keeps its deadline
+                continue
+            outcome, _, when, timeout, kind = entry
+            if outcome.done():
+                del self._pending[call_id]
+            elif when <= now:
+                del self._pending[call_id]
                 outcome.set_exception(DeadlineExceededError(
                     None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
                     f"({kind}); is its server running and responsive?"))
-
-        timer = self._deadlines.call_later(timeout, expire)
-
-        def forget(_: Deferred) -> None:
-            timer.cancel()
-            self._pending.pop(call_id, None)
-
-        outcome.add_done_callback(forget)
-        return outcome
+            elif when < nearest:
+                nearest = when
+        if nearest < self._expiry_at:
+            self._arm_expiry(nearest)
 
     async def call(self, message: Any, timeout: float,
                    on_cancel: Callable[[int], Any] | None = None) -> Any:
@@ -637,6 +659,9 @@ class Channel:
 
     def close(self) -> None:
         self._fail_all(UnavailableError(None, None, f"channel to {self.peer} was closed"))
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry, self._expiry_at = None, math.inf
         self._sweep.cancel()
         if self._monitor is not None:
             self._loop.remove_reader(self._monitor_fd)
