@@ -62,16 +62,27 @@ async def test_cancelling_a_run_cancels_the_step_and_keeps_the_session():
             assert await sess.run(quick) == 2.0
             task = asyncio.ensure_future(sess.run(slow))
             await asyncio.sleep(0.3)
-            assert master._running, "the slow step should be running on the master"
+            assert master.steps_in_flight() == 1, "the slow step should be running on the master"
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
             for _ in range(100):          # the master drops the step promptly
-                if not master._running:
+                if not master.steps_in_flight():
                     break
                 await asyncio.sleep(0.01)
-            assert not master._running
+            assert master.steps_in_flight() == 0
             assert await sess.run(quick) == 2.0
+
+
+async def test_the_master_keeps_no_finished_steps_past_a_bound():
+    """Steps are tracked for CancelStep; finished ones are dropped now and then, not kept."""
+    async with local_cluster({"worker": 1}) as cluster:
+        quick = tf.constant(1.0) + 1.0
+        master = cluster.servers[("worker", 0)]
+        async with tf.AsyncSession(cluster.target("worker", 0)) as sess:
+            for _ in range(500):
+                assert await sess.run(quick) == 2.0
+        assert len(master._running) <= 2 * 64 and master.steps_in_flight() == 0
 
 
 async def test_asyncio_timeout_and_run_deadline():

@@ -58,6 +58,18 @@ def close_from_another_thread(cluster):
         assert other.run(ops["size"]) == 1
 
 
+def close_a_warm_step_from_another_thread(cluster):
+    """As above, for a signature that ran before (the master's step is then no task)."""
+    graph, ops = queue_graph()
+    sess = tf.Session(cluster.target("worker", 0), graph=graph)
+    sess.run(ops["enqueue"])
+    assert sess.run(ops["dequeue"]) == 3
+    thread, box = waiting_dequeue(sess, ops["dequeue"])
+    sess.close()
+    thread.join(5)
+    assert isinstance(box[0], tf.errors.CancelledError) and "closed" in str(box[0]), box
+
+
 def reset_cancels_waiters(cluster):
     graph, ops = queue_graph()
     with tf.Session(cluster.target("worker", 0), graph=graph) as sess:
@@ -70,7 +82,7 @@ def reset_cancels_waiters(cluster):
 
 
 @pytest.mark.parametrize("scenario", [deadline_then_element, close_from_another_thread,
-                                      reset_cancels_waiters])
+                                      close_a_warm_step_from_another_thread, reset_cancels_waiters])
 async def test_waiting_dequeue_on_a_ps_is_released(scenario):
     async with local_cluster({"ps": 1, "worker": 2}) as cluster:
         await asyncio.wait_for(asyncio.to_thread(scenario, cluster), 20)

@@ -114,9 +114,10 @@ class MasterService:
 
     # ---- steps ---------------------------------------------------------------------------
     def run_step(self, handle: str, feeds: list[str], fetches: list[str], targets: list[str],
-                 values: list[np.ndarray], timeout_ms: int,
-                 trace: list | None = None) -> "Deferred | Awaitable[list]":
-        """Run one step: an awaitable of the fetched values (cancel it to abort the step).
+                 values: list[np.ndarray], timeout_ms: int, trace: list | None = None,
+                 finish: Callable[[list], Any] | None = None) -> "Deferred | Awaitable[Any]":
+        """Run one step: an awaitable of the fetched values, or of ``finish(values)`` (cancel it,
+        or fail it, to abort the step).
 
         A step whose partitions are registered already is a Deferred settled by callbacks
         (no task, no coroutine): each of those would cost a loop iteration on the hot path."""
@@ -124,18 +125,20 @@ class MasterService:
         timeout = timeout_ms / 1000.0 if timeout_ms > 0 else self._timeout
         setup = session.setups.get((tuple(feeds), tuple(fetches), tuple(targets)))
         if setup is None:
-            return self._setup_then_run(session, feeds, fetches, targets, values, timeout, trace)
-        return self._start(session, setup, fetches, dict(zip(feeds, values)), timeout, trace)
+            return self._setup_then_run(session, feeds, fetches, targets, values, timeout, trace,
+                                        finish)
+        return self._start(session, setup, fetches, dict(zip(feeds, values)), timeout, trace, finish)
 
     async def _setup_then_run(self, session: MasterSession, feeds: list[str], fetches: list[str],
-                              targets: list[str], values: list[np.ndarray],
-                              timeout: float, trace: list | None) -> list[np.ndarray]:
+                              targets: list[str], values: list[np.ndarray], timeout: float,
+                              trace: list | None, finish: Callable[[list], Any] | None) -> Any:
         setup = await self._setup(session, feeds, fetches, targets)
-        return await self._start(session, setup, fetches, dict(zip(feeds, values)), timeout, trace)
+        return await self._start(session, setup, fetches, dict(zip(feeds, values)), timeout, trace,
+                                 finish)
 
     def _start(self, session: MasterSession, setup: _StepSetup, fetches: list[str],
                feed_values: dict[str, np.ndarray], timeout: float,
-               trace: list | None = None) -> Deferred:
+               trace: list | None = None, finish: Callable[[list], Any] | None = None) -> Deferred:
         """Start every partition of one step; the Deferred settles with the fetches or the
         first error, after which the step is aborted on every task. With ``trace`` (a list)
         every partition's node timings are added to it."""
@@ -188,7 +191,15 @@ class MasterService:
                 values = []
                 for name in fetches:   # a loop: a comprehension is a call of its own
                     values.append(feed_values[name] if name in feed_values else results[name])
-                step.set_result(values)
+                settle(values)
+
+        def settle(values: list) -> None:
+            try:
+                value = values if finish is None else finish(values)
+            except Exception as error:  # noqa: BLE001 - e.g. a fetched value the reply refuses
+                step.set_exception(error)
+            else:
+                step.set_result(value)
 
         def ended(_: Deferred) -> None:
             cancelled, _value, error = outcome(step)
@@ -209,7 +220,7 @@ class MasterService:
             running.append(call)
             call.add_done_callback(functools.partial(part_done, part, part_done))   # no frame
         if not parts:
-            step.set_result([feed_values[n] for n in fetches])
+            settle([feed_values[n] for n in fetches])
         return step
 
     def _start_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,

@@ -26,7 +26,7 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
-from zmtf.distributed.futures import Deferred, outcome, settled_value, then
+from zmtf.distributed.futures import Deferred, settled_value, then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.transport import Channel, Listener
@@ -45,6 +45,7 @@ log = logging.getLogger("zmtf.server")
 DEFAULT_STEP_TIMEOUT = 600.0   # seconds a step may take when the client sets no deadline
 CONTROL_TIMEOUT = 30.0         # seconds for RegisterGraph and the like
 CLEANUP_TIMEOUT = 2.0          # CleanupStep is best effort: its target may be the task that died
+RUNNING_SWEEP_MIN = 64         # steps tracked for CancelStep before finished ones are dropped
 
 
 class ServerCore:
@@ -64,7 +65,8 @@ class ServerCore:
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
         self._running: dict[tuple[str, int], Any] = {}   # (session, RunStep id) -> step (cancel())
-        self._closing: set[tuple[str, int]] = set()   # steps cancelled by CloseSession
+        self._running_limit = RUNNING_SWEEP_MIN   # its size at which finished steps are dropped
+        self._closing: set[str] = set()   # sessions being closed by CloseSession
         self._listener: Listener | None = None
         self._local_listener: Listener | None = None   # inproc:// twin of a tcp listener
         self.worker: WorkerService | None = None
@@ -174,38 +176,39 @@ class ServerCore:
         return m.Ok(id=msg.id)
 
     def _run_step(self, msg: m.RunStep) -> Any:
-        key = (msg.session, msg.id)
+        """The master's step itself, settling with the RunStepResult (a task on a signature's
+        first run): no outcome of our own chained to it, one callback less per step."""
         trace: list | None = [] if msg.trace_level > 0 else None
+
+        def finish(values: list) -> m.RunStepResult:
+            return m.RunStepResult(id=msg.id, tensors=values, step_stats=to_plain(trace) if trace else [])
+
         step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
-                                    msg.timeout_ms, trace)
-        if type(step) is not Deferred and asyncio.iscoroutine(step):   # the first run of a
-            # signature: placement, registration
-            step = asyncio.ensure_future(step)
-        self._running[key] = step
-        reply = Deferred(upstream=step)   # cancelled (the client went away): so is the step
+                                    msg.timeout_ms, trace, finish)
+        if type(step) is not Deferred:   # a signature's first run: placement, registration
+            step = asyncio.ensure_future(self._first_run(step, msg.session))
+        running = self._running
+        running[(msg.session, msg.id)] = step   # for CancelStep and CloseSession
+        if len(running) > self._running_limit:
+            self._forget_finished_steps()
+        return step
 
-        def settled(done: Any) -> None:
-            self._running.pop(key, None)
-            closing = key in self._closing
-            self._closing.discard(key)
-            if reply.done():
-                return
-            cancelled, value, error = outcome(done)
-            if cancelled:
-                if not closing:
-                    reply.cancel()   # the client gave up (CancelStep): nobody waits for a reply
-                    return
-                # the caller still waits (another thread of its process closed the session)
-                reply.set_exception(CancelledError(None, None, "Session has been closed: the step "
-                                                   "was cancelled (tf.Session.close() from another thread)"))
-            elif error is not None:
-                reply.set_exception(error)
-            else:
-                reply.set_result(m.RunStepResult(id=msg.id, tensors=value,
-                                                 step_stats=to_plain(trace) if trace else []))
+    def _forget_finished_steps(self) -> None:
+        """Drop finished steps from ``_running`` (now and then, not a callback per step)."""
+        self._running = {key: step for key, step in self._running.items() if not step.done()}
+        self._running_limit = max(RUNNING_SWEEP_MIN, 2 * len(self._running))
 
-        step.add_done_callback(settled)
-        return reply
+    def steps_in_flight(self) -> int:
+        """How many RunSteps this master is running now."""
+        return sum(not step.done() for step in self._running.values())
+
+    async def _first_run(self, run: Any, session: str) -> Any:
+        try:
+            return await run
+        except asyncio.CancelledError:
+            if session in self._closing:
+                raise _closed_session() from None
+            raise
 
     def _cancel_step(self, msg: m.CancelStep) -> None:
         """Abort a running step whose client gave up (no reply: the client is not waiting)."""
@@ -215,12 +218,21 @@ class ServerCore:
         return None
 
     async def _close_session(self, msg: m.CloseSession) -> m.Ok:
-        """Cancel the session's steps still running (a chief's sync op waits forever), then close."""
-        for key, task in list(self._running.items()):
-            if key[0] == msg.session:
-                self._closing.add(key)
-                task.cancel()
-        await self.master.close_session(msg.session)
+        """Fail the session's steps still running (a chief's sync op waits forever), then close.
+        Their callers still wait (another thread of the client's process closed the session):
+        they get a CancelledError, not silence."""
+        self._closing.add(msg.session)
+        try:
+            for (session, _), step in list(self._running.items()):
+                if session != msg.session or step.done():
+                    continue
+                if type(step) is Deferred:
+                    step.set_exception(_closed_session())
+                else:
+                    step.cancel()   # _first_run turns it into _closed_session()
+            await self.master.close_session(msg.session)
+        finally:
+            self._closing.discard(msg.session)
         return m.Ok(id=msg.id)
 
     async def _reset(self, msg: m.Reset) -> m.Ok:
@@ -368,6 +380,11 @@ class ServerCore:
 
 
 _FLAGS = ("allow_soft_placement", "log_device_placement")
+
+
+def _closed_session() -> CancelledError:
+    return CancelledError(None, None, "Session has been closed: the step was cancelled "
+                          "(tf.Session.close() from another thread)")
 
 
 def _check_flags(config: dict[str, Any]) -> None:

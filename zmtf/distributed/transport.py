@@ -285,25 +285,24 @@ class _Reactor:
 
 
 class _Peers:
-    """Which connection each peer of a ROUTER came through, and its requests in flight, so
-    that a peer whose connection closes (a client killed mid-step) has its requests
-    cancelled, as TF's gRPC master cancels a step whose call was dropped: a dequeue waiting
-    for that client does not take an element nobody will receive.
+    """Which connection each peer of a ROUTER came through, so that a peer whose connection
+    closes (a client killed mid-step) has its requests in flight cancelled, as TF's gRPC
+    master cancels a step whose call was dropped: a dequeue waiting for that client does not
+    take an element nobody will receive.
 
     A ROUTER names no peer when a connection closes; its monitor gives the connection's file
     descriptor, and each message gives the descriptor it came from (SRCFD). The monitor is
     read before a new peer is recorded, so a descriptor reused by a new connection is never
     mistaken for the closed one."""
 
-    __slots__ = ("_monitor", "fd_of", "_peer_on", "_requests", "_cancel")
+    __slots__ = ("_monitor", "fd_of", "_peer_on", "_gone")
 
     def __init__(self, sock: zmq.Socket, loop: asyncio.AbstractEventLoop,
-                 cancel: Callable[[bytes, list[Any]], None]) -> None:
+                 gone: Callable[[bytes], None]) -> None:
         self._monitor: zmq.Socket | None = sock.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         self.fd_of: dict[bytes, int] = {}   # peer -> the descriptor its messages came by
         self._peer_on: dict[int, bytes] = {}
-        self._requests: dict[bytes, set[Any]] = {}
-        self._cancel = cancel
+        self._gone = gone
         loop.add_reader(self._monitor.FD, self.read_monitor)
 
     def seen(self, peer: bytes, identity: zmq.Frame) -> None:
@@ -312,16 +311,6 @@ class _Peers:
         fd = identity.get(zmq.SRCFD)
         self.fd_of[peer] = fd
         self._peer_on[fd] = peer
-
-    def started(self, peer: bytes, request: Any) -> None:
-        self._requests.setdefault(peer, set()).add(request)
-
-    def ended(self, peer: bytes, request: Any) -> None:
-        requests = self._requests.get(peer)
-        if requests is not None:
-            requests.discard(request)
-            if not requests:
-                del self._requests[peer]
 
     def read_monitor(self) -> None:
         while self._monitor is not None:
@@ -333,7 +322,7 @@ class _Peers:
                 peer = self._peer_on.pop(int(event["value"]), None)
                 if peer is not None:
                     del self.fd_of[peer]
-                    self._cancel(peer, list(self._requests.pop(peer, ())))
+                    self._gone(peer)
 
     def close(self, loop: asyncio.AbstractEventLoop, sock: zmq.Socket) -> None:
         if self._monitor is not None:
@@ -353,7 +342,9 @@ class Listener:
         self._handler = handler
         self._prepare_reply = prepare_reply   # e.g. copy what must not be shared in-process
         self._loop = loop
-        self._tasks: set[Any] = set()   # requests being served: tasks, futures, Deferreds
+        # requests being served (tasks, futures, Deferreds) -> the peer that asked: dict
+        # operations, no call of our own per request
+        self._tasks: dict[Any, bytes] = {}
         sock = ctx.socket(zmq.ROUTER)
         configure_socket(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -387,8 +378,9 @@ class Listener:
 
         receive(self._loop, self._streams, peer, body, deliver)
 
-    def _peer_gone(self, peer: bytes, requests: list[Any]) -> None:
+    def _peer_gone(self, peer: bytes) -> None:
         self._streams.forget(peer)
+        requests = [request for request, asker in self._tasks.items() if asker == peer]
         if requests:
             log.info("a peer disconnected with %d request(s) in flight; they are cancelled "
                      "(as TF cancels the step of a dropped call)", len(requests))
@@ -412,23 +404,18 @@ class Listener:
             if result.done():    # finished inline (a small step): reply now, not next turn
                 self._settled(identity, message.id, result)
                 return
-            self._tasks.add(result)
-            if self._peers is not None:
-                self._peers.started(identity, result)
+            self._tasks[result] = identity
             result.add_done_callback(functools.partial(self._settled, identity, message.id))
         elif result is not None:
             self._reply(identity, result)
 
     def _settled(self, identity: Any, message_id: int, done: Any) -> None:
-        self._tasks.discard(done)
-        if self._peers is not None:
-            self._peers.ended(identity, done)
         cancelled, value, error = outcome(done)
-        if cancelled:
-            return   # the server is closing, or the client cancelled the step: nobody waits
-        reply = messages.error_reply(message_id, error) if error is not None else value
-        if reply is not None and not self._reactor.closed:
-            self._reply(identity, reply)
+        if not cancelled:   # cancelled: the server is closing, or the client gave up: nobody waits
+            reply = messages.error_reply(message_id, error) if error is not None else value
+            if reply is not None and not self._reactor.closed:
+                self._reply(identity, reply)   # first: the bookkeeping can wait
+        self._tasks.pop(done, None)
 
     def _reply(self, identity: Any, reply: Any) -> None:
         if self._prepare_reply is not None:

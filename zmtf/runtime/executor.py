@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -194,7 +194,7 @@ class _StepRun:
         self.pending = list(step.pending)
         self.remaining = step.to_run
         self.lock = threading.Lock()
-        self.future: Future = StepFuture()
+        self.future = StepFuture()
         self.failed = False
         self.inline = False
         self.here_only = False
@@ -411,30 +411,30 @@ class _StepRun:
             try:   # a fetched Variable op ("w:0", TF1's ref tensor) gives the variable's value
                 result = [v.read() if type(v) is VariableRef else v for v in result]
             except BaseException as exc:  # noqa: BLE001 - e.g. FailedPrecondition: uninitialized
-                _settle(self.future, error=exc)
+                self.future.settle("FINISHED", None, exc)
                 return
         if self.dead is not None and any(v is DEAD for v in result):
             index = next(k for k, v in enumerate(result) if v is DEAD)
-            _settle(self.future, error=errors.InvalidArgumentError(
+            self.future.settle("FINISHED", None, errors.InvalidArgumentError(
                 None, None, f"Retval[{index}] does not have value: the fetched tensor lies in a "
                 f"tf.cond branch that did not run; fetch the cond's result instead"))
             return
         self.slots = []  # drop intermediates now: their buffers go back to the pool
         self.future.compute_seconds = self.busy  # type: ignore[attr-defined]
-        _settle(self.future, result=result)
+        self.future.settle("FINISHED", result, None)
 
     def abort(self, error: BaseException | None = None) -> None:
         """Stop scheduling nodes of this step (a deadline passed or the caller cancelled)."""
         error = error or errors.CancelledError(None, None, "step cancelled")
         if self._mark_failed(error):
-            _settle(self.future, error=error)
+            self.future.settle("FINISHED", None, error)
 
     def _fail(self, i: int, exc: BaseException) -> None:
         node = self.step.plan.nodes[i]
         error = as_op_error(exc, node.name, node.op_type, node.device,
                             lambda: explain(node.op_type, len(node.input_slots), node.attrs))
         if self._mark_failed(error):
-            _settle(self.future, error=error)
+            self.future.settle("FINISHED", None, error)
 
     def _mark_failed(self, error: BaseException) -> bool:
         """Fail the step once and release every waiting async kernel with ``error``."""
@@ -477,17 +477,6 @@ class _AsyncDone:
     def on_cancel(self, release: Callable[[BaseException], None]) -> bool:
         """Call ``release(error)`` if the step aborts before ``done``; False if it already has."""
         return self._run.on_cancel(self._node, release)
-
-
-def _settle(future: Future, result: Any = None, error: BaseException | None = None) -> None:
-    """Complete a step's future once; a caller may have cancelled it already."""
-    try:
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-    except InvalidStateError:
-        pass
 
 
 _ARGUMENT_ERRORS = (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, FloatingPointError)

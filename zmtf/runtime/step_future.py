@@ -41,17 +41,19 @@ class StepFuture(Future):
         return self._state != "CANCELLED"
 
     def cancel(self) -> bool:
-        return self._settle("CANCELLED", None, None)
+        return self.settle("CANCELLED", None, None)
 
     def set_result(self, result: Any) -> None:
-        if not self._settle("FINISHED", result, None):
+        if not self.settle("FINISHED", result, None):
             raise InvalidStateError(f"{self!r} is settled already")
 
     def set_exception(self, exception: BaseException | None) -> None:
-        if not self._settle("FINISHED", None, exception):
+        if not self.settle("FINISHED", None, exception):
             raise InvalidStateError(f"{self!r} is settled already")
 
-    def _settle(self, state: str, result: Any, exception: BaseException | None) -> bool:
+    def settle(self, state: str, result: Any, exception: BaseException | None) -> bool:
+        """Settle it ("FINISHED" or "CANCELLED") unless it is settled already: False then.
+        The executor's way to finish a step (a caller may have cancelled it): one call."""
         with self._lock:
             if self._state != "PENDING":
                 return False
