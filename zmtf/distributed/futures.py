@@ -125,12 +125,6 @@ def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
     return (False, None, error) if error is not None else (False, done.result(), None)
 
 
-def settled_value(done: Any) -> Any:
-    """The value a Deferred settled with, or None while it is pending, failed or cancelled:
-    a caller that can answer at once asks this instead of adding callbacks."""
-    return done._value if type(done) is Deferred and done._state == _RESULT else None
-
-
 def failed(error: BaseException) -> Deferred:
     """A Deferred that has failed with ``error``."""
     outcome = Deferred()

@@ -157,7 +157,10 @@ class MasterService:
             nonlocal remaining
             if step.done():
                 return
-            cancelled, value, error = outcome(done)
+            if type(done) is list:   # our own partition, run through at its start
+                cancelled, value, error = False, done, None
+            else:
+                cancelled, value, error = outcome(done)
             if cancelled:
                 step.cancel()
                 return
@@ -185,8 +188,11 @@ class MasterService:
                                                  timeout, trace, results)
                 except Exception as exc:  # noqa: BLE001
                     call = failed(exc)
-                running.append(call)
-                call.add_done_callback(functools.partial(resume, deferred, resume))
+                if type(call) is list:
+                    resume(deferred, resume, call)
+                else:
+                    running.append(call)
+                    call.add_done_callback(functools.partial(resume, deferred, resume))
             elif remaining == 0:
                 values = []
                 for name in fetches:   # a loop: a comprehension is a call of its own
@@ -217,16 +223,20 @@ class MasterService:
                                              trace)
             except Exception as error:  # noqa: BLE001 - e.g. the peer's channel is closed
                 call = failed(error)
-            running.append(call)
-            call.add_done_callback(functools.partial(part_done, part, part_done))   # no frame
+            if type(call) is list:   # our own partition ran through
+                part_done(part, part_done, call)
+            else:
+                running.append(call)
+                call.add_done_callback(functools.partial(part_done, part, part_done))   # no frame
         if not parts:
             settle([feed_values[n] for n in fetches])
         return step
 
     def _start_partition(self, session: MasterSession, setup: _StepSetup, part: TaskPartition,
                          step_id: int, feed_values: dict[str, np.ndarray], timeout: float,
-                         trace: list | None = None, received: dict | None = None) -> Deferred:
-        """Start one partition; ``received``: the reply values a deferred one is fed."""
+                         trace: list | None = None, received: dict | None = None) -> list | Deferred:
+        """Start one partition: a Deferred of its outputs, or the outputs themselves when it is
+        this task's and ran through at once; ``received``: the reply values a deferred one is fed."""
         values = [feed_values[name] for name in part.feeds] if part.feeds else []
         if part.task == self.task:
             feeds = part.feeds
@@ -246,8 +256,8 @@ class MasterService:
                               timeout: float, trace: list | None) -> list[np.ndarray]:
         await self._remote(part.task, "register", session=session.handle, graph_key=setup.graph_key,
                            graph=part.graph, tensors=part.arrays)
-        return await self._start_partition(session, setup, part, step_id, feed_values, timeout,
-                                           trace)
+        outputs = self._start_partition(session, setup, part, step_id, feed_values, timeout, trace)
+        return outputs if type(outputs) is list else await outputs
 
     def _take_outputs(self, part: TaskPartition, outputs: list[np.ndarray], step_id: int,
                       results: dict[str, np.ndarray], deferred: bool) -> None:

@@ -26,7 +26,7 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
-from zmtf.distributed.futures import Deferred, settled_value, then
+from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.transport import Channel, Listener
@@ -271,8 +271,8 @@ class ServerCore:
             return m.RunGraphResult(id=msg.id, tensors=tensors,
                                     step_stats=to_plain(trace) if trace else [])
 
-        tensors = settled_value(outputs)   # it ran through here and now (a ps's read): the
-        return result(tensors) if tensors is not None else then(outputs, result)   # reply itself
+        # it ran through here and now (a ps's read): the reply itself
+        return result(outputs) if type(outputs) is list else then(outputs, result)
 
     def _cleanup_step(self, msg: m.CleanupStep) -> m.Ok:
         self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")

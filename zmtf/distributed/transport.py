@@ -397,17 +397,22 @@ class Listener:
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
             self._reply(identity, messages.error_reply(message.id, error))
             return
-        if type(result) is not Deferred and asyncio.iscoroutine(result):
-            result = self._loop.create_task(result)
-        if type(result) is Deferred or is_outcome(result):   # settled by callbacks: no task of
-            # our own on the hot path
-            if result.done():    # finished inline (a small step): reply now, not next turn
-                self._settled(identity, message.id, result)
+        if type(result) is not Deferred:
+            if result is None or isinstance(result, messages.Message):   # the reply itself
+                if result is not None:
+                    self._reply(identity, result)
                 return
-            self._tasks[result] = identity
-            result.add_done_callback(functools.partial(self._settled, identity, message.id))
-        elif result is not None:
-            self._reply(identity, result)
+            if asyncio.iscoroutine(result):
+                result = self._loop.create_task(result)
+            elif not is_outcome(result):
+                self._reply(identity, result)   # not a message: fails as an error reply
+                return
+        # a Deferred (settled by callbacks: no task of our own on the hot path) or a future
+        if result.done():    # finished inline (a small step): reply now, not next turn
+            self._settled(identity, message.id, result)
+            return
+        self._tasks[result] = identity
+        result.add_done_callback(functools.partial(self._settled, identity, message.id))
 
     def _settled(self, identity: Any, message_id: int, done: Any) -> None:
         cancelled, value, error = outcome(done)

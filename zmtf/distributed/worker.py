@@ -145,9 +145,10 @@ class WorkerService:
     # ---- steps -----------------------------------------------------------------------
     def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
                   fetches: list[str], targets: list[str], values: list[np.ndarray],
-                  timeout: float | None, trace: list | None = None) -> Deferred:
-        """Start one partition for one step (on the loop thread); the Deferred gives the fetched
-        values, owned by the caller. Cancelling it, or its deadline passing, aborts the step.
+                  timeout: float | None, trace: list | None = None) -> list | Deferred:
+        """Start one partition for one step (on the loop thread): its fetched values (a list,
+        owned by the caller) if it ran through here and now, else a Deferred of them.
+        Cancelling that, or its deadline passing, aborts the step.
 
         A Deferred rather than a coroutine: on the step path each task and each await costs a
         loop iteration, and the latency of a small step is made of those."""
@@ -162,19 +163,18 @@ class WorkerService:
         # A step whose kernels took under INLINE_SECONDS last time runs right here on the loop
         # thread (time spent waiting for a Recv does not count): no thread hop per Recv/Send.
         inline = self._last_compute.get(id(step), 1.0) < INLINE_SECONDS
-        loop = self.loop
-        result = Deferred()
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                     inline=inline, trace=trace)
         if type(running) is StepFuture and running._state == "FINISHED" and running._exception is None:
-            # it ran through on this thread (no Recv waited): the result now, without the
-            # callbacks below (a ps's read of a variable, a deferred master partition)
+            # it ran through on this thread (no Recv waited): the values now, without the
+            # Deferred and callbacks below (a ps's read of a variable, a deferred partition)
             outputs = running._result
             if not self.copy_aliases or not _holds_any(self.resources, outputs):
                 self._last_compute[id(step)] = getattr(running, "compute_seconds", 1.0)
                 self._cleanup_later(step_id)
-                result.set_result(list(map(np.asarray, outputs)))
-                return result
+                return list(map(np.asarray, outputs))
+        loop = self.loop
+        result = Deferred()
         self._running[step_id] = running
         timer = None if timeout is None or running.done() else self._deadlines.call_later(
             timeout, self._expire, result, step_id, timeout)
