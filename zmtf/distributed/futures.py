@@ -24,15 +24,20 @@ class Deferred:
     """A one-shot outcome whose callbacks run synchronously when it settles.
 
     ``upstream``, if given, is the work this outcome stands for (a Deferred or a future):
-    cancelling this cancels it too, without a callback per outcome that checks for it."""
+    cancelling this cancels it too, without a callback per outcome that checks for it.
+    ``on_failure``, if given, is called with the error (a CancelledError when cancelled)
+    before the callbacks when it fails: clean-up that a successful step skips, call and all."""
 
-    __slots__ = ("_state", "_value", "_callbacks", "_upstream")
+    __slots__ = ("_state", "_value", "_callbacks", "_upstream", "_on_failure", "settled")
 
-    def __init__(self, upstream: Any = None) -> None:
+    def __init__(self, upstream: Any = None,
+                 on_failure: Callable[[BaseException], None] | None = None) -> None:
         self._state = _PENDING
+        self.settled = False   # ``done()`` as an attribute: for the step path's many checks
         self._value: Any = None
         self._callbacks: list[Callable[[Deferred], None]] | None = []
         self._upstream = upstream
+        self._on_failure = on_failure
 
     # ---- reading ----------------------------------------------------------------------
     def done(self) -> bool:
@@ -74,8 +79,14 @@ class Deferred:
     def _settle(self, state: int, value: Any) -> None:
         if self._state != _PENDING:
             raise asyncio.InvalidStateError("the outcome was settled already")
-        self._state, self._value = state, value
+        self._state, self._value, self.settled = state, value, True
         callbacks, self._callbacks = self._callbacks, None
+        on_failure, self._on_failure = self._on_failure, None   # it holds the work: let it go
+        if state != _RESULT and on_failure is not None:
+            try:
+                on_failure(value if state == _ERROR else asyncio.CancelledError())
+            except Exception:  # noqa: BLE001 - the callbacks must still run
+                log.exception("the failure hook of a Deferred failed")
         for callback in callbacks or ():
             try:
                 callback(self)

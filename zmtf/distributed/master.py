@@ -144,18 +144,24 @@ class MasterService:
         every partition's node timings are added to it."""
         step_id = next(self._step_ids)
         results: dict[str, np.ndarray] = {}   # client fetches, and a deferred part's reply values
-        step = Deferred()
+        running: list[Any] = []
+
+        def ended(error: BaseException) -> None:   # the step failed or was cancelled
+            self._abort(setup, step_id, error)
+            for call in running:
+                call.cancel()
+
+        step = Deferred(on_failure=ended)
         parts = setup.start_first
         deferred = setup.deferred
         remaining = len(setup.parts)
-        running: list[Any] = []
         retried: set[str] = set()
 
         # part_done is handed itself (``resume``): a closure naming itself would be a reference
         # cycle, and the step's tensors would then wait for the cyclic GC
         def part_done(part: TaskPartition, resume: Callable[..., None], done: Any) -> None:
             nonlocal remaining
-            if step.done():
+            if step.settled:
                 return
             if type(done) is list:   # our own partition, run through at its start
                 cancelled, value, error = False, done, None
@@ -207,16 +213,8 @@ class MasterService:
             else:
                 step.set_result(value)
 
-        def ended(_: Deferred) -> None:
-            cancelled, _value, error = outcome(step)
-            if cancelled or error is not None:
-                self._abort(setup, step_id, asyncio.CancelledError() if cancelled else error)
-                for call in running:
-                    call.cancel()
-
-        step.add_done_callback(ended)
         for part in parts:
-            if step.done():   # an earlier partition failed at once: start no more
+            if step.settled:   # an earlier partition failed at once: start no more
                 break
             try:
                 call = self._start_partition(session, setup, part, step_id, feed_values, timeout,

@@ -179,36 +179,45 @@ class ServerCore:
         """The master's step itself, settling with the RunStepResult (a task on a signature's
         first run): no outcome of our own chained to it, one callback less per step."""
         trace: list | None = [] if msg.trace_level > 0 else None
+        key = (msg.session, msg.id)
+        running = self._running
 
         def finish(values: list) -> m.RunStepResult:
+            running.pop(key, None)   # done: no CancelStep for it now (and its values not kept)
             return m.RunStepResult(id=msg.id, tensors=values, step_stats=to_plain(trace) if trace else [])
 
         step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
                                     msg.timeout_ms, trace, finish)
         if type(step) is not Deferred:   # a signature's first run: placement, registration
-            step = asyncio.ensure_future(self._first_run(step, msg.session))
-        running = self._running
-        running[(msg.session, msg.id)] = step   # for CancelStep and CloseSession
-        if len(running) > self._running_limit:
-            self._forget_finished_steps()
+            step = asyncio.ensure_future(self._first_run(step, key))
+        if not (step.settled if type(step) is Deferred else step.done()):
+            running[key] = step   # for CancelStep and CloseSession
+            if len(running) > self._running_limit:   # failed steps are dropped now and then
+                self._forget_finished_steps()
         return step
 
     def _forget_finished_steps(self) -> None:
-        """Drop finished steps from ``_running`` (now and then, not a callback per step)."""
-        self._running = {key: step for key, step in self._running.items() if not step.done()}
-        self._running_limit = max(RUNNING_SWEEP_MIN, 2 * len(self._running))
+        """Drop finished steps from ``_running``: a step that succeeds leaves it as it finishes,
+        one that fails now and then, here (no callback per step for that)."""
+        running = self._running   # in place: each step's finish holds this dict
+        for key in [key for key, step in running.items()
+                    if (step.settled if type(step) is Deferred else step.done())]:
+            del running[key]
+        self._running_limit = max(RUNNING_SWEEP_MIN, 2 * len(running))
 
     def steps_in_flight(self) -> int:
         """How many RunSteps this master is running now."""
         return sum(not step.done() for step in self._running.values())
 
-    async def _first_run(self, run: Any, session: str) -> Any:
+    async def _first_run(self, run: Any, key: tuple[str, int]) -> Any:
         try:
             return await run
         except asyncio.CancelledError:
-            if session in self._closing:
+            if key[0] in self._closing:
                 raise _closed_session() from None
             raise
+        finally:
+            self._running.pop(key, None)
 
     def _cancel_step(self, msg: m.CancelStep) -> None:
         """Abort a running step whose client gave up (no reply: the client is not waiting)."""
@@ -330,7 +339,7 @@ class ServerCore:
 
     def channel(self, task: str) -> Channel:
         channel = self._channels.get(task)
-        if channel is not None and not channel.closed and not channel.endpoint.startswith("inproc://"):
+        if channel is not None and channel.remote:
             return channel   # the hot path: a tcp/ipc peer's address never changes
         spec = task.split("/")
         job, index = spec[1].split(":")[1], int(spec[3].split(":")[1])

@@ -408,7 +408,8 @@ class Listener:
                 self._reply(identity, result)   # not a message: fails as an error reply
                 return
         # a Deferred (settled by callbacks: no task of our own on the hot path) or a future
-        if result.done():    # finished inline (a small step): reply now, not next turn
+        if result.settled if type(result) is Deferred else result.done():
+            # finished inline (a small step): reply now, not next turn
             self._settled(identity, message.id, result)
             return
         self._tasks[result] = identity
@@ -418,8 +419,11 @@ class Listener:
         cancelled, value, error = outcome(done)
         if not cancelled:   # cancelled: the server is closing, or the client gave up: nobody waits
             reply = messages.error_reply(message_id, error) if error is not None else value
-            if reply is not None and not self._reactor.closed:
-                self._reply(identity, reply)   # first: the bookkeeping can wait
+            if reply is not None:
+                try:
+                    self._reply(identity, reply)   # first: the bookkeeping can wait
+                except UnavailableError:
+                    pass   # the server is stopping: nobody to answer
         self._tasks.pop(done, None)
 
     def _reply(self, identity: Any, reply: Any) -> None:
@@ -463,6 +467,9 @@ class Channel:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         self.context = ctx
+        # tcp:// or ipc://: its socket is closed only by close() (an inproc one also when the
+        # peer server's Context goes), so a caller may keep it without asking ``closed``
+        self.remote = not endpoint.startswith("inproc://")
         self._loop = loop
         self._secured = keys is not None and security.applies(endpoint)
         self._refused: str | None = None   # why the last handshake failed, until one succeeds
@@ -505,8 +512,8 @@ class Channel:
         if entry is None:
             return
         future, unwrap = entry[0], entry[1]
-        if future.done():   # the caller gave up on it (a request() cancelled)
-            return
+        if future.settled if type(future) is Deferred else future.done():
+            return   # the caller gave up on it (a request() cancelled)
         if error is not None:
             future.set_exception(error)
         elif isinstance(reply, messages.ErrorReply):
@@ -555,15 +562,16 @@ class Channel:
         It fails with the peer's typed error for an ErrorReply, DeadlineExceededError after
         ``timeout`` s, UnavailableError if the connection drops; cancelling it forgets the call.
         """
-        if self._reactor.closed:
-            raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
-                                   f"is closed ({type(message).__name__} not sent)")
         if not self._connected:  # rare: first call on a new channel waits for the connection
             call = asyncio.ensure_future(self.call(message, timeout))
             return then(call, unwrap or (lambda reply: reply))
         call_id = next(self._ids)
         outcome = Deferred()
-        self._reactor.send(codec.encode_messages(message, id=call_id))
+        try:   # a closed socket refuses it: no ``closed`` check of our own per request
+            self._reactor.send(codec.encode_messages(message, id=call_id))
+        except UnavailableError:
+            raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
+                                   f"is closed ({type(message).__name__} not sent)") from None
         when = time.monotonic() + timeout   # the loop's clock (asyncio uses time.monotonic)
         self._pending[call_id] = (outcome, unwrap, when, timeout, type(message).__name__)
         if when < self._expiry_at:
