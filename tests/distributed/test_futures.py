@@ -47,6 +47,35 @@ def test_states_and_errors():
         cancelled.result()
 
 
+def test_the_failure_hook_runs_first_and_only_when_it_fails_or_is_cancelled(caplog):
+    seen = []
+
+    def hook(error):
+        seen.append(type(error).__name__)
+
+    ok = Deferred(on_failure=hook)
+    ok.add_done_callback(lambda d: seen.append("callback"))
+    ok.set_result(1)
+    assert seen == ["callback"] and ok.settled
+    seen.clear()
+    bad = Deferred(on_failure=hook)
+    bad.add_done_callback(lambda d: seen.append("callback"))
+    bad.set_exception(ValueError("x"))
+    assert seen == ["ValueError", "callback"]
+    seen.clear()
+    gone = Deferred(on_failure=hook)
+    gone.add_done_callback(lambda d: seen.append("callback"))
+    assert gone.cancel() and seen == ["CancelledError", "callback"]
+
+    def broken(error):
+        raise RuntimeError("hook failed")
+
+    loud = Deferred(on_failure=broken)
+    loud.add_done_callback(lambda d: seen.append("still called"))
+    loud.set_exception(ValueError("y"))
+    assert seen[-1] == "still called" and "failure hook" in caplog.text
+
+
 def test_then_maps_results_passes_errors_and_cancels_its_source():
     source = Deferred()
     mapped = then(source, lambda v: v * 2)
