@@ -17,6 +17,9 @@ import numpy as np
 #: True inside a quiet_section; a context variable like numpy's own error state
 _quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("zmtf_quiet_fp", default=False)
 _ALREADY_QUIET = contextlib.nullcontext()
+#: ``in_quiet_section()``: whether numpy's float warnings are off here already (a C call:
+#: a kernel asks it before paying for ``quietly``)
+in_quiet_section = _quiet.get
 
 
 def quiet_fp() -> contextlib.AbstractContextManager[Any]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError, ResourceExhaustedError
-from zmtf.kernels.fp import quiet_fp, quietly  # noqa: F401 - the kernels' import site
+from zmtf.kernels.fp import in_quiet_section, quiet_fp, quietly  # noqa: F401 - the kernels' import site
 
 FLOATS: tuple[str, ...] = ("float16", "float32", "float64")
 SIGNED_INTS: tuple[str, ...] = ("int8", "int16", "int32", "int64")

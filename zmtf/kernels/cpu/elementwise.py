@@ -27,7 +27,8 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC, SIGNED_INTS, empty, quiet_fp, quietly, shape_str
+from zmtf.kernels.cpu._common import (FLOATS, NUMERIC, SIGNED_INTS, empty, in_quiet_section,
+                                      quiet_fp, quietly, shape_str)
 from zmtf.kernels.cpu._jit import NUMBA_DTYPES, PARALLEL_MIN_ELEMENTS, jit, scalar
 from zmtf.kernels.cpu._jit import takes_numba_path, thread_count, use_threads
 from zmtf.kernels.registry import register
@@ -621,9 +622,9 @@ def binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array:
         if out is not None:
             return out
     try:
-        if spec.quiet and x.dtype.kind == "f":
+        if spec.quiet and x.dtype.kind == "f" and not in_quiet_section():
             return quietly(spec.compute, x, y)
-        return spec.compute(x, y)
+        return spec.compute(x, y)   # in the executor's quiet section, or nothing to silence
     except ValueError:
         if x.shape == y.shape:
             raise
