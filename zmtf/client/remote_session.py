@@ -85,6 +85,7 @@ class RemoteSessionCore:
         self.config = config
         # a server of this process listening at the target: reach it through memory
         self.endpoint = inproc.local_endpoint(endpoint_of(target))
+        self._inproc = self.endpoint.startswith("inproc://")   # its server must run in this process
         shared = inproc.context_for(self.endpoint)
         self._own_context = shared is None
         self._context = shared or zmq.Context()
@@ -104,7 +105,7 @@ class RemoteSessionCore:
             make_placement_log_visible()  # shows the lines of masters running in this process
 
     def _check_inproc(self) -> None:
-        if self.endpoint.startswith("inproc://") and inproc.context_for(self.endpoint) is None:
+        if self._inproc and inproc.context_for(self.endpoint) is None:
             raise UnavailableError(None, None, f"no zmtf server is running in this process at "
                                    f"{self.endpoint}; inproc:// targets reach in-process servers only")
 
@@ -191,7 +192,8 @@ class RemoteSessionCore:
 
     # ---- driving it from a plain thread (the sync Session) ------------------------------------
     def _blocking_chan(self) -> BlockingChannel:
-        self._check_inproc()
+        if self._inproc:
+            self._check_inproc()
         channel = getattr(self._threads, "channel", None)
         if channel is None:
             channel = BlockingChannel(self._context, self.endpoint, peer=self.target, keys=self._keys)

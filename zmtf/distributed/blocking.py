@@ -78,15 +78,25 @@ class BlockingChannel:
     def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None) -> Any:
         call_id = next(_ids)
         deadline = time.monotonic() + timeout
-        self._wait_connected(deadline, timeout, message)
+        if not self._connected:   # a disconnect shows up as a readable monitor while polling
+            self._wait_connected(deadline, timeout, message)
         for frames in codec.encode_messages(message, id=call_id):
             send_frames(self._sock, frames, blocking=True)
+        outcome: list[Any] = []
+
+        def deliver(reply: Any, error: BaseException | None, message_id: int) -> None:
+            if message_id == call_id:   # replies to calls given up on earlier are dropped
+                outcome.append((reply, error))
+
+        self._deliver = deliver
         try:
-            reply = self._wait_reply(call_id, deadline, timeout, message)
+            reply = self._poll_reply(outcome, deliver, deadline, timeout, message)
         except KeyboardInterrupt:
             if on_cancel is not None:
                 self._sock.send_multipart(codec.encode(on_cancel(call_id), id=next(_ids)))
             raise
+        finally:
+            self._deliver = None   # the closure holds the reply: not kept past this call
         if isinstance(reply, messages.ErrorReply):
             messages.raise_error(reply)
         return reply
@@ -112,8 +122,6 @@ class BlockingChannel:
                                        f"{self.endpoint}; the task may have died or been stopped")
 
     def _wait_connected(self, deadline: float, timeout: float, message: Any) -> None:
-        if self._connected:
-            return   # a disconnect shows up as a readable monitor while waiting for the reply
         self._events()
         while not self._connected:
             if time.monotonic() >= deadline:
@@ -124,19 +132,6 @@ class BlockingChannel:
             if self._monitor is not None:
                 self._monitor.poll(5)
             self._events()
-
-    def _wait_reply(self, call_id: int, deadline: float, timeout: float, message: Any) -> Any:
-        outcome: list[Any] = []
-
-        def deliver(reply: Any, error: BaseException | None, message_id: int) -> None:
-            if message_id == call_id:   # replies to calls given up on earlier are dropped
-                outcome.append((reply, error))
-
-        self._deliver = deliver
-        try:
-            return self._poll_reply(outcome, deliver, deadline, timeout, message)
-        finally:
-            self._deliver = None   # the closure holds the reply: not kept past this call
 
     def _poll_reply(self, outcome: list[Any], deliver: Callable[..., None], deadline: float,
                     timeout: float, message: Any) -> Any:
