@@ -22,23 +22,23 @@ class DictStore:
     """A variable store: name -> ndarray, one threading.Lock per variable."""
 
     def __init__(self) -> None:
-        self._values: dict[str, np.ndarray] = {}
+        self.values: dict[str, np.ndarray] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
     def read(self, name: str) -> np.ndarray:
         try:
-            return self._values[name]
+            return self.values[name]
         except KeyError:
             raise FailedPreconditionError(
                 f"Attempting to use uninitialized value {name}"
             ) from None
 
     def assign(self, name: str, value: np.ndarray) -> None:
-        self._values[name] = value
+        self.values[name] = value
 
     def is_initialized(self, name: str) -> bool:
-        return name in self._values
+        return name in self.values
 
     def lock(self, name: str) -> threading.Lock:
         with self._guard:

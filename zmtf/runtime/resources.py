@@ -31,7 +31,9 @@ class ResourceContainer:
     """Variable name -> current value, with a lock per variable for read-modify-write ops."""
 
     def __init__(self) -> None:
-        self._values: dict[str, np.ndarray] = {}
+        #: variable name -> its stored array; read it freely (VariableRef does, one call less per
+        #: read), change it only through assign/clear, which keep ``holds`` right
+        self.values: dict[str, np.ndarray] = {}
         self._storage_ids: set[int] = set()  # id() of every stored array, see holds()
         self._locks: dict[str, threading.Lock] = {}
         self._mutex = threading.Lock()
@@ -40,7 +42,7 @@ class ResourceContainer:
 
     def read(self, name: str) -> np.ndarray:
         try:
-            return self._values[name]
+            return self.values[name]
         except KeyError:
             raise FailedPreconditionError(
                 None, None,
@@ -49,8 +51,8 @@ class ResourceContainer:
                 f"session before reading it.", node_name=name) from None
 
     def assign(self, name: str, value: np.ndarray) -> None:
-        old = self._values.get(name)
-        self._values[name] = value
+        old = self.values.get(name)
+        self.values[name] = value
         self._storage_ids.add(id(value))
         if old is not None and old is not value:
             self._storage_ids.discard(id(old))
@@ -64,7 +66,7 @@ class ResourceContainer:
         return False
 
     def is_initialized(self, name: str) -> bool:
-        return name in self._values
+        return name in self.values
 
     def lock(self, name: str) -> threading.Lock:
         lock = self._locks.get(name)
@@ -74,7 +76,7 @@ class ResourceContainer:
         return lock
 
     def names(self) -> list[str]:
-        return sorted(self._values)
+        return sorted(self.values)
 
     def fifo_queue(self, name: str, dtypes: Sequence[str], shapes: Sequence[Any] | None,
                    capacity: int, node_name: str, padding: bool = False) -> FIFOQueue:
@@ -157,7 +159,7 @@ class ResourceContainer:
         self.cancel_waiters("the resource container was reset (tf.Session.reset); "
                             "re-create the queues and accumulators by running their ops again")
         with self._mutex:
-            self._values.clear()
+            self.values.clear()
             self._storage_ids.clear()
             self._shared.clear()
 
@@ -165,4 +167,4 @@ class ResourceContainer:
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self.values)

@@ -31,7 +31,8 @@ class VariableRef:
 
     ``shape`` is the declared shape (None or -1 entries where unknown), used by Assign's
     ``validate_shape``. ``read()`` returns the stored array itself: copy it before letting
-    it escape, since later assignments update it in place.
+    it escape, since later assignments update it in place. The store (a ResourceContainer)
+    has ``values`` (name -> array) and ``read(name)``, which raises for an uninitialized one.
     """
 
     __slots__ = ("store", "name", "shape")
@@ -43,7 +44,8 @@ class VariableRef:
 
     def read(self) -> _Array:
         """The stored value (FailedPreconditionError from the store if uninitialized)."""
-        return self.store.read(self.name)
+        value = self.store.values.get(self.name)   # the usual read: no call of the store's
+        return value if value is not None else self.store.read(self.name)
 
     def __repr__(self) -> str:
         return f"VariableRef({self.name!r})"
