@@ -156,7 +156,8 @@ class WorkerService:
         if registered is None:
             raise NotFoundError(None, None, f"graph '{graph_key}' of session '{session}' is not "
                                 f"registered on {self.task}; the master must RegisterGraph first")
-        step = self._bound(registered, feeds, fetches, targets)
+        step = (registered.steps.get((tuple(feeds), tuple(fetches), tuple(targets)))
+                or self._bound(registered, feeds, fetches, targets))   # bound once per signature
         if len(values) != len(feeds):
             raise InvalidArgumentError(None, None, f"RunGraph carries {len(values)} tensors for "
                                        f"{len(feeds)} feeds")
@@ -171,7 +172,9 @@ class WorkerService:
             outputs = running._result
             if not self.copy_aliases or not _holds_any(self.resources, outputs):
                 self._last_compute[id(step)] = getattr(running, "compute_seconds", 1.0)
-                self._cleanup_later(step_id)
+                self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
+                if self._sweep_timer is None:   # _cleanup_later, written out
+                    self._cleanup_later(None)
                 return list(map(np.asarray, outputs))
         loop = self.loop
         result = Deferred()
@@ -292,11 +295,13 @@ class WorkerService:
             running.abort(AbortedError(None, None, reason))
         self._cleanup_later(step_id)
 
-    def _cleanup_later(self, step_id: int) -> None:
+    def _cleanup_later(self, step_id: int | None) -> None:
         """Forget a step's rendezvous entries CLEANUP_DELAY s from now (late pushes for it are
-        dropped until then): one sweep timer for all steps instead of a timer per step."""
+        dropped until then): one sweep timer for all steps instead of a timer per step.
+        ``None``: the step is queued already, only the timer is missing."""
         # time.monotonic is the loop's clock (asyncio's default), without loop.time()'s call
-        self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
+        if step_id is not None:
+            self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
         if self._sweep_timer is None:
             self._sweep_timer = self.loop.call_later(CLEANUP_DELAY, self._sweep)
 
