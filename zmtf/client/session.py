@@ -40,9 +40,7 @@ graph_module._default_session_getter[0] = get_default_session
 
 def _refuse_inside_running_loop() -> None:
     """A blocking network call inside a running event loop would freeze it: say what to use."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if asyncio._get_running_loop() is None:
         return
     raise RuntimeError(
         "Session.run() on a remote target was called from a running asyncio event loop and "
@@ -76,9 +74,11 @@ class Session:
     def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
             run_metadata: RunMetadata | None = None) -> Any:
         """Run the fetches (tensor, op, name, or a nest of them) and return their values."""
-        self._async._check_open()
+        if self._async._closed:
+            self._async._check_open()   # raises
         if self._remote is not None:
-            _refuse_inside_running_loop()
+            if asyncio._get_running_loop() is not None:   # the C getter: no call of ours
+                _refuse_inside_running_loop()   # raises
             return self._remote.run_blocking(fetches, feed_dict, options, run_metadata)
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         # With a deadline the step runs on a pool thread so this thread can stop waiting.
