@@ -62,21 +62,20 @@ class Deferred:
         return self._value
 
     # ---- settling ---------------------------------------------------------------------
-    def set_result(self, value: Any) -> None:
-        self._settle(_RESULT, value)
-
     def set_exception(self, error: BaseException) -> None:
-        self._settle(_ERROR, error)
+        self._settle(error, _ERROR)
 
     def cancel(self) -> bool:
         if self._state != _PENDING:
             return False
-        self._settle(_CANCELLED, None)
+        self._settle(None, _CANCELLED)
         if self._upstream is not None:
             self._upstream.cancel()
         return True
 
-    def _settle(self, state: int, value: Any) -> None:
+    def _settle(self, value: Any, state: int = _RESULT) -> None:
+        """Settle with ``value`` (a result; with ``state`` an error or a cancellation); it is
+        ``set_result`` itself, one call per result on the step path."""
         if self._state != _PENDING:
             raise asyncio.InvalidStateError("the outcome was settled already")
         self._state, self._value, self.settled = state, value, True
@@ -92,6 +91,8 @@ class Deferred:
                 callback(self)
             except Exception:  # noqa: BLE001 - as asyncio does: one bad callback, the rest still run
                 log.exception("a callback of a Deferred failed")
+
+    set_result = _settle
 
     def add_done_callback(self, callback: Callable[["Deferred"], None]) -> None:
         """Call ``callback(self)`` when settled: at once if it is already."""
