@@ -174,7 +174,7 @@ class WorkerService:
                 self._last_compute[id(step)] = getattr(running, "compute_seconds", 1.0)
                 self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
                 if self._sweep_timer is None:   # _cleanup_later, written out
-                    self._cleanup_later(None)
+                    self._arm_sweep()
                 return list(map(np.asarray, outputs))
         loop = self.loop
         result = Deferred()
@@ -295,15 +295,16 @@ class WorkerService:
             running.abort(AbortedError(None, None, reason))
         self._cleanup_later(step_id)
 
-    def _cleanup_later(self, step_id: int | None) -> None:
+    def _cleanup_later(self, step_id: int) -> None:
         """Forget a step's rendezvous entries CLEANUP_DELAY s from now (late pushes for it are
-        dropped until then): one sweep timer for all steps instead of a timer per step.
-        ``None``: the step is queued already, only the timer is missing."""
+        dropped until then): one sweep timer for all steps instead of a timer per step."""
         # time.monotonic is the loop's clock (asyncio's default), without loop.time()'s call
-        if step_id is not None:
-            self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
+        self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
         if self._sweep_timer is None:
-            self._sweep_timer = self.loop.call_later(CLEANUP_DELAY, self._sweep)
+            self._arm_sweep()
+
+    def _arm_sweep(self) -> None:
+        self._sweep_timer = self.loop.call_later(CLEANUP_DELAY, self._sweep)
 
     def _sweep(self) -> None:
         now = time.monotonic()
