@@ -10,15 +10,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "zmtf"
 # package -> zmtf packages it may import; third-party modules it must never import.
 ALLOWED = {
     # framework may use threading.local only, for the default graph and session stacks
-    "framework": ({"framework"}, {"zmq", "asyncio", "numba", "msgpack", "pickle", "concurrent"}),
-    "train": ({"framework", "train"}, {"zmq", "asyncio", "numba", "pickle"}),
-    "placement": ({"framework", "placement"}, {"zmq", "asyncio", "numba", "threading", "pickle"}),
-    "kernels": ({"framework", "kernels"}, {"zmq", "asyncio", "msgpack", "pickle"}),
-    "runtime": ({"framework", "placement", "kernels", "runtime"}, {"zmq", "asyncio", "msgpack", "pickle"}),
+    "framework": ({"framework", "ops", "formats", "interop"}, {"zmq", "asyncio", "numba", "msgpack", "pickle", "concurrent"}),
+    "formats": ({"framework", "formats"}, {"zmq", "asyncio", "numba", "msgpack", "pickle", "concurrent"}),
+    "ops": ({"framework", "formats", "interop", "ops"}, {"zmq", "asyncio", "numba", "msgpack", "pickle"}),
+    "interop": ({"framework", "formats", "ops", "interop"}, {"zmq", "asyncio", "numba", "msgpack", "pickle"}),
+    "platform": ({"framework", "platform"}, {"zmq", "asyncio", "numba", "msgpack", "pickle"}),
+    "training": ({"framework", "ops", "formats", "interop", "training"}, {"zmq", "asyncio", "numba", "pickle"}),
+    "placement": ({"framework", "ops", "placement"}, {"zmq", "asyncio", "numba", "threading", "pickle"}),
+    "kernels": ({"framework", "formats", "kernels"}, {"zmq", "asyncio", "msgpack", "pickle"}),
+    "runtime": ({"framework", "formats", "placement", "kernels", "runtime"}, {"zmq", "asyncio", "msgpack", "pickle"}),
     "wire": ({"framework", "wire"}, {"zmq", "asyncio", "pickle", "threading"}),
-    "distributed": ({"framework", "train", "placement", "kernels", "runtime", "wire", "distributed"}, {"pickle"}),
-    "saved_model": ({"framework", "train", "saved_model"}, {"zmq", "asyncio", "numba", "pickle"}),
-    "client": ({"framework", "train", "placement", "kernels", "runtime", "wire", "distributed", "client"}, {"pickle"}),
+    "distributed": ({"framework", "formats", "training", "placement", "kernels", "runtime", "wire", "distributed"}, {"pickle"}),
+    "saved_model": ({"framework", "formats", "ops", "interop", "training", "saved_model"}, {"zmq", "asyncio", "numba", "pickle"}),
+    "client": ({"framework", "formats", "ops", "training", "placement", "kernels", "runtime", "wire", "distributed", "client"}, {"pickle"}),
 }
 
 

@@ -16,12 +16,12 @@ import os
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
-from zmtf.distributed.cluster_spec import ClusterSpec
-from zmtf.framework.errors import InvalidArgumentError
-from zmtf.distributed.server import Server
-from zmtf.framework.config import ConfigProto
-from zmtf.runtime.heap import keep_freed_memory
+# The runtime (numba, zmq) loads after the flags are parsed, so that --help answers at once.
+if TYPE_CHECKING:
+    from zmtf.distributed.cluster_spec import ClusterSpec
+    from zmtf.distributed.server import Server
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -39,6 +39,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
     """Cluster, job and task from the flags, falling back to TF_CONFIG for what is missing."""
+    from zmtf.distributed.cluster_spec import ClusterSpec
+
     if args.cluster:
         cluster = ClusterSpec.from_json(args.cluster)
         job, task = args.job, args.task
@@ -56,6 +58,8 @@ def serve_until_signalled(server: Server) -> None:
 
     Signal handlers can only be set from the main thread; elsewhere only stop() ends it.
     """
+    from zmtf.runtime.heap import keep_freed_memory
+
     def shutdown(signum: int, _frame: object) -> None:
         logging.getLogger("zmtf.server").info("signal %d: stopping", signum)
         server.stop()
@@ -73,6 +77,10 @@ def serve_until_signalled(server: Server) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from zmtf.distributed.server import Server
+    from zmtf.framework.config import ConfigProto
+    from zmtf.framework.errors import InvalidArgumentError
+
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
     try:

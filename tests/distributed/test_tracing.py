@@ -59,7 +59,7 @@ def test_timeline_has_a_row_per_device_and_an_event_per_node(two_tasks):
         sess.run(w.initializer)
         metadata = tf.RunMetadata()
         sess.run(loss, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=metadata)
-    from zmtf.train.timeline import Timeline
+    from zmtf.training.timeline import Timeline
 
     events = json.loads(Timeline(metadata.step_stats).generate_chrome_trace_format())["traceEvents"]
     devices = {e["args"]["name"] for e in events if e["name"] == "process_name"}

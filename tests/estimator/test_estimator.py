@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.train.summary_iterator import summary_iterator
+from zmtf.training.summary_iterator import summary_iterator
 
 from estimator_models import X, Y, linear_model_fn, numpy_linear_steps, train_input
 

@@ -6,8 +6,8 @@ import pytest
 import zmtf as tf
 from zmtf.estimator.export.export_utils import build_all_signature_defs, get_export_outputs, \
     get_temp_export_dir
-from zmtf.framework.graph_def_proto import dtype_of_enum
-from zmtf.framework.graph_def_io import graph_to_graph_def
+from zmtf.formats.graph_def_proto import dtype_of_enum
+from zmtf.interop.graph_def_io import graph_to_graph_def
 
 
 @pytest.fixture(autouse=True)

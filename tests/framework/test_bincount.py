@@ -6,7 +6,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.testing import run_fetches as run
-from zmtf.errors import InvalidArgumentError
+from zmtf.tf1.errors import InvalidArgumentError
 
 
 def test_counts_match_numpy_for_any_shape():

@@ -5,7 +5,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.testing import run_fetches as run
-from zmtf.train.gradients import gradients
+from zmtf.training.gradients import gradients
 
 
 def test_clipping_and_norms():

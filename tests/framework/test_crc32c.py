@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from zmtf.framework.crc32c import _SMALL, _raw_small, crc32c, mask, masked_crc32c, unmask
+from zmtf.formats.crc32c import _SMALL, _raw_small, crc32c, mask, masked_crc32c, unmask
 
 
 def test_check_value_and_mask():

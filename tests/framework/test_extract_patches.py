@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.gradient_checker import compute_gradient_error
+from zmtf.testing.gradient_checker import compute_gradient_error
 from zmtf.testing import run_fetches as run
 
 RNG = np.random.default_rng(5)

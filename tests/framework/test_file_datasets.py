@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.errors import InvalidArgumentError, NotFoundError
+from zmtf.tf1.errors import InvalidArgumentError, NotFoundError
 from zmtf.testing import running_servers
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.framework.errors import InvalidArgumentError, NotFoundError
-from zmtf.framework.proto_text import merge_text, to_text
+from zmtf.formats.proto_text import merge_text, to_text
 from zmtf.testing import run_fetches as run
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "graph_def_fixtures")

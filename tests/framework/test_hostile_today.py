@@ -14,8 +14,8 @@ import pytest
 
 import zmtf as tf
 from zmtf.contrib.hparam import HParams
-from zmtf.errors import InvalidArgumentError, ResourceExhaustedError
-from zmtf.framework.tfrecord import masked_crc32c
+from zmtf.tf1.errors import InvalidArgumentError, ResourceExhaustedError
+from zmtf.formats.tfrecord import masked_crc32c
 from zmtf.kernels.cpu import _common
 from tests.train.test_readers import read_all
 

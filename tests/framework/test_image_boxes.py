@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.errors import InvalidArgumentError, OutOfRangeError
+from zmtf.tf1.errors import InvalidArgumentError, OutOfRangeError
 from zmtf.testing import run_fetches as run
 
 RNG = np.random.default_rng(8)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.errors import InvalidArgumentError, UnimplementedError
-from zmtf.framework.png import chunk
+from zmtf.tf1.errors import InvalidArgumentError, UnimplementedError
+from zmtf.formats.png import chunk
 from zmtf.testing import run_fetches as run
 
 RNG = np.random.default_rng(6)

@@ -7,7 +7,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.testing import run_fetches as run
-from zmtf.errors import InvalidArgumentError
+from zmtf.tf1.errors import InvalidArgumentError
 
 rng = np.random.default_rng(9)
 A = rng.normal(size=(2, 3, 4, 4)) + 3 * np.eye(4)

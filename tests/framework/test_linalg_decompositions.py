@@ -7,7 +7,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.testing import run_fetches as run
-from zmtf.errors import InvalidArgumentError
+from zmtf.tf1.errors import InvalidArgumentError
 
 rng = np.random.default_rng(11)
 TALL = rng.normal(size=(2, 5, 3))

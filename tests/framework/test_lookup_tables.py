@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from zmtf.tf1.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from zmtf.kernels.cpu.string_hashes import fingerprint64
 
 lookup = tf.contrib.lookup

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.framework import example_proto, tfrecord
+from zmtf.formats import example_proto, tfrecord
 from zmtf.framework.errors import OpError
-from zmtf.framework.graph_def_proto import GraphDef
+from zmtf.formats.graph_def_proto import GraphDef
 from zmtf.kernels.cpu import png_decode
-from zmtf.train import tensor_bundle
+from zmtf.training import tensor_bundle
 
 CASES = 300
 FIXTURES = Path(__file__).parent / "graph_def_fixtures"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.errors import InvalidArgumentError
+from zmtf.tf1.errors import InvalidArgumentError
 
 P = tf.profiler.ProfileOptionBuilder
 QUIET = dict(P(P.trainable_variables_parameter()).with_empty_output().build())

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.errors import DataLossError, InvalidArgumentError
+from zmtf.tf1.errors import DataLossError, InvalidArgumentError
 from tests.train.test_readers import read_all
 
 RECORDS = [b"", b"a", b"example " * 40, bytes(range(256)) * 3]

@@ -5,7 +5,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.testing import run_fetches as run
-from zmtf.errors import InvalidArgumentError
+from zmtf.tf1.errors import InvalidArgumentError
 
 
 def test_roll_matches_numpy_and_adds_shifts_on_one_axis():

@@ -7,7 +7,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.testing import run_fetches as run
-from zmtf.errors import InvalidArgumentError
+from zmtf.tf1.errors import InvalidArgumentError
 
 rng = np.random.default_rng(4)
 A = rng.integers(0, 6, size=(2, 3, 4)).astype(np.int64)

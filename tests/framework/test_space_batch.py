@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.errors import InvalidArgumentError
+from zmtf.tf1.errors import InvalidArgumentError
 from zmtf.testing import run_fetches as run
 
 X = np.arange(2 * 4 * 6 * 3, dtype=np.float32).reshape(2, 4, 6, 3)

@@ -58,7 +58,7 @@ def test_float_inputs_are_refused_at_build_time():
 
 
 def test_bucketize_puts_boundary_values_in_the_upper_bucket():
-    from zmtf.framework.ops.sparse_cross_ops import bucketize
+    from zmtf.ops.sparse_cross_ops import bucketize
 
     x = np.array([[-5.0, 10000.0], [150.0, 10.0], [5.0, 100.0]], np.float32)
     got = run(bucketize(tf.constant(x), [0.0, 10.0, 100.0]))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.framework.summary_proto import crc32c
+from zmtf.formats.summary_proto import crc32c
 
 DBL_MAX = sys.float_info.max
 

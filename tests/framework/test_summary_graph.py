@@ -2,7 +2,7 @@
 graph_def field, with zmtf-only ops (gradient helpers) drawn under their own op types."""
 
 import zmtf as tf
-from zmtf.framework.graph_def_proto import GraphDef
+from zmtf.formats.graph_def_proto import GraphDef
 
 
 def _graph_events(logdir):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.framework.example_proto import parse_example as decode_example
-from zmtf.framework.tfrecord import crc32c, masked_crc32c
+from zmtf.formats.example_proto import parse_example as decode_example
+from zmtf.formats.tfrecord import crc32c, masked_crc32c
 
 
 def example(**features):

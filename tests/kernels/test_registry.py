@@ -123,9 +123,9 @@ def test_kernels_import_only_what_the_layering_allows(path):
     # and example_proto (tf.train.Example) with the tf.train.Example classes;
     # window_geometry is TF's SAME/VALID integer arithmetic, shared with conv shape inference;
     # py_funcs is the table of tf.py_func functions (token -> callable) the PyFunc kernel reads
-    allowed_zmtf = ("zmtf.framework.errors", "zmtf.framework.dtypes", "zmtf.framework.summary_proto",
-                    "zmtf.framework.example_proto", "zmtf.framework.png", "zmtf.framework.window_geometry",
-                    "zmtf.framework.py_funcs", "zmtf.framework.wav", "zmtf.kernels")
+    allowed_zmtf = ("zmtf.framework.errors", "zmtf.framework.dtypes", "zmtf.formats.summary_proto",
+                    "zmtf.formats.example_proto", "zmtf.formats.png", "zmtf.framework.window_geometry",
+                    "zmtf.framework.py_funcs", "zmtf.formats.wav", "zmtf.kernels")
     for name in _imports(path):
         top = name.split(".")[0]
         if top == "zmtf":

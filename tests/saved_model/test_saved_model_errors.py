@@ -9,7 +9,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.framework import errors
-from zmtf.framework.meta_graph_proto import SavedModel
+from zmtf.formats.meta_graph_proto import SavedModel
 
 
 def _save_small(export_dir):

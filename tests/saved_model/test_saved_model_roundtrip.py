@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.framework.meta_graph_proto import SavedModel, VariableDef
-from zmtf.train.tensor_bundle import BundleReader
+from zmtf.formats.meta_graph_proto import SavedModel, VariableDef
+from zmtf.training.tensor_bundle import BundleReader
 
 X = np.random.RandomState(0).randn(16, 4).astype(np.float32)
 T = (X[:, :1] * 2 - X[:, 1:2]).astype(np.float32)

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from zmtf.train.atomic_file import atomic_write
+from zmtf.training.atomic_file import atomic_write
 
 
 def test_a_regular_file_is_replaced_whole(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import zmtf as tf
 from make_tf_object_checkpoint import FOLDER
 from zmtf.testing import running_servers
-from zmtf.train.tensor_bundle import BundleReader
+from zmtf.training.tensor_bundle import BundleReader
 
 TF_CHECKPOINT = os.path.join(FOLDER, "ckpt-1")
 GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"

@@ -8,7 +8,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.distributed.cluster_spec import ClusterSpec
-from zmtf.train.device_setter import (
+from zmtf.training.device_setter import (
     STANDARD_PS_OPS, GreedyLoadBalancingStrategy, _RoundRobinStrategy, byte_size_load_fn,
     replica_device_setter,
 )

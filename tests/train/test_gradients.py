@@ -10,7 +10,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.framework.op_def import apply_op
-from zmtf.train.gradients import gradients
+from zmtf.training.gradients import gradients
 
 rng = np.random.default_rng(1234)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.train.device_setter import replica_device_setter
+from zmtf.training.device_setter import replica_device_setter
 
 W0 = np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]])
 C = np.array([[1.0, -2.0], [0.5, 3.0], [-1.5, 0.25]])  # loss = sum(C * w^2) / 2: grad = C * w
@@ -331,7 +331,7 @@ def test_ema_of_tensors_starts_at_zero_and_zero_debias_corrects_it():
 
 
 def test_assign_moving_average_zero_debiases_by_default():
-    from zmtf.train import moving_averages
+    from zmtf.training import moving_averages
 
     x = tf.placeholder(tf.float32, [2])
     v = tf.Variable([0.0, 0.0], name="v")

@@ -7,8 +7,8 @@ import pytest
 
 import zmtf as tf
 from zmtf.framework.graph import GraphKeys
-from zmtf.train.device_setter import replica_device_setter
-from zmtf.train.optimizers import (
+from zmtf.training.device_setter import replica_device_setter
+from zmtf.training.optimizers import (
     AdamOptimizer, GradientDescentOptimizer, MomentumOptimizer, Optimizer, create_global_step,
     get_global_step, get_or_create_global_step, global_step,
 )

@@ -9,7 +9,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.testing import free_tcp_ports as free_ports
-from zmtf.train.saver import (
+from zmtf.training.saver import (
     CheckpointState, Saver, _format_state, _parse_state, checkpoint_exists, get_checkpoint_state,
     latest_checkpoint,
 )

@@ -13,8 +13,8 @@ import zmtf as tf
 from make_tf_v2_checkpoint import (
     FOLDER, PARTITIONED, SHARDED_FOLDER, STEP, fixture_values, partitioned_value, sharded_values,
 )
-from zmtf.train.sstable import build_table, read_table
-from zmtf.train.tensor_bundle import (
+from zmtf.training.sstable import build_table, read_table
+from zmtf.training.tensor_bundle import (
     BundleEntry, decode_entry, encode_entry, slice_key, write_bundle,
 )
 
@@ -198,8 +198,8 @@ def test_table_builder_reproduces_tfs_index_byte_for_byte():
 
 def index_keys(table):
     """The keys of a table's index block: one separator per data block."""
-    from zmtf.framework.proto_wire import read_varint
-    from zmtf.train.sstable import _block, _block_entries
+    from zmtf.formats.proto_wire import read_varint
+    from zmtf.training.sstable import _block, _block_entries
 
     footer = table[-48:]
     _, pos = read_varint(footer, read_varint(footer, 0, "f")[1], "f")

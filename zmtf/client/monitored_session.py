@@ -26,16 +26,16 @@ from zmtf.client.session_manager import SessionManager
 from zmtf.framework.config import RunMetadata, RunOptions
 from zmtf.framework.errors import OutOfRangeError
 from zmtf.framework.graph import GraphKeys, get_default_graph
-from zmtf.framework.ops.control_flow_ops import group
+from zmtf.ops.control_flow_ops import group
 from zmtf.framework.variables import (
     global_variables, global_variables_initializer, local_variables_initializer,
     report_uninitialized_variables, tables_initializer,
 )
-from zmtf.train.coordinator import Coordinator
-from zmtf.train.queue_runner import start_queue_runners
-from zmtf.train.optimizers import get_global_step
-from zmtf.train.saver import Saver
-from zmtf.train.session_run_hook import (
+from zmtf.training.coordinator import Coordinator
+from zmtf.training.queue_runner import start_queue_runners
+from zmtf.training.optimizers import get_global_step
+from zmtf.training.saver import Saver
+from zmtf.training.session_run_hook import (
     CheckpointSaverHook, SessionRunArgs, SessionRunContext, SessionRunValues, StepCounterHook,
     SummarySaverHook,
 )

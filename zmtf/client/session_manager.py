@@ -24,7 +24,7 @@ from zmtf.client.session import Session
 from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import get_default_graph
 from zmtf.framework.variables import global_variables, report_uninitialized_variables
-from zmtf.train.saver import latest_checkpoint
+from zmtf.training.saver import latest_checkpoint
 
 
 class SessionManager:

@@ -27,13 +27,13 @@ from zmtf.client.session import Session
 from zmtf.client.session_manager import SessionManager
 from zmtf.framework.errors import OutOfRangeError
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.ops.summary_ops import merge_all
-from zmtf.framework.summary_proto import scalar_summary
-from zmtf.train.basic_loops import LooperThread
-from zmtf.train.coordinator import Coordinator
-from zmtf.train.optimizers import get_global_step
-from zmtf.train.queue_runner import start_queue_runners
-from zmtf.train.summary_writer import FileWriter
+from zmtf.ops.summary_ops import merge_all
+from zmtf.formats.summary_proto import scalar_summary
+from zmtf.training.basic_loops import LooperThread
+from zmtf.training.coordinator import Coordinator
+from zmtf.training.optimizers import get_global_step
+from zmtf.training.queue_runner import start_queue_runners
+from zmtf.training.summary_writer import FileWriter
 
 USE_DEFAULT = 0
 

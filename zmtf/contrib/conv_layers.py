@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from zmtf import layers as core_layers
+from zmtf.ops import layers as core_layers
 from zmtf.contrib.arg_scope import add_arg_scope
 from zmtf.contrib.initializers import xavier_initializer
 from zmtf.contrib.variables import collect_named_outputs, model_variable, named
-from zmtf.framework.ops import conv_ops, conv_variant_ops, nn_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.init_ops import Zeros
+from zmtf.ops import conv_ops, conv_variant_ops, nn_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.init_ops import Zeros
 from zmtf.framework.variable_scope import variable_scope
 
 

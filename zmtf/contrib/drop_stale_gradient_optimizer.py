@@ -13,12 +13,12 @@ from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor, get_default_graph
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.cond_ops import cond
-from zmtf.framework.ops.init_ops import Zeros
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.cond_ops import cond
+from zmtf.ops.init_ops import Zeros
 from zmtf.framework.variable_scope import get_variable
-from zmtf.train.optimizers import Optimizer, get_global_step
-from zmtf.train.wrapped_optimizer import SlotsOfWrapped
+from zmtf.training.optimizers import Optimizer, get_global_step
+from zmtf.training.wrapped_optimizer import SlotsOfWrapped
 
 
 class DropStaleGradientOptimizer(SlotsOfWrapped, Optimizer):
@@ -70,7 +70,7 @@ class DropStaleGradientOptimizer(SlotsOfWrapped, Optimizer):
 
         dropped = cond(math_ops.less_equal(staleness, self._staleness), accept, drop)
         conditional_update = stale_counter.assign_add(dropped)
-        from zmtf import summary   # the summary module lives above framework/
+        from zmtf.tf1 import summary   # the summary module lives above framework/
         summary.scalar("Gradient staleness percentage",
                        stale_counter / math_ops.cast(global_step.read_value() + 1, dtypes.float32))
         return conditional_update

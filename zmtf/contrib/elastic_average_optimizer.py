@@ -22,16 +22,16 @@ from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Operation, get_default_graph
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.composite_ops import l2_loss
-from zmtf.framework.ops.control_flow_ops import group
-from zmtf.framework.ops.data_flow_ops import FIFOQueue
-from zmtf.framework.ops.selection_ops import where_v2
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.composite_ops import l2_loss
+from zmtf.ops.control_flow_ops import group
+from zmtf.ops.data_flow_ops import FIFOQueue
+from zmtf.ops.selection_ops import where_v2
 from zmtf.framework.variable_scope import get_variable
 from zmtf.framework.variables import Variable, global_variables, trainable_variables
-from zmtf.train.optimizers import Optimizer
-from zmtf.train.saver import Saver
-from zmtf.train.session_run_hook import SessionRunHook
+from zmtf.training.optimizers import Optimizer
+from zmtf.training.saver import Saver
+from zmtf.training.session_run_hook import SessionRunHook
 
 LOCAL_VARIABLE_NAME = "local_center_variable"
 GLOBAL_VARIABLE_NAME = "global_center_variable"

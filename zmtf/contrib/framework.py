@@ -10,7 +10,7 @@ from zmtf.contrib.arg_scope import (
 )
 from zmtf.contrib.variables import add_model_variable, model_variable, variable
 from zmtf.framework.graph import GraphKeys, get_default_graph
-from zmtf.train.optimizers import create_global_step, get_global_step, get_or_create_global_step
+from zmtf.training.optimizers import create_global_step, get_global_step, get_or_create_global_step
 
 
 def get_variables(scope: Any = None, suffix: str | None = None,

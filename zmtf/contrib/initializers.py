@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from zmtf.framework import dtypes
-from zmtf.framework.ops.init_ops import VarianceScaling
+from zmtf.ops.init_ops import VarianceScaling
 
 #: contrib's truncated normal has stddev sqrt(1.3 factor / n); the core initializer divides
 #: sqrt(scale / n) by the truncated unit normal's stddev 0.8796..., so scale it to match

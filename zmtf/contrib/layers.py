@@ -27,12 +27,12 @@ from zmtf.contrib.optimizers import (
 from zmtf.contrib.variables import collect_named_outputs, model_variable, named
 from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.framework import dtypes
-from zmtf.framework.ops import array_ops, composite_ops, embedding_ops, math_ops, nn_ops
-from zmtf.framework.ops.constant_op import constant, convert_to_tensor
-from zmtf.framework.ops.init_ops import Zeros
+from zmtf.ops import array_ops, composite_ops, embedding_ops, math_ops, nn_ops
+from zmtf.ops.constant_op import constant, convert_to_tensor
+from zmtf.ops.init_ops import Zeros
 from zmtf.framework.variable_scope import variable_scope
-from zmtf.layers import dropout as _core_dropout
-from zmtf.layers import flatten as _core_flatten
+from zmtf.ops.layers import dropout as _core_dropout
+from zmtf.ops.layers import flatten as _core_flatten
 
 Regularizer = Callable[[Any], Any]
 

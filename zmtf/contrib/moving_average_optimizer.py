@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from zmtf.framework.graph import Operation, get_default_graph
-from zmtf.framework.ops.control_flow_ops import group
+from zmtf.ops.control_flow_ops import group
 from zmtf.framework.variable_scope import PartitionedVariable
 from zmtf.framework.variables import global_variables
-from zmtf.train.moving_averages import ExponentialMovingAverage
-from zmtf.train.optimizers import Optimizer
-from zmtf.train.saver import Saver, _named_variables
-from zmtf.train.wrapped_optimizer import SlotsOfWrapped
+from zmtf.training.moving_averages import ExponentialMovingAverage
+from zmtf.training.optimizers import Optimizer
+from zmtf.training.saver import Saver, _named_variables
+from zmtf.training.wrapped_optimizer import SlotsOfWrapped
 
 
 class MovingAverageOptimizer(SlotsOfWrapped, Optimizer):

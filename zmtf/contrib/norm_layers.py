@@ -15,11 +15,11 @@ from typing import Any
 from zmtf.contrib.arg_scope import add_arg_scope
 from zmtf.contrib.variables import collect_named_outputs, model_variable, named
 from zmtf.framework.graph import GraphKeys, get_default_graph
-from zmtf.framework.ops import array_ops, composite_ops, cond_ops, math_ops
-from zmtf.framework.ops.constant_op import constant, convert_to_tensor
-from zmtf.framework.ops.init_ops import Ones, Zeros
+from zmtf.ops import array_ops, composite_ops, cond_ops, math_ops
+from zmtf.ops.constant_op import constant, convert_to_tensor
+from zmtf.ops.init_ops import Ones, Zeros
 from zmtf.framework.variable_scope import variable_scope
-from zmtf.train.moving_averages import assign_moving_average
+from zmtf.training.moving_averages import assign_moving_average
 
 
 def _statistics(x: Any, fused: bool) -> tuple[Any, Any, Any]:

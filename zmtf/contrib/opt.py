@@ -17,12 +17,12 @@ from zmtf.contrib.elastic_average_optimizer import (ElasticAverageCustomGetter,
 from zmtf.contrib.moving_average_optimizer import MovingAverageOptimizer
 from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.indexed_slices import IndexedSlices
-from zmtf.framework.ops import math_ops
-from zmtf.framework.ops.control_flow_ops import group, no_op
-from zmtf.framework.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
-from zmtf.framework.ops.selection_ops import gather
+from zmtf.ops import math_ops
+from zmtf.ops.control_flow_ops import group, no_op
+from zmtf.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
+from zmtf.ops.selection_ops import gather
 from zmtf.framework.variables import Variable
-from zmtf.train.optimizers import (AdamOptimizer, MomentumOptimizer, Optimizer,
+from zmtf.training.optimizers import (AdamOptimizer, MomentumOptimizer, Optimizer,
                                    _deduplicate_indexed_slices)
 
 __all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "DropStaleGradientOptimizer",

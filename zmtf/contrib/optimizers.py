@@ -14,18 +14,18 @@ from typing import Any, Callable
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
 from zmtf.framework.indexed_slices import IndexedSlices
-from zmtf.framework.ops import array_ops, math_ops, random_ops, summary_ops
-from zmtf.framework.ops.check_ops import assert_scalar
-from zmtf.framework.ops.composite_ops import clip_by_global_norm, global_norm
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.control_flow_ops import with_dependencies
-from zmtf.framework.ops.init_ops import Constant, Zeros
-from zmtf.framework.ops.selection_ops import where
+from zmtf.ops import array_ops, math_ops, random_ops, summary_ops
+from zmtf.ops.check_ops import assert_scalar
+from zmtf.ops.composite_ops import clip_by_global_norm, global_norm
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.control_flow_ops import with_dependencies
+from zmtf.ops.init_ops import Constant, Zeros
+from zmtf.ops.selection_ops import where
 from zmtf.framework.variable_scope import get_variable, variable_scope
 from zmtf.framework.variables import trainable_variables
-from zmtf.train.ftrl import FtrlOptimizer
-from zmtf.train.moving_averages import assign_moving_average
-from zmtf.train.optimizers import (
+from zmtf.training.ftrl import FtrlOptimizer
+from zmtf.training.moving_averages import assign_moving_average
+from zmtf.training.optimizers import (
     AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer, MomentumOptimizer, Optimizer,
     RMSPropOptimizer, assert_global_step, get_global_step,
 )

@@ -1,8 +1,8 @@
 """``tf.contrib.rnn``: the core cells and static RNNs under their contrib names (the cells
 are the same classes as ``tf.nn.rnn_cell``'s, with TF1's variable names)."""
 
-from zmtf.framework.ops.rnn import static_bidirectional_rnn, static_rnn
-from zmtf.framework.ops.rnn_cell import (
+from zmtf.ops.rnn import static_bidirectional_rnn, static_rnn
+from zmtf.ops.rnn_cell import (
     BasicLSTMCell, BasicRNNCell, DeviceWrapper, DropoutWrapper, GRUCell, LSTMCell, LSTMStateTuple,
     MultiRNNCell, ResidualWrapper, RNNCell,
 )

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from zmtf.framework.cluster_def_proto import ClusterDef
+from zmtf.formats.cluster_def_proto import ClusterDef
 from zmtf.framework.device_spec import DeviceSpec
 
 _JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")  # TF's device-name grammar for jobs

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import zmq
 
-from zmtf.framework.cluster_def_proto import ClusterDef, ServerDef
+from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
 from zmtf.framework.config import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, security

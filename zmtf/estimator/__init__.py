@@ -12,13 +12,13 @@ from zmtf.estimator.mode_keys import ModeKeys
 from zmtf.estimator.model_fn import EstimatorSpec
 from zmtf.estimator.run_config import RunConfig
 from zmtf.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
-from zmtf.train.session_run_hook import (
+from zmtf.training.session_run_hook import (
     CheckpointSaverHook, CheckpointSaverListener, FeedFnHook, FinalOpsHook, GlobalStepWaiterHook,
     LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, SecondOrStepTimer, SessionRunArgs,
     SessionRunContext, SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook,
     SummarySaverHook,
 )
-from zmtf.train.profiler_hook import ProfilerHook
+from zmtf.training.profiler_hook import ProfilerHook
 
 __all__ = [
     "CheckpointSaverHook", "CheckpointSaverListener", "Estimator", "EstimatorSpec", "EvalSpec",

@@ -29,21 +29,21 @@ from zmtf.estimator.run_config import RunConfig, TaskType
 from zmtf.estimator.saved_model_export import export_saved_model
 from zmtf.framework.config import ConfigProto
 from zmtf.framework.graph import Graph, GraphKeys
-from zmtf.framework.ops.control_flow_ops import group
-from zmtf.framework.ops.random_ops import set_random_seed
-from zmtf.framework.ops.summary_ops import scalar as scalar_summary
+from zmtf.ops.control_flow_ops import group
+from zmtf.ops.random_ops import set_random_seed
+from zmtf.ops.summary_ops import scalar as scalar_summary
 from zmtf.framework.scopes import add_to_collection, device, get_collection
 from zmtf.framework.variables import global_variables, trainable_variables
-from zmtf.metrics import mean as mean_metric
-from zmtf.train.checkpoint_reader import NewCheckpointReader, list_variables, load_variable
-from zmtf.train.device_setter import STANDARD_PS_OPS, replica_device_setter
-from zmtf.train.optimizers import create_global_step
-from zmtf.train.saver import Saver, latest_checkpoint
-from zmtf.train.session_run_hook import (
+from zmtf.ops.metrics_impl import mean as mean_metric
+from zmtf.training.checkpoint_reader import NewCheckpointReader, list_variables, load_variable
+from zmtf.training.device_setter import STANDARD_PS_OPS, replica_device_setter
+from zmtf.training.optimizers import create_global_step
+from zmtf.training.saver import Saver, latest_checkpoint
+from zmtf.training.session_run_hook import (
     CheckpointSaverHook, CheckpointSaverListener, LoggingTensorHook, NanTensorHook, SessionRunHook,
     StopAtStepHook,
 )
-from zmtf.train.warm_start import init_from_checkpoint
+from zmtf.training.warm_start import init_from_checkpoint
 
 log = logging.getLogger("tensorflow")
 

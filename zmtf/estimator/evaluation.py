@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from zmtf.client.monitored_session import ChiefSessionCreator, MonitoredSession
-from zmtf.framework.event_proto import Summary
-from zmtf.train.session_run_hook import FinalOpsHook, SessionRunHook
-from zmtf.train.summary_writer import FileWriter
+from zmtf.formats.event_proto import Summary
+from zmtf.training.session_run_hook import FinalOpsHook, SessionRunHook
+from zmtf.training.summary_writer import FileWriter
 
 log = logging.getLogger("tensorflow")
 

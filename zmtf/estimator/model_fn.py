@@ -14,9 +14,9 @@ from typing import Any
 from zmtf.client.monitored_session import Scaffold
 from zmtf.estimator.mode_keys import ModeKeys
 from zmtf.framework.graph import Operation, Tensor, get_default_graph
-from zmtf.framework.ops.array_ops import reshape
+from zmtf.ops.array_ops import reshape
 from zmtf.framework.variables import Variable
-from zmtf.train.session_run_hook import SessionRunHook
+from zmtf.training.session_run_hook import SessionRunHook
 
 LOSS_METRIC_KEY = "loss"
 _GRAPH_ERROR = ("{0} with {1} must be from the default graph. Possible causes of this error "

@@ -13,9 +13,9 @@ import inspect
 from typing import Any, Callable
 
 from zmtf.estimator.model_fn import EstimatorSpec
-from zmtf.framework.ops.dataset_ops import Dataset
+from zmtf.ops.dataset_ops import Dataset
 from zmtf.framework.scopes import device
-from zmtf.train.session_run_hook import SessionRunHook
+from zmtf.training.session_run_hook import SessionRunHook
 
 _VALID_MODEL_FN_ARGS = frozenset({"features", "labels", "mode", "params", "self", "config"})
 

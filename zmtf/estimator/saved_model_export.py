@@ -25,7 +25,7 @@ from zmtf.framework.errors import NotFoundError
 from zmtf.framework.graph import Graph
 from zmtf.saved_model.builder import SavedModelBuilder
 from zmtf.saved_model.tag_constants import SERVING
-from zmtf.train.saver import Saver
+from zmtf.training.saver import Saver
 
 log = logging.getLogger("tensorflow")
 

@@ -27,8 +27,8 @@ from zmtf.estimator.model_fn import check_types
 from zmtf.estimator.run_config import RunConfig, TaskType
 from zmtf.framework.config import ConfigProto
 from zmtf.framework.graph import GraphKeys
-from zmtf.train.checkpoint_utils import checkpoints_iterator
-from zmtf.train.session_run_hook import CheckpointSaverListener, SecondOrStepTimer, SessionRunHook
+from zmtf.training.checkpoint_utils import checkpoints_iterator
+from zmtf.training.session_run_hook import CheckpointSaverListener, SecondOrStepTimer, SessionRunHook
 
 log = logging.getLogger("tensorflow")
 

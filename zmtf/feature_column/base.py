@@ -7,11 +7,11 @@ import collections
 from typing import Any
 
 from zmtf.framework import dtypes
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.selection_ops import where
-from zmtf.framework.ops.sequence_ops import gather_nd
-from zmtf.framework.ops.sparse_ops import sparse_reshape
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.selection_ops import where
+from zmtf.ops.sequence_ops import gather_nd
+from zmtf.ops.sparse_ops import sparse_reshape
 from zmtf.framework.scopes import name_scope
 from zmtf.framework.sparse_tensor import SparseTensor, is_sparse_value
 

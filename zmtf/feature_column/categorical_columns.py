@@ -9,17 +9,17 @@ from typing import Any
 
 import numpy as np
 
-from zmtf import gfile
+from zmtf.platform import gfile
 from zmtf.feature_column.base import (
     CategoricalColumn, LazyBuilder, assert_string_or_int, convert_to_tensor_or_sparse,
     to_sparse_input_and_drop_ignore_values,
 )
 from zmtf.feature_column.dense_columns import check_key
 from zmtf.framework import dtypes
-from zmtf.framework.ops import array_ops, math_ops, string_ops
-from zmtf.framework.ops.parsing_ops import VarLenFeature
-from zmtf.framework.ops.selection_ops import where
-from zmtf.framework.ops.vocabulary_tables import index_table_from_file, index_table_from_tensor
+from zmtf.ops import array_ops, math_ops, string_ops
+from zmtf.ops.parsing_ops import VarLenFeature
+from zmtf.ops.selection_ops import where
+from zmtf.ops.vocabulary_tables import index_table_from_file, index_table_from_tensor
 from zmtf.framework.sparse_tensor import SparseTensor
 
 

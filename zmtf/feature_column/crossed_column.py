@@ -13,8 +13,8 @@ from typing import Any
 from zmtf.feature_column.base import CategoricalColumn, FeatureColumn, LazyBuilder
 from zmtf.feature_column.categorical_columns import HashedCategoricalColumn
 from zmtf.framework import dtypes
-from zmtf.framework.ops.parsing_ops import VarLenFeature
-from zmtf.framework.ops.sparse_cross_ops import sparse_cross_hashed
+from zmtf.ops.parsing_ops import VarLenFeature
+from zmtf.ops.sparse_cross_ops import sparse_cross_hashed
 
 
 def _leaf_keys(cross: Any) -> list:

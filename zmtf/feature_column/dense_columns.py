@@ -9,10 +9,10 @@ import numpy as np
 
 from zmtf.framework import dtypes
 from zmtf.feature_column.base import CategoricalColumn, DenseColumn, LazyBuilder
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.composite_ops import range_
-from zmtf.framework.ops.parsing_ops import FixedLenFeature
-from zmtf.framework.ops.sparse_cross_ops import bucketize
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.composite_ops import range_
+from zmtf.ops.parsing_ops import FixedLenFeature
+from zmtf.ops.sparse_cross_ops import bucketize
 from zmtf.framework.sparse_tensor import SparseTensor
 from zmtf.framework.tensor_shape import TensorShape
 

@@ -11,15 +11,15 @@ from typing import Any
 from zmtf.feature_column.base import CategoricalColumn, DenseColumn, LazyBuilder
 from zmtf.framework import dtypes
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.embedding_sparse_ops import COMBINERS, safe_embedding_lookup_sparse
-from zmtf.framework.ops.init_ops import TruncatedNormal
-from zmtf.framework.ops.sequence_ops import scatter_nd
-from zmtf.framework.ops.sparse_ops import sparse_tensor_to_dense
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.embedding_sparse_ops import COMBINERS, safe_embedding_lookup_sparse
+from zmtf.ops.init_ops import TruncatedNormal
+from zmtf.ops.sequence_ops import scatter_nd
+from zmtf.ops.sparse_ops import sparse_tensor_to_dense
 from zmtf.framework.scopes import name_scope
 from zmtf.framework.tensor_shape import TensorShape
 from zmtf.framework.variable_scope import get_variable
-from zmtf.train.warm_start import init_from_checkpoint
+from zmtf.training.warm_start import init_from_checkpoint
 
 
 class IndicatorColumn(DenseColumn, collections.namedtuple("IndicatorColumn",

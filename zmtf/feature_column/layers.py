@@ -10,11 +10,11 @@ from zmtf.feature_column.base import (
 )
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, get_default_graph
-from zmtf.framework.ops import array_ops, math_ops, nn_ops
-from zmtf.framework.ops.constant_op import constant
-from zmtf.framework.ops.embedding_sparse_ops import safe_embedding_lookup_sparse
-from zmtf.framework.ops.init_ops import Zeros
-from zmtf.framework.ops.sparse_ops import sparse_reshape
+from zmtf.ops import array_ops, math_ops, nn_ops
+from zmtf.ops.constant_op import constant
+from zmtf.ops.embedding_sparse_ops import safe_embedding_lookup_sparse
+from zmtf.ops.init_ops import Zeros
+from zmtf.ops.sparse_ops import sparse_reshape
 from zmtf.framework.variable_scope import get_variable, get_variable_scope, variable_scope
 
 

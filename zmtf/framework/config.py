@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from zmtf.framework.cluster_def_proto import ClusterDef
+from zmtf.formats.cluster_def_proto import ClusterDef
 from zmtf.framework.device_spec import DeviceSpec
 
 

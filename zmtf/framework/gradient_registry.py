@@ -1,8 +1,8 @@
 """Gradient functions by op type: ``GRADIENTS[op_type](op, *output_grads) -> input grads``.
 
-One table, filled at import by ``zmtf.framework.ops.math_grad``, ``nn_grad``, ``conv_grad`` and
+One table, filled at import by ``zmtf.ops.math_grad``, ``nn_grad``, ``conv_grad`` and
 ``array_grad`` with ``@gradient("Add", ...)``; ``not_differentiable("Shape", ...)`` records op types whose
-inputs get no gradient (TF's ``ops.NotDifferentiable``). ``zmtf.train.gradients`` reads it.
+inputs get no gradient (TF's ``ops.NotDifferentiable``). ``zmtf.training.gradients`` reads it.
 
 A gradient function gets the forward op and one gradient per op output (a zeros tensor where
 nothing flowed back into a float output, as in TF) and returns one entry per op input: a

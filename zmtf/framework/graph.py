@@ -100,7 +100,7 @@ class Tensor:
     def __iter__(self) -> Iterator[Any]:
         raise TypeError("'Tensor' object is not iterable: its value exists only when it runs.")
 
-    # Operator overloads are attached by zmtf.framework.ops.math_ops.
+    # Operator overloads are attached by zmtf.ops.math_ops.
 
 
 class Operation:
@@ -316,7 +316,7 @@ class Graph:
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
         """This graph as TensorFlow's GraphDef protobuf (framework/graph_def_io.py);
         ``add_shapes`` adds each node's ``_output_shapes``."""
-        from zmtf.framework.graph_def_io import graph_to_graph_def  # NOTE: it imports this module
+        from zmtf.interop.graph_def_io import graph_to_graph_def  # NOTE: it imports this module
 
         return graph_to_graph_def(self, add_shapes=add_shapes)
 

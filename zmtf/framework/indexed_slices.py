@@ -42,7 +42,7 @@ class IndexedSlices:
             if self._dense_shape is None:
                 raise ValueError(f"cannot convert an IndexedSlices without dense_shape to a Tensor: "
                                  f"{self!r}")
-            from zmtf.framework.ops.selection_ops import scatter_rows  # the op layer imports us
+            from zmtf.ops.selection_ops import scatter_rows  # the op layer imports us
 
             self._dense = scatter_rows(self._values, self._indices, self._dense_shape)
         return self._dense

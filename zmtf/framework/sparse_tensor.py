@@ -27,7 +27,7 @@ class SparseTensor:
     tensor with 1.0 at [0, 1] and 2.0 at [2, 3]. Indices are expected in row-major order."""
 
     def __init__(self, indices: Any, values: Any, dense_shape: Any) -> None:
-        from zmtf.framework.ops.constant_op import convert_to_tensor  # the op layer imports us
+        from zmtf.ops.constant_op import convert_to_tensor  # the op layer imports us
 
         with get_default_graph().name_scope("SparseTensor"):
             self._indices = convert_to_tensor(_int64(indices), dtype=dtypes.int64, name="indices")

@@ -24,8 +24,8 @@ import numpy as np
 from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.graph import Graph, GraphKeys, Tensor, get_default_graph
-from zmtf.framework.ops import array_ops
-from zmtf.framework.ops.init_ops import GlorotUniform, Zeros
+from zmtf.ops import array_ops
+from zmtf.ops.init_ops import GlorotUniform, Zeros
 from zmtf.framework.tensor_shape import TensorShape, as_shape
 from zmtf.framework.variables import Variable
 

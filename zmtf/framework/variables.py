@@ -9,9 +9,9 @@ import numpy as np
 from zmtf.framework.graph import GraphKeys, Operation, Tensor, get_default_graph
 from zmtf.framework.indexed_slices import IndexedSlices
 from zmtf.framework.op_def import apply_op
-from zmtf.framework.ops import state_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.control_flow_ops import group, no_op
+from zmtf.ops import state_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.control_flow_ops import group, no_op
 
 
 class Variable:
@@ -194,9 +194,9 @@ def report_uninitialized_variables(var_list: Any = None,
                                    name: str = "report_uninitialized_variables") -> Tensor:
     """The names (a 1-D tf.string tensor) of the variables of ``var_list`` (default: global
     and local) that are not initialized yet; empty once they all are. TF1's ready op."""
-    from zmtf.framework.ops import array_ops, math_ops
-    from zmtf.framework.ops.constant_op import constant
-    from zmtf.framework.ops.selection_ops import boolean_mask
+    from zmtf.ops import array_ops, math_ops
+    from zmtf.ops.constant_op import constant
+    from zmtf.ops.selection_ops import boolean_mask
 
     if var_list is None:
         var_list = global_variables() + local_variables()

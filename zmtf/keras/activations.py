@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from zmtf.framework.ops import composite_ops, math_ops, nn_ops, selection_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.nn import selu as _selu, softplus as _softplus, softsign as _softsign
+from zmtf.ops import composite_ops, math_ops, nn_ops, selection_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.tf1.nn import selu as _selu, softplus as _softplus, softsign as _softsign
 
 
 def linear(x: Any) -> Any:

@@ -10,9 +10,9 @@ from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.ops import composite_ops
-from zmtf.framework.ops.constant_op import constant
-from zmtf.framework.ops.state_ops import is_variable_initialized
+from zmtf.ops import composite_ops
+from zmtf.ops.constant_op import constant
+from zmtf.ops.state_ops import is_variable_initialized
 from zmtf.framework.variables import global_variables, variables_initializer
 
 _EPSILON = [1e-7]

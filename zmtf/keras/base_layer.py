@@ -13,9 +13,9 @@ from typing import Any, Callable
 
 from zmtf.framework import nest
 from zmtf.framework.graph import Tensor, get_default_graph
-from zmtf.framework.ops import array_ops, cond_ops, math_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.init_ops import Zeros
+from zmtf.ops import array_ops, cond_ops, math_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.init_ops import Zeros
 from zmtf.framework.variables import Variable
 from zmtf.keras import backend, initializers, regularizers
 

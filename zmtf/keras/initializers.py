@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf import initializers as _tf1
+from zmtf.tf1 import initializers as _tf1
 from zmtf.framework import dtypes
-from zmtf.framework.ops import init_ops
-from zmtf.framework.ops.init_ops import (
+from zmtf.ops import init_ops
+from zmtf.ops.init_ops import (
     Constant, GlorotNormal, GlorotUniform, Initializer, Ones, Orthogonal, VarianceScaling, Zeros,
 )
 

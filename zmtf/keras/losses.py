@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from zmtf.framework import dtypes
-from zmtf.framework.ops import composite_ops, math_ops, nn_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.ops import composite_ops, math_ops, nn_ops
+from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.keras import backend
 
 

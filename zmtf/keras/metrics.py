@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from zmtf.framework import dtypes
-from zmtf.framework.ops import math_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
+from zmtf.ops import math_ops
+from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.keras.losses import (  # keras exports the losses as metrics too
     MAE, MSE, binary_crossentropy, categorical_crossentropy, mae, mean_absolute_error,
     mean_squared_error, mse, sparse_categorical_crossentropy,

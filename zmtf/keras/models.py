@@ -8,7 +8,7 @@ from typing import Any
 
 from zmtf.framework import nest
 from zmtf.framework.graph import Tensor, get_default_graph
-from zmtf.framework.ops import array_ops
+from zmtf.ops import array_ops
 from zmtf.keras import backend
 from zmtf.keras.base_layer import HISTORY, Layer, Node
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.framework.ops import math_ops
-from zmtf.framework.ops.constant_op import constant, convert_to_tensor
+from zmtf.ops import math_ops
+from zmtf.ops.constant_op import constant, convert_to_tensor
 
 
 class Regularizer:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from zmtf.framework.ops.scatter_ops import SCATTER_OPS
-from zmtf.framework.ops.state_ops import ASSIGN_OPS
+from zmtf.ops.scatter_ops import SCATTER_OPS
+from zmtf.ops.state_ops import ASSIGN_OPS
 from zmtf.framework import device_spec as pydev
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.dtypes import resource, variant

@@ -19,8 +19,8 @@ from typing import BinaryIO, Callable, Generator, Iterator
 import numpy as np
 
 from zmtf.framework.errors import DataLossError, InvalidArgumentError, NotFoundError
-from zmtf.framework.record_compression import KINDS, NONE, decompressed
-from zmtf.framework.tfrecord import file_records
+from zmtf.formats.record_compression import KINDS, NONE, decompressed
+from zmtf.formats.tfrecord import file_records
 from zmtf.runtime.record_streams import bounded_lines, fixed_windows, record_limit
 
 Element = list[np.ndarray]

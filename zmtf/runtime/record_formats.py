@@ -18,8 +18,8 @@ from typing import BinaryIO, Callable, Iterator
 from zmtf.framework.errors import (
     InvalidArgumentError, NotFoundError, OutOfRangeError, PermissionDeniedError,
 )
-from zmtf.framework.record_compression import KINDS, decompressed
-from zmtf.framework.tfrecord import read_records
+from zmtf.formats.record_compression import KINDS, decompressed
+from zmtf.formats.tfrecord import read_records
 from zmtf.runtime.record_streams import bounded_lines, fixed_windows, record_limit
 
 Record = tuple[bytes, bytes]

@@ -36,16 +36,16 @@ import weakref
 from typing import Any
 
 from zmtf.framework.graph import Graph, Operation, get_default_graph
-from zmtf.framework.graph_def_io import graph_to_graph_def, writable_ops
-from zmtf.framework.graph_def_proto import enum_of_dtype
-from zmtf.framework.meta_graph_proto import MetaGraphDef, MetaInfoDef, SavedModel, SignatureDef
-from zmtf.framework.saver_graph_def import SavedTensor, add_saver_nodes
+from zmtf.interop.graph_def_io import graph_to_graph_def, writable_ops
+from zmtf.formats.graph_def_proto import enum_of_dtype
+from zmtf.formats.meta_graph_proto import MetaGraphDef, MetaInfoDef, SavedModel, SignatureDef
+from zmtf.interop.saver_graph_def import SavedTensor, add_saver_nodes
 from zmtf.framework.variable_scope import PartitionedVariable
 from zmtf.framework.variables import Variable, global_variables
 from zmtf.saved_model import constants
 from zmtf.saved_model.collection_def import collection_defs
-from zmtf.train.atomic_file import atomic_write
-from zmtf.train.tensor_bundle import write_bundle
+from zmtf.training.atomic_file import atomic_write
+from zmtf.training.tensor_bundle import write_bundle
 
 _logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import numbers
 from typing import Any
 
 from zmtf.framework.graph import Graph, Operation, Tensor
-from zmtf.framework.meta_graph_proto import CollectionDef, VariableDef
+from zmtf.formats.meta_graph_proto import CollectionDef, VariableDef
 from zmtf.framework.variables import Variable
 
 _logger = logging.getLogger(__name__)

@@ -30,19 +30,19 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, NotFoundError
 from zmtf.framework.graph import Graph, Operation
-from zmtf.framework.graph_def_io import import_graph_def
-from zmtf.framework.meta_graph_proto import AssetFileDef, MetaGraphDef, SavedModel
-from zmtf.framework.ops.array_ops import placeholder
-from zmtf.framework.ops.control_flow_ops import group
-from zmtf.framework.proto_text import merge_text
-from zmtf.framework.saver_graph_def import RestoreStep, restore_plan, saver_scope, \
+from zmtf.interop.graph_def_io import import_graph_def
+from zmtf.formats.meta_graph_proto import AssetFileDef, MetaGraphDef, SavedModel
+from zmtf.ops.array_ops import placeholder
+from zmtf.ops.control_flow_ops import group
+from zmtf.formats.proto_text import merge_text
+from zmtf.interop.saver_graph_def import RestoreStep, restore_plan, saver_scope, \
     saver_scopes, without_scopes
 from zmtf.framework.variables import Variable
 from zmtf.saved_model import constants
 from zmtf.saved_model.collection_def import restore_collections
 from zmtf.saved_model.signature_def_utils import load_op_from_signature_def
-from zmtf.train.saver import _checked_value
-from zmtf.train.tensor_bundle import BundleReader
+from zmtf.training.saver import _checked_value
+from zmtf.training.tensor_bundle import BundleReader
 
 _logger = logging.getLogger(__name__)
 

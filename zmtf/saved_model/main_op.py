@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zmtf.framework.graph import Operation, get_default_graph
-from zmtf.framework.ops.control_flow_ops import group
+from zmtf.ops.control_flow_ops import group
 from zmtf.framework.variables import global_variables_initializer, \
     local_variables_initializer, tables_initializer
 

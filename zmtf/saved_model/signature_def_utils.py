@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from zmtf.framework.graph import Tensor
-from zmtf.framework.graph_def_proto import DATA_TYPES, make_tensor_proto
-from zmtf.framework.meta_graph_proto import SignatureDef, TensorInfo
+from zmtf.formats.graph_def_proto import DATA_TYPES, make_tensor_proto
+from zmtf.formats.meta_graph_proto import SignatureDef, TensorInfo
 from zmtf.saved_model import signature_constants as sc
 from zmtf.saved_model.utils import build_tensor_info, build_tensor_info_from_op, \
     get_element_from_tensor_info

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from zmtf.framework.graph import Graph, Operation, Tensor, get_default_graph
-from zmtf.framework.graph_def_proto import enum_of_dtype, shape_proto
-from zmtf.framework.meta_graph_proto import TensorInfo
+from zmtf.formats.graph_def_proto import enum_of_dtype, shape_proto
+from zmtf.formats.meta_graph_proto import TensorInfo
 from zmtf.framework.sparse_tensor import SparseTensor
 from zmtf.framework.variables import Variable
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Operation, Tensor
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops import math_ops, state_ops
-from zmtf.framework.ops.control_flow_ops import group, no_op
-from zmtf.framework.ops.selection_ops import where_v2
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops import math_ops, state_ops
+from zmtf.ops.control_flow_ops import group, no_op
+from zmtf.ops.selection_ops import where_v2
 from zmtf.framework.variables import Variable
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from zmtf.contrib.mixed_precision.loss_scale_manager import LossScaleManager
 from zmtf.framework.graph import Operation
-from zmtf.framework.ops import math_ops
-from zmtf.framework.ops.control_flow_ops import group
-from zmtf.train.loss_scale import all_finite, run_if, scaled_gradient
-from zmtf.train.optimizers import Optimizer
-from zmtf.train.wrapped_optimizer import SlotsOfWrapped
+from zmtf.ops import math_ops
+from zmtf.ops.control_flow_ops import group
+from zmtf.training.loss_scale import all_finite, run_if, scaled_gradient
+from zmtf.training.optimizers import Optimizer
+from zmtf.training.wrapped_optimizer import SlotsOfWrapped
 
 
 class LossScaleOptimizer(SlotsOfWrapped, Optimizer):

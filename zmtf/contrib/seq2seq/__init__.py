@@ -23,7 +23,7 @@ from zmtf.contrib.seq2seq.helper import (
     GreedyEmbeddingHelper, Helper, SampleEmbeddingHelper, TrainingHelper,
 )
 from zmtf.contrib.seq2seq.loss import sequence_loss
-from zmtf.framework.ops.gather_tree_ops import gather_tree
+from zmtf.ops.gather_tree_ops import gather_tree
 
 __all__ = ["AttentionMechanism", "AttentionWrapper", "AttentionWrapperState",
            "BahdanauAttention", "BasicDecoder", "BasicDecoderOutput", "BeamSearchDecoder",

@@ -13,14 +13,14 @@ import numpy as np
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.ops import array_ops, math_ops, nn_ops
-from zmtf.framework.ops.check_ops import assert_positive
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.init_ops import Constant, Ones, Zeros
-from zmtf.framework.ops.selection_ops import where
-from zmtf.framework.ops.sequence_ops import sequence_mask
+from zmtf.ops import array_ops, math_ops, nn_ops
+from zmtf.ops.check_ops import assert_positive
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.init_ops import Constant, Ones, Zeros
+from zmtf.ops.selection_ops import where
+from zmtf.ops.sequence_ops import sequence_mask
 from zmtf.framework.variable_scope import get_variable, variable_scope
-from zmtf.layers import Dense
+from zmtf.ops.layers import Dense
 
 
 def _prepare_memory(memory: Any, memory_sequence_length: Any) -> Any:

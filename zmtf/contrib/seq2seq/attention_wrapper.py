@@ -16,12 +16,12 @@ from typing import Any, Callable
 from zmtf.framework import dtypes
 from zmtf.framework.graph import get_default_graph
 from zmtf.framework.nest import flatten, map_structure
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.check_ops import assert_equal
-from zmtf.framework.ops.rnn_cell import RNNCell, _zeros, assert_like_rnncell
-from zmtf.framework.ops.tensor_array_ops import TensorArray
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.check_ops import assert_equal
+from zmtf.ops.rnn_cell import RNNCell, _zeros, assert_like_rnncell
+from zmtf.ops.tensor_array_ops import TensorArray
 from zmtf.framework.tensor_shape import TensorShape
-from zmtf.layers import Dense
+from zmtf.ops.layers import Dense
 
 
 class AttentionWrapperState(collections.namedtuple(

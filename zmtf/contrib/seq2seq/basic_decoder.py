@@ -10,7 +10,7 @@ from zmtf.contrib.seq2seq.decoder import Decoder
 from zmtf.contrib.seq2seq.helper import Helper
 from zmtf.framework.graph import get_default_graph
 from zmtf.framework.nest import flatten, map_structure
-from zmtf.framework.ops.rnn_cell import assert_like_rnncell
+from zmtf.ops.rnn_cell import assert_like_rnncell
 from zmtf.framework.tensor_shape import TensorShape, as_shape
 
 

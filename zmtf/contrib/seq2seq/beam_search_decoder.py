@@ -24,14 +24,14 @@ from zmtf.contrib.seq2seq.decoder import Decoder
 from zmtf.framework import dtypes
 from zmtf.framework.graph import get_default_graph
 from zmtf.framework.nest import flatten, map_structure
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.cond_ops import cond
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.embedding_ops import embedding_lookup
-from zmtf.framework.ops.gather_tree_ops import gather_tree
-from zmtf.framework.ops.rnn_cell import assert_like_rnncell
-from zmtf.framework.ops.selection_ops import tile
-from zmtf.framework.ops.tensor_array_ops import TensorArray
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.cond_ops import cond
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.embedding_ops import embedding_lookup
+from zmtf.ops.gather_tree_ops import gather_tree
+from zmtf.ops.rnn_cell import assert_like_rnncell
+from zmtf.ops.selection_ops import tile
+from zmtf.ops.tensor_array_ops import TensorArray
 from zmtf.framework.tensor_shape import TensorShape, as_shape
 
 

@@ -17,13 +17,13 @@ import numpy as np
 from zmtf.contrib.seq2seq.attention_wrapper import AttentionWrapperState
 from zmtf.framework import dtypes
 from zmtf.framework.nest import map_structure
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.composite_ops import range_
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.nn_ops import log_softmax
-from zmtf.framework.ops.selection_ops import gather, where
-from zmtf.framework.ops.tensor_array_ops import TensorArray
-from zmtf.framework.ops.topk_ops import top_k
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.composite_ops import range_
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.nn_ops import log_softmax
+from zmtf.ops.selection_ops import gather, where
+from zmtf.ops.tensor_array_ops import TensorArray
+from zmtf.ops.topk_ops import top_k
 from zmtf.framework.sparse_tensor import constant_value
 from zmtf.framework.tensor_shape import TensorShape
 

@@ -12,13 +12,13 @@ from typing import Any
 from zmtf.contrib.seq2seq.beam_search_step import static_value
 from zmtf.framework import dtypes
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.check_ops import assert_equal
-from zmtf.framework.ops.composite_ops import range_
-from zmtf.framework.ops.gather_tree_ops import gather_tree
-from zmtf.framework.ops.selection_ops import tile, where
-from zmtf.framework.ops.sequence_ops import gather_nd, sequence_mask
-from zmtf.framework.ops.tensor_array_ops import TensorArray
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.check_ops import assert_equal
+from zmtf.ops.composite_ops import range_
+from zmtf.ops.gather_tree_ops import gather_tree
+from zmtf.ops.selection_ops import tile, where
+from zmtf.ops.sequence_ops import gather_nd, sequence_mask
+from zmtf.ops.tensor_array_ops import TensorArray
 
 
 def gather_tree_from_array(t: Any, parent_ids: Any, sequence_length: Any) -> Any:

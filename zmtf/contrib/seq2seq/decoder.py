@@ -9,11 +9,11 @@ from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.nest import assert_same_structure, map_structure
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.selection_ops import where
-from zmtf.framework.ops.tensor_array_ops import TensorArray
-from zmtf.framework.ops.while_ops import while_loop
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.selection_ops import where
+from zmtf.ops.tensor_array_ops import TensorArray
+from zmtf.ops.while_ops import while_loop
 from zmtf.framework.tensor_shape import TensorShape, as_shape
 from zmtf.framework.variable_scope import variable_scope
 

@@ -12,11 +12,11 @@ from typing import Any, Callable
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.nest import map_structure
-from zmtf.framework.ops import array_ops, math_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.embedding_ops import embedding_lookup
-from zmtf.framework.ops.random_distributions import categorical
-from zmtf.framework.ops.selection_ops import gather, tile
+from zmtf.ops import array_ops, math_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.embedding_ops import embedding_lookup
+from zmtf.ops.random_distributions import categorical
+from zmtf.ops.selection_ops import gather, tile
 from zmtf.framework.tensor_shape import TensorShape
 
 

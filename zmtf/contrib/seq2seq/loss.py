@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.ops import array_ops, composite_ops, math_ops, nn_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.division_ops import div_no_nan
+from zmtf.ops import array_ops, composite_ops, math_ops, nn_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.division_ops import div_no_nan
 
 
 def _check_ranks(logits: Any, targets: Any, weights: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor
-from zmtf.framework.meta_graph_proto import SignatureDef
+from zmtf.formats.meta_graph_proto import SignatureDef
 from zmtf.saved_model import signature_def_utils
 
 _SINGLE_STRING_INPUT = (

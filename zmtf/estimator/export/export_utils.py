@@ -17,7 +17,7 @@ from typing import Any
 from zmtf.estimator.export.export_output import ExportOutput, PredictOutput
 from zmtf.estimator.export.serving_input import SINGLE_RECEIVER_DEFAULT_NAME
 from zmtf.framework.graph import Operation, Tensor
-from zmtf.framework.meta_graph_proto import SignatureDef
+from zmtf.formats.meta_graph_proto import SignatureDef
 from zmtf.framework.sparse_tensor import SparseTensor
 from zmtf.saved_model import signature_constants as sc
 from zmtf.saved_model.signature_def_utils import is_valid_signature

@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor
-from zmtf.framework.ops.array_ops import placeholder
-from zmtf.framework.ops.parsing_ops import parse_example
+from zmtf.ops.array_ops import placeholder
+from zmtf.ops.parsing_ops import parse_example
 from zmtf.framework.sparse_tensor import SparseTensor
 from zmtf.framework.tensor_shape import TensorShape
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zmtf.framework.ops.dataset_ops import Dataset
+from zmtf.ops.dataset_ops import Dataset
 
 _TARGET_KEY = "__target_key__"
 _DIRECT_KEY = "__direct_np_input__"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.framework.ops import array_ops, conv_ops, conv_variant_ops, nn_ops
+from zmtf.ops import array_ops, conv_ops, conv_variant_ops, nn_ops
 from zmtf.keras import activations
 from zmtf.keras.base_layer import Layer
 

@@ -7,8 +7,8 @@ import math
 from typing import Any, Callable
 
 from zmtf.framework import dtypes
-from zmtf.framework.ops import array_ops, composite_ops, linalg_ops, math_ops, nn_ops
-from zmtf.framework.ops.embedding_ops import embedding_lookup
+from zmtf.ops import array_ops, composite_ops, linalg_ops, math_ops, nn_ops
+from zmtf.ops.embedding_ops import embedding_lookup
 from zmtf.keras import activations
 from zmtf.keras.base_layer import Layer, smart_cond, training_value
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any
 
-from zmtf.framework.ops import array_ops, math_ops
+from zmtf.ops import array_ops, math_ops
 from zmtf.keras.base_layer import Layer
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.ops import array_ops, composite_ops, math_ops, state_ops
-from zmtf.framework.ops.constant_op import constant
+from zmtf.ops import array_ops, composite_ops, math_ops, state_ops
+from zmtf.ops.constant_op import constant
 from zmtf.keras.base_layer import Layer, smart_cond, training_value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.framework.ops import array_ops, conv_ops, math_ops
+from zmtf.ops import array_ops, conv_ops, math_ops
 from zmtf.keras.base_layer import Layer
 from zmtf.keras.layers.convolutional import _padding, _tuple
 

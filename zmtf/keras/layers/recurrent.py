@@ -11,11 +11,11 @@ from typing import Any
 
 from zmtf.framework import nest
 from zmtf.framework.graph import Tensor
-from zmtf.framework.ops import array_ops
-from zmtf.framework.ops.constant_op import convert_to_tensor
-from zmtf.framework.ops.image_ops import reverse
-from zmtf.framework.ops.selection_ops import gather
-from zmtf.framework.ops.while_ops import build_loop, loop_history
+from zmtf.ops import array_ops
+from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.image_ops import reverse
+from zmtf.ops.selection_ops import gather
+from zmtf.ops.while_ops import build_loop, loop_history
 from zmtf.framework.tensor_shape import TensorShape
 from zmtf.keras.base_layer import Layer
 from zmtf.keras.layers.recurrent_cells import GRUCell, LSTMCell, SimpleRNNCell

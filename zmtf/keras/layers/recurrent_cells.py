@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.framework.ops import array_ops, composite_ops, math_ops
-from zmtf.framework.ops.selection_ops import split
+from zmtf.ops import array_ops, composite_ops, math_ops
+from zmtf.ops.selection_ops import split
 from zmtf.keras import activations, initializers
 from zmtf.keras.base_layer import Layer, smart_cond, training_value
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.framework.ops import array_ops
-from zmtf.framework.ops.image_ops import reverse
+from zmtf.ops import array_ops
+from zmtf.ops.image_ops import reverse
 from zmtf.framework.tensor_shape import TensorShape
 from zmtf.keras.base_layer import Layer
 from zmtf.keras.layers.recurrent import RNN

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.framework.example_proto import parse_example
+from zmtf.formats.example_proto import parse_example
 from zmtf.kernels.registry import register
 
 _KINDS = {"float32": "float_list", "int64": "int64_list", "string": "bytes_list"}

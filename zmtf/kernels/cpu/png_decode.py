@@ -16,7 +16,7 @@ import zlib
 
 import numpy as np
 
-from zmtf.framework.png import SIGNATURE
+from zmtf.formats.png import SIGNATURE
 from zmtf.kernels.cpu._common import check_output_size
 from zmtf.kernels.cpu._jit import jit
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.framework.summary_proto import audio_summary, tensor_content_proto, tensor_summary
-from zmtf.framework.wav import encode_wav
+from zmtf.formats.summary_proto import audio_summary, tensor_content_proto, tensor_summary
+from zmtf.formats.wav import encode_wav
 from zmtf.kernels.registry import register
 
 _UINT32_MAX = 0xFFFFFFFF

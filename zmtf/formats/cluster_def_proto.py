@@ -1,0 +1,37 @@
+"""TensorFlow's cluster messages (cluster.proto, tensorflow_server.proto): ``tf.train.JobDef``,
+``tf.train.ClusterDef`` and ``tf.train.ServerDef``, with TF's field numbers, so the bytes a
+TF1 script or launcher wrote (``cluster_spec.as_cluster_def().SerializeToString()``) read
+back here and TF reads what zmtf writes.
+
+ServerDef's ``default_session_config`` (a ConfigProto message) and ``cluster_device_filters``
+are not carried: zmtf's ConfigProto is not a protobuf message, so those fields are skipped
+when parsing, as unknown fields are; pass ``config=`` to ``tf.train.Server`` instead.
+"""
+
+from __future__ import annotations
+
+from zmtf.formats.proto_message import Field, Message
+
+
+class JobDef(Message):
+    """One job: its name and ``tasks``, a map from task index to "host:port"."""
+
+    FIELDS = (Field(1, "name", "string"),
+              Field(2, "tasks", "map", key="int32", value="string"))
+
+
+class ClusterDef(Message):
+    """The jobs of a cluster; ``tf.train.ClusterSpec(cluster_def)`` reads one."""
+
+    FIELDS = (Field(1, "job", "message", repeated=True, message=JobDef),)
+
+
+class ServerDef(Message):
+    """What a server is: its cluster, its own job and task, and its protocol."""
+
+    FIELDS = (Field(1, "cluster", "message", message=ClusterDef), Field(2, "job_name", "string"),
+              Field(3, "task_index", "int32"), Field(5, "protocol", "string"),
+              Field(6, "port", "int32"))
+
+
+__all__ = ["ClusterDef", "JobDef", "ServerDef"]

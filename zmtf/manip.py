@@ -1,5 +1,0 @@
-"""``tf.manip``: the TF 1.13 namespace of ``tf.manip.roll`` (the same function as ``tf.roll``)."""
-
-from zmtf.framework.ops.manip_ops import roll
-
-__all__ = ["roll"]

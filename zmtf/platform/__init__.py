@@ -1,0 +1,1 @@
+"""Implementation of tf.app, tf.logging and tf.gfile (TF's python/platform)."""
