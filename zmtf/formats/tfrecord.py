@@ -4,7 +4,7 @@ Each record is::
 
     uint64 length (little-endian) | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)
 
-with CRC-32C (Castagnoli, framework/crc32c.py), masked as TF masks it
+with CRC-32C (Castagnoli, formats/crc32c.py), masked as TF masks it
 (rotate right 15, add 0xa282ead8). Reading checks both CRCs and every length against what is
 left of the file: a damaged or truncated record raises DataLossError naming the file and the
 byte offset of the record, never returns garbage. The same framing serves TensorBoard's event

@@ -314,7 +314,7 @@ class Graph:
         return self._ops_by_name[obj]
 
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
-        """This graph as TensorFlow's GraphDef protobuf (framework/graph_def_io.py);
+        """This graph as TensorFlow's GraphDef protobuf (interop/graph_def_io.py);
         ``add_shapes`` adds each node's ``_output_shapes``."""
         from zmtf.interop.graph_def_io import graph_to_graph_def  # NOTE: it imports this module
 

@@ -1,6 +1,6 @@
 """Where a sliding window (convolution, pooling) lands: TF's output sizes and SAME padding.
 
-Pure integer rules in one place, shared by op shape inference (``framework/ops/conv_ops.py``)
+Pure integer rules in one place, shared by op shape inference (``ops/conv_ops.py``)
 and the CPU kernels (``kernels/cpu/conv.py``), so a graph's static shape and the array the
 kernel returns can never disagree. Errors are ValueErrors; the kernels re-raise them as
 InvalidArgumentError naming the node.

@@ -12,7 +12,7 @@ and the ``.meta`` file ``Saver.save`` writes hold this document instead (UTF-8 J
      "collections": {"train_op": [{"operation": "GradientDescent"}],
                      "losses": [{"tensor": "loss:0"}], "variables": [{"variable": "w"}],
                      "my_strings": [{"value": "a"}], "my_bytes": [{"bytes": "<base64>"}]},
-     "saver_def": null or {...}}   # what Saver(saver_def=...) rebuilds from (train/saver.py)
+     "saver_def": null or {...}}   # what Saver(saver_def=...) rebuilds from (training/saver.py)
 
 ``arrays[i]`` is the value behind the graph's ``{"__array__": i}`` / ``{"__scalar__": i}``
 markers: raw little-endian C-order bytes of an allowlisted dtype, so nothing is ever

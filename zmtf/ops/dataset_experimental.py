@@ -1,7 +1,7 @@
 """``tf.data.experimental``: the AUTOTUNE constant (zmtf accepts it wherever TF takes a
 parallelism or buffer size; its pipelines run one element at a time, produced on demand),
 the fused transformations TF1 scripts ``apply``, as the compositions they stand for,
-ignore_errors, and make_batched_features_dataset (framework/ops/dataset_readers.py)."""
+ignore_errors, and make_batched_features_dataset (ops/dataset_readers.py)."""
 
 from __future__ import annotations
 

@@ -823,3 +823,13 @@ def _structure_components(output_types: Any, output_shapes: Any) -> tuple[list[s
 
 
 __all__ = ["Dataset", "FixedLengthRecordDataset", "Iterator", "TFRecordDataset", "TextLineDataset"]
+
+
+def make_one_shot_iterator(dataset: Dataset) -> Iterator:
+    """``tf.data.make_one_shot_iterator(dataset)`` (TF 1.13+ spelling)."""
+    return dataset.make_one_shot_iterator()
+
+
+def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None) -> Iterator:
+    """``tf.data.make_initializable_iterator(dataset)`` (TF 1.13+ spelling)."""
+    return dataset.make_initializable_iterator(shared_name)

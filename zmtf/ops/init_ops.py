@@ -204,3 +204,23 @@ glorot_normal_initializer = GlorotNormal
 variance_scaling_initializer = VarianceScaling
 uniform_unit_scaling_initializer = UniformUnitScaling
 orthogonal_initializer = Orthogonal
+
+
+def he_normal(seed: int | None = None) -> VarianceScaling:
+    """Truncated normal with variance 2 / fan_in (for ReLU layers)."""
+    return VarianceScaling(2.0, "fan_in", "truncated_normal", seed)
+
+
+def he_uniform(seed: int | None = None) -> VarianceScaling:
+    """Uniform with variance 2 / fan_in."""
+    return VarianceScaling(2.0, "fan_in", "uniform", seed)
+
+
+def lecun_normal(seed: int | None = None) -> VarianceScaling:
+    """Truncated normal with variance 1 / fan_in (for SELU layers)."""
+    return VarianceScaling(1.0, "fan_in", "truncated_normal", seed)
+
+
+def lecun_uniform(seed: int | None = None) -> VarianceScaling:
+    """Uniform with variance 1 / fan_in."""
+    return VarianceScaling(1.0, "fan_in", "uniform", seed)

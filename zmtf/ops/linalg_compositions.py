@@ -21,6 +21,7 @@ from zmtf.ops import array_ops, math_ops
 from zmtf.ops.constant_op import constant, convert_to_tensor
 from zmtf.ops.diag_ops import matrix_diag, matrix_diag_part
 from zmtf.ops.linalg_decomp_ops import svd
+from zmtf.ops.linalg_ops import matrix_transpose
 from zmtf.ops.linalg_solve_ops import _matrix_dims, cholesky, matrix_triangular_solve
 from zmtf.ops.selection_ops import where_v2
 from zmtf.framework.tensor_shape import TensorShape
@@ -153,3 +154,15 @@ def matrix_rank(a: Any, tol: Any = None, validate_args: bool = False,
         else:
             tol = convert_to_tensor(tol, dtype=a.dtype, name="tol")
         return math_ops.reduce_sum(math_ops.cast(s > tol, dtypes.int32), axis=-1)
+
+
+def adjoint(matrix, name="adjoint"):  # type: ignore[no-untyped-def]
+    """The conjugate transpose of each matrix; for zmtf's real dtypes, the transpose."""
+    return matrix_transpose(matrix, name=name)
+
+
+def logdet(matrix, name=None):  # type: ignore[no-untyped-def]
+    """log(det(matrix)) of Hermitian positive-definite matrices, through their Cholesky
+    factor (2 * sum(log(diag(L)))), as TF builds it."""
+    with get_default_graph().name_scope(name or "logdet"):
+        return 2.0 * math_ops.reduce_sum(math_ops.log(matrix_diag_part(cholesky(matrix))), axis=-1)

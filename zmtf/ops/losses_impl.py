@@ -11,7 +11,7 @@ from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
 from zmtf.ops import array_ops, math_ops, nn_ops
 from zmtf.ops.composite_ops import sigmoid_cross_entropy_with_logits
-from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.constant_op import constant, convert_to_tensor
 from zmtf.ops.division_ops import div_no_nan
 from zmtf.ops.selection_ops import where
 from zmtf.ops.weights_broadcast_ops import assert_broadcastable, broadcast_weights
@@ -292,3 +292,28 @@ def sparse_softmax_cross_entropy(labels: Any, logits: Any, weights: Any = 1.0,
         losses = nn_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
                                                                  name="xentropy")
         return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+def get_losses(scope: str | None = None, loss_collection: str = GraphKeys.LOSSES) -> list[Tensor]:
+    return get_default_graph().get_collection(loss_collection, scope)
+
+
+def get_regularization_losses(scope: str | None = None) -> list[Tensor]:
+    return get_default_graph().get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
+
+
+def get_regularization_loss(scope: str | None = None, name: str = "total_regularization_loss") -> Tensor:
+    """The sum of the regularization losses (0.0 when there are none)."""
+    losses = get_regularization_losses(scope)
+    if not losses:
+        return constant(0.0, name=name)
+    return math_ops.add_n(losses, name=name)
+
+
+def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss",
+                   scope: str | None = None) -> Tensor:
+    """The sum of the collected losses, plus the regularization losses by default."""
+    losses = get_losses(scope) + (get_regularization_losses(scope) if add_regularization_losses else [])
+    if not losses:
+        raise ValueError("No losses found: build them with tf.losses.* (or tf.losses.add_loss) first")
+    return math_ops.add_n(losses, name=name)

@@ -2,7 +2,7 @@
 -> a dense tensor per tf.FixedLenFeature and a SparseTensor per tf.VarLenFeature.
 
 Both build one ParseExample op whose CPU kernel (kernels/cpu/parsing.py) decodes each record
-with framework/example_proto.py; dense outputs have the shape ``serialized.shape +
+with formats/example_proto.py; dense outputs have the shape ``serialized.shape +
 feature.shape``, then come (indices, values, dense_shape) per VarLenFeature: indices [record,
 position] and dense_shape [records, longest list] for a batch, [position] and [length] for
 one record, as in TF1. Feature types are TF's three: float32 (FloatList), int64 (Int64List),

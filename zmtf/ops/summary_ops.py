@@ -1,5 +1,5 @@
 """Summary ops: ``tf.summary.scalar``, ``histogram``, ``image``, ``text`` and merging. Their
-values are serialized Summary protobufs as uint8 arrays (see framework/summary_proto.py);
+values are serialized Summary protobufs as uint8 arrays (see formats/summary_proto.py);
 they run on the CPU. Names and tags follow TF1's summary scopes: each summary opens a name
 scope (``loss``, then ``loss_1``, ...), and the tag is that scope, behind ``family/``."""
 

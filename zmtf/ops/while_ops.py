@@ -190,7 +190,7 @@ def build_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
         op_inputs = flat_init + sub.captures + ([limit] if limit is not None else [])
         with graph.control_dependencies(sub.control or None):
             op = apply_op("While", op_inputs, attrs, name=scope)
-    op._while_parts = (context, inputs, flat_out, sub)   # for the gradient (train/while_grad.py)
+    op._while_parts = (context, inputs, flat_out, sub)   # for the gradient (training/while_grad.py)
     return op, pack
 
 

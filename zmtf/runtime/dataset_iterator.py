@@ -1,6 +1,6 @@
 """The state of one tf.data iterator on a device: where its pipeline stands between steps.
 
-A pipeline is the plain-data spec the graph carries (``framework/ops/dataset_ops.py``) over
+A pipeline is the plain-data spec the graph carries (``ops/dataset_ops.py``) over
 the source arrays (the components ``from_tensor_slices`` cuts into elements, or the names of
 the TFRecord files whose records are the elements, read here, on the iterator's device). Each stage is
 a Python generator over elements (lists of arrays); ``next_element`` pulls one, raising

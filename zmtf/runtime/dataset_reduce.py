@@ -1,4 +1,4 @@
-"""The ReduceDataset kernel (see framework/ops/dataset_reduce.py): the whole pipeline, built
+"""The ReduceDataset kernel (see ops/dataset_reduce.py): the whole pipeline, built
 fresh on each run, folded into the state by the traced function, element by element on the
 calling thread (as a map stage runs its function)."""
 

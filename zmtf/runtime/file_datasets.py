@@ -5,7 +5,7 @@ header and a footer). Files are read on the iterator's device when the pipeline 
 A source's arrays are its file names (a string scalar or vector) and, when the dataset was
 given one, its compression_type (a string scalar: "", "ZLIB" or "GZIP"; anything else is
 InvalidArgumentError, as in TF). A compressed file is decompressed as its records are cut
-(framework/record_compression.py, record_streams.py): a source holds one record at a time, and
+(formats/record_compression.py, record_streams.py): a source holds one record at a time, and
 one over the limit for a tensor is ResourceExhaustedError, so a decompression bomb costs no
 more memory than a plain file.
 """

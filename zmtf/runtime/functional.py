@@ -1,7 +1,7 @@
 """The While and WhileGrad kernels: a loop's subgraph run step by step on the step's executor.
 
 A While op carries its condition and body as a serialized subgraph (see
-``framework/ops/while_ops.py``). Its kernel parses and plans that subgraph once per
+``ops/while_ops.py``). Its kernel parses and plans that subgraph once per
 (subgraph, device) — it came over the network, so ``graph_from_dict`` validates it like
 any graph — and then alternates two bound steps, the condition and the body, feeding
 each the loop values and the captured tensors. The kernel is asynchronous: the first

@@ -5,7 +5,7 @@ keys them: TFRecordReader "<file>:<byte offset of the record>", TextLineReader
 "<file>:<line number>" (1-based, skipped header lines counted), FixedLengthRecordReader
 "<file>:<record index>", WholeFileReader the file name itself, IdentityReader the work item
 (which is its value too, no file read). The file is opened on the first ``next``: a missing file raises
-NotFoundError naming it, a damaged TFRecord DataLossError (framework/tfrecord.py). A TFRecord
+NotFoundError naming it, a damaged TFRecord DataLossError (formats/tfrecord.py). A TFRecord
 reader's compression_type and a fixed-length reader's encoding ("ZLIB", "GZIP") decompress
 the file first; keys then count in decompressed bytes, as TF's do.
 """

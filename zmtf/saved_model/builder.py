@@ -8,9 +8,9 @@ SavedModel that TensorFlow (and TF Serving) loads.
             inputs={"x": x}, outputs={"y": y})})
     builder.save()        # /tmp/export/1/saved_model.pb + variables/variables.{index,data-...}
 
-The variables are written in TF's V2 checkpoint format (train/tensor_bundle.py) under the
+The variables are written in TF's V2 checkpoint format (training/tensor_bundle.py) under the
 keys TF uses (the variable op names); the MetaGraphDef holds the GraphDef, a SaverDef with
-the SaveV2/RestoreV2 nodes TF's loader runs (framework/saver_graph_def.py), the collections
+the SaveV2/RestoreV2 nodes TF's loader runs (interop/saver_graph_def.py), the collections
 and the signatures.
 
 Differences from TF, on purpose:

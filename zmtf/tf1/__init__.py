@@ -215,12 +215,7 @@ from zmtf import distribute  # noqa: E402  (cluster resolvers: client layer)
 
 from zmtf.training.gradients import gradients  # noqa: E402
 from zmtf.training.hessians import hessians  # noqa: E402
-from zmtf.runtime.gpus import list_local_devices as _list_local_devices  # noqa: E402
-
-
-def list_devices() -> list:
-    """The devices this process sees (CPU, and GPUs numba.cuda finds), as TF names them."""
-    return _list_local_devices()
+from zmtf.runtime.gpus import list_local_devices as list_devices  # noqa: E402
 
 
 from zmtf import keras  # noqa: E402  (graph-mode tf.keras over the framework's ops)

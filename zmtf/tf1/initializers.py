@@ -2,41 +2,17 @@
 glorot_uniform()`` is ``tf.glorot_uniform_initializer()``), plus the variable initializers
 ``global_variables``, ``local_variables``, ``variables`` and ``tables_initializer``."""
 
-
-
 from zmtf.ops.init_ops import (
     Constant as constant, GlorotNormal as glorot_normal, GlorotUniform as glorot_uniform,
     Ones as ones, Orthogonal as orthogonal, RandomNormal as random_normal,
     RandomUniform as random_uniform, TruncatedNormal as truncated_normal,
     UniformUnitScaling as uniform_unit_scaling, VarianceScaling as variance_scaling,
-    Zeros as zeros,
+    Zeros as zeros, he_normal, he_uniform, lecun_normal, lecun_uniform,
 )
 from zmtf.framework.variables import (
     global_variables_initializer as global_variables, local_variables_initializer as local_variables,
     tables_initializer, variables_initializer as variables,
 )
-
-
-
-def he_normal(seed: int | None = None) -> variance_scaling:
-    """Truncated normal with variance 2 / fan_in (for ReLU layers)."""
-    return variance_scaling(2.0, "fan_in", "truncated_normal", seed)
-
-
-def he_uniform(seed: int | None = None) -> variance_scaling:
-    """Uniform with variance 2 / fan_in."""
-    return variance_scaling(2.0, "fan_in", "uniform", seed)
-
-
-def lecun_normal(seed: int | None = None) -> variance_scaling:
-    """Truncated normal with variance 1 / fan_in (for SELU layers)."""
-    return variance_scaling(1.0, "fan_in", "truncated_normal", seed)
-
-
-def lecun_uniform(seed: int | None = None) -> variance_scaling:
-    """Uniform with variance 1 / fan_in."""
-    return variance_scaling(1.0, "fan_in", "uniform", seed)
-
 
 __all__ = ["constant", "global_variables", "glorot_normal", "glorot_uniform", "he_normal",
            "he_uniform", "lecun_normal", "lecun_uniform", "local_variables", "ones", "orthogonal",

@@ -24,27 +24,12 @@ __all__ = [
 ]
 
 
-def adjoint(matrix, name="adjoint"):  # type: ignore[no-untyped-def]
-    """The conjugate transpose of each matrix; for zmtf's real dtypes, the transpose."""
-    return matrix_transpose(matrix, name=name)
-
-
-def logdet(matrix, name=None):  # type: ignore[no-untyped-def]
-    """log(det(matrix)) of Hermitian positive-definite matrices, through their Cholesky
-    factor (2 * sum(log(diag(L)))), as TF builds it."""
-    from zmtf.framework.graph import get_default_graph
-    from zmtf.ops import math_ops
-
-    with get_default_graph().name_scope(name or "logdet"):
-        return 2.0 * math_ops.reduce_sum(math_ops.log(diag_part(cholesky(matrix))), axis=-1)
-
-
 __all__ += ["adjoint", "logdet"]
 
 from zmtf.ops.composite_ops import global_norm, l2_normalize  # noqa: E402
 from zmtf.ops.diag_ops import diag as tensor_diag, diag_part as tensor_diag_part  # noqa: E402
 from zmtf.ops.linalg_compositions import (  # noqa: E402
-    cholesky_solve, lstsq, matrix_rank, matvec, pinv,
+    adjoint, logdet, cholesky_solve, lstsq, matrix_rank, matvec, pinv,
 )
 from zmtf.ops.linalg_decomp_ops import (  # noqa: E402
     cross, self_adjoint_eig as eigh, self_adjoint_eigvals as eigvalsh, svd,

@@ -1,5 +1,5 @@
 """``tf.python_io``: TFRecord files written and read from Python, uncompressed or GZIP / ZLIB
-(see framework/tfrecord.py and framework/record_compression.py)."""
+(see formats/tfrecord.py and formats/record_compression.py)."""
 
 from zmtf.formats.record_compression import TFRecordCompressionType, TFRecordOptions
 from zmtf.formats.tfrecord import TFRecordWriter, tf_record_iterator

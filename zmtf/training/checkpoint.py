@@ -6,8 +6,8 @@
         path = ckpt.save("/tmp/run/ckpt", session=sess)          # ".../ckpt-1"
         ckpt.restore(path).assert_consumed().run_restore_ops(sess)
 
-The file is TF's V2 bundle (train/tensor_bundle.py) with TF's keys and its
-``_CHECKPOINTABLE_OBJECT_GRAPH`` entry (train/object_graph.py), so TensorFlow restores what
+The file is TF's V2 bundle (training/tensor_bundle.py) with TF's keys and its
+``_CHECKPOINTABLE_OBJECT_GRAPH`` entry (training/object_graph.py), so TensorFlow restores what
 zmtf saves and the reverse. Values travel through the session, as with ``tf.train.Saver``:
 one ``sess.run`` reads them all and restoring runs Assigns colocated with each variable, so
 variables on ps tasks save and restore through a cluster session.

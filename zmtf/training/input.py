@@ -18,7 +18,7 @@ dequeue_many raises OutOfRangeError once fewer than batch_size elements are left
 (dequeue_up_to, with allow_smaller_final_batch, hands out that last partial batch first).
 
 Files: ``string_input_producer(filenames)`` is a queue of file names that a reader
-(framework/ops/io_ops.py: ``tf.TFRecordReader().read(queue)``) takes from as it needs.
+(ops/io_ops.py: ``tf.TFRecordReader().read(queue)``) takes from as it needs.
 """
 
 from __future__ import annotations

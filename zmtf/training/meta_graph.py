@@ -7,7 +7,7 @@
         saver.restore(sess, tf.train.latest_checkpoint("/tmp/model"))
         logits = tf.get_default_graph().get_tensor_by_name("logits:0")
 
-A ``.meta`` file is the UTF-8 JSON document of framework/meta_graph.py (the graph, its
+A ``.meta`` file is the UTF-8 JSON document of interop/meta_graph.py (the graph, its
 arrays as base64 raw bytes, the collections by name, the Saver's saver_def), not TF's
 protobuf: zmtf reads only meta graphs zmtf wrote. ``as_text`` only chooses indented or
 compact JSON. Files are written atomically (temp file, fsync, rename); reading one checks

@@ -16,13 +16,13 @@ fsynced and renamed into place, so a crash never leaves a half-written checkpoin
 final name. The "checkpoint" state file next to it uses TF's text format and is replaced the
 same way, only after the data file is in place. Then, unless ``write_meta_graph=False``,
 ``P.meta`` holds the graph, its collections and this Saver's ``saver_def`` in zmtf's own
-JSON format (framework/meta_graph.py; not TF's protobuf), written the same way, for
+JSON format (interop/meta_graph.py; not TF's protobuf), written the same way, for
 ``tf.train.import_meta_graph``. Deleting a checkpoint over ``max_to_keep`` deletes its
 ``.meta`` too.
 
 ``Saver(write_version=tf.train.SaverDef.V2)``, given explicitly (TF1 scripts often pass it),
 writes TensorFlow's own V2 checkpoint instead: ``P.index`` + ``P.data-00000-of-00001``
-(train/tensor_bundle.py), data file first, each atomically, so TensorFlow can restore or serve
+(training/tensor_bundle.py), data file first, each atomically, so TensorFlow can restore or serve
 what zmtf trains. Restoring, the checkpoint readers, ``latest_checkpoint`` and the rest accept
 either kind of prefix: ``P.npz`` means zmtf's, ``P.index`` TensorFlow's (a TF checkpoint's
 partitioned variables, saved as slices, are assembled and cut to zmtf's partitioning).
@@ -220,7 +220,7 @@ class SaverDef:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError("zmtf has no SaverDef protobuf: Saver.saver_def is a dict "
-                                  "(see train/saver_def.py); tf.train.SaverDef only carries "
+                                  "(see training/saver_def.py); tf.train.SaverDef only carries "
                                   "the write_version constants V1 and V2 here")
 
 
@@ -461,7 +461,7 @@ class Saver:
         ``global_step`` is an int or a tensor/variable (evaluated in ``sess``). With
         ``write_state`` the "checkpoint" file is updated afterwards and checkpoints beyond
         ``max_to_keep`` are deleted (with their .meta files). ``write_meta_graph`` then writes
-        the session's graph to ``<prefix>.<meta_graph_suffix>`` (see train/meta_graph.py).
+        the session's graph to ``<prefix>.<meta_graph_suffix>`` (see training/meta_graph.py).
         """
         save_path = os.fspath(save_path)
         if latest_filename is None:

@@ -5,7 +5,7 @@
             print(event.step, value.tag, value.simple_value)
 
 Records are checked (CRC, framing: DataLossError naming the file and offset), then parsed
-by framework/event_proto.py.
+by formats/event_proto.py.
 """
 
 from __future__ import annotations

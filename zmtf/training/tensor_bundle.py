@@ -2,7 +2,7 @@
 
 A checkpoint prefix ``P`` is two kinds of file::
 
-    P.index                         an SSTable (train/sstable.py): tensor name -> BundleEntryProto
+    P.index                         an SSTable (training/sstable.py): tensor name -> BundleEntryProto
     P.data-00000-of-00001, ...      the shards: each tensor's raw bytes, one after another
 
 The index's first key is "" and holds a BundleHeaderProto (num_shards, endianness, version);

@@ -1,4 +1,4 @@
-"""DecodePng, DecodeImage and EncodePng on CPU, over png_decode.py and framework/png.py.
+"""DecodePng, DecodeImage and EncodePng on CPU, over png_decode.py and formats/png.py.
 Like TF's, the decoders sniff the format from the first bytes; formats without a codec in
 zmtf (JPEG, GIF, BMP, WebP) raise UnimplementedError naming the alternative."""
 

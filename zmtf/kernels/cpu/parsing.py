@@ -1,6 +1,6 @@
 """ParseExample on CPU: serialized tf.train.Example records -> one dense array per feature.
 
-Every record is decoded and checked (framework/example_proto.py); a malformed record, a
+Every record is decoded and checked (formats/example_proto.py); a malformed record, a
 missing required feature, a list of the wrong kind or length is an InvalidArgumentError that
 names the feature and the record's index, as TF's messages do.
 """

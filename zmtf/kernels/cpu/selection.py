@@ -40,7 +40,7 @@ def bounds(values: Sequence[Any], dynamic: Sequence[np.ndarray], node: str) -> l
 
 
 def spec_key(spec: list[list[Any]], dynamic: Sequence[np.ndarray] = (), node: str = "") -> tuple:
-    """The numpy index a StridedSlice ``spec`` stands for (format: framework/ops/selection_ops.py);
+    """The numpy index a StridedSlice ``spec`` stands for (format: ops/selection_ops.py);
     its ``["in", k, ...]`` bounds read ``dynamic[k]``."""
     key: list[Any] = []
     for entry in spec:

@@ -1,5 +1,5 @@
 """StringSplit / StringSplitV2: a vector of strings into SparseTensor parts (see
-framework/ops/string_split_ops.py for the two splitting rules)."""
+ops/string_split_ops.py for the two splitting rules)."""
 
 from __future__ import annotations
 

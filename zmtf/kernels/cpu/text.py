@@ -1,4 +1,4 @@
-"""CPU kernels of the string transforms (framework/ops/text_ops.py): Substr, StringStrip,
+"""CPU kernels of the string transforms (ops/text_ops.py): Substr, StringStrip,
 StringLower/Upper, (Static)RegexReplace, (Static)RegexFullMatch and ReduceJoin.
 
 Strings are bytes; regexes see them as UTF-8 text (undecodable bytes kept through
