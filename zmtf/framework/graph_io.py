@@ -158,7 +158,7 @@ def graph_from_dict(graph_dict: Any, arrays: Sequence[np.ndarray],
 
     Everything is checked before any node is created, so a bad dict leaves ``into`` untouched.
     """
-    import zmtf.ops  # noqa: F401  (fills OP_DEFS)
+    import zmtf.ops.all_ops  # noqa: F401  (fills OP_DEFS)
 
     graph = into if into is not None else Graph()
     if graph.finalized:

@@ -331,7 +331,7 @@ def _at(values: list[Any], position: tuple[int, ...]) -> Any:
 def import_graph_def(graph: Graph, graph_def: Any, input_map: dict[str, Any] | None,
                      return_elements: list[str] | None, prefix: str) -> list[Any] | None:
     """Add ``graph_def``'s nodes to ``graph`` with names ``prefix + name`` (see module doc)."""
-    importlib.import_module("zmtf.ops")  # fills OP_DEFS
+    importlib.import_module("zmtf.ops.all_ops")  # fills OP_DEFS
 
     if not isinstance(graph_def, GraphDef):
         raise TypeError("Argument `graph_def` must be a GraphDef proto.")
