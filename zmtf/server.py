@@ -78,7 +78,7 @@ def serve_until_signalled(server: Server) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from zmtf.distributed.server import Server
-    from zmtf.framework.config import ConfigProto
+    from zmtf.formats.config_proto import ConfigProto
     from zmtf.framework.errors import InvalidArgumentError
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.remote_session import RemoteSessionCore
 from zmtf.client.session_core import LocalSessionCore
 from zmtf.framework.errors import DeadlineExceededError

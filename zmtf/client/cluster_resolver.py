@@ -15,7 +15,7 @@ import collections
 from typing import Any
 
 from zmtf.distributed.cluster_spec import ClusterSpec, tf_config_from_env, tf_config_task
-from zmtf.framework.config import ConfigProto
+from zmtf.formats.config_proto import ConfigProto
 
 _SESSION_MASTER_KEY = "session_master"
 _RPC_LAYER_KEY = "rpc_layer"

@@ -23,11 +23,11 @@ from typing import Any
 
 from zmtf.client.session import Session
 from zmtf.client.session_manager import SessionManager
-from zmtf.framework.config import RunMetadata, RunOptions
+from zmtf.formats.config_proto import RunMetadata, RunOptions
 from zmtf.framework.errors import OutOfRangeError
 from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.ops.control_flow_ops import group
-from zmtf.framework.variables import (
+from zmtf.ops.variables import (
     global_variables, global_variables_initializer, local_variables_initializer,
     report_uninitialized_variables, tables_initializer,
 )

@@ -20,7 +20,7 @@ from zmtf.client.session_core import feed_arrays, make_placement_log_visible
 from zmtf.distributed import inproc, security
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.transport import Channel
-from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework.errors import InvalidArgumentError, UnavailableError
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_to_dict

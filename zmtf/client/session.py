@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from zmtf.client.async_session import AsyncSession
-from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework import graph as graph_module
 from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import Graph

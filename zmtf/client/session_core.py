@@ -17,7 +17,7 @@ import numpy as np
 
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
-from zmtf.framework.config import ConfigProto, RunMetadata, RunOptions
+from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.fetches import FetchPlans, Rebuild
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError

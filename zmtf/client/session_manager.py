@@ -23,7 +23,7 @@ import numpy as np
 from zmtf.client.session import Session
 from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.variables import global_variables, report_uninitialized_variables
+from zmtf.ops.variables import global_variables, report_uninitialized_variables
 from zmtf.training.saver import latest_checkpoint
 
 

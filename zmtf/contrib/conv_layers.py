@@ -15,7 +15,7 @@ from zmtf.contrib.variables import collect_named_outputs, model_variable, named
 from zmtf.ops import conv_ops, conv_variant_ops, nn_ops
 from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.init_ops import Zeros
-from zmtf.framework.variable_scope import variable_scope
+from zmtf.ops.variable_scope import variable_scope
 
 
 def _pair(value: Any, what: str) -> list[int]:

@@ -16,7 +16,7 @@ from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.ops import array_ops, math_ops
 from zmtf.ops.cond_ops import cond
 from zmtf.ops.init_ops import Zeros
-from zmtf.framework.variable_scope import get_variable
+from zmtf.ops.variable_scope import get_variable
 from zmtf.training.optimizers import Optimizer, get_global_step
 from zmtf.training.wrapped_optimizer import SlotsOfWrapped
 

@@ -27,8 +27,8 @@ from zmtf.ops.composite_ops import l2_loss
 from zmtf.ops.control_flow_ops import group
 from zmtf.ops.data_flow_ops import FIFOQueue
 from zmtf.ops.selection_ops import where_v2
-from zmtf.framework.variable_scope import get_variable
-from zmtf.framework.variables import Variable, global_variables, trainable_variables
+from zmtf.ops.variable_scope import get_variable
+from zmtf.ops.variables import Variable, global_variables, trainable_variables
 from zmtf.training.optimizers import Optimizer
 from zmtf.training.saver import Saver
 from zmtf.training.session_run_hook import SessionRunHook

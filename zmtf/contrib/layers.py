@@ -30,7 +30,7 @@ from zmtf.framework import dtypes
 from zmtf.ops import array_ops, composite_ops, embedding_ops, math_ops, nn_ops
 from zmtf.ops.constant_op import constant, convert_to_tensor
 from zmtf.ops.init_ops import Zeros
-from zmtf.framework.variable_scope import variable_scope
+from zmtf.ops.variable_scope import variable_scope
 from zmtf.ops.layers import dropout as _core_dropout
 from zmtf.ops.layers import flatten as _core_flatten
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from zmtf.framework.graph import Operation, get_default_graph
 from zmtf.ops.control_flow_ops import group
-from zmtf.framework.variable_scope import PartitionedVariable
-from zmtf.framework.variables import global_variables
+from zmtf.ops.variable_scope import PartitionedVariable
+from zmtf.ops.variables import global_variables
 from zmtf.training.moving_averages import ExponentialMovingAverage
 from zmtf.training.optimizers import Optimizer
 from zmtf.training.saver import Saver, _named_variables

@@ -18,7 +18,7 @@ from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.ops import array_ops, composite_ops, cond_ops, math_ops
 from zmtf.ops.constant_op import constant, convert_to_tensor
 from zmtf.ops.init_ops import Ones, Zeros
-from zmtf.framework.variable_scope import variable_scope
+from zmtf.ops.variable_scope import variable_scope
 from zmtf.training.moving_averages import assign_moving_average
 
 

@@ -21,7 +21,7 @@ from zmtf.ops import math_ops
 from zmtf.ops.control_flow_ops import group, no_op
 from zmtf.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
 from zmtf.ops.selection_ops import gather
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.training.optimizers import (AdamOptimizer, MomentumOptimizer, Optimizer,
                                    _deduplicate_indexed_slices)
 

@@ -21,8 +21,8 @@ from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.control_flow_ops import with_dependencies
 from zmtf.ops.init_ops import Constant, Zeros
 from zmtf.ops.selection_ops import where
-from zmtf.framework.variable_scope import get_variable, variable_scope
-from zmtf.framework.variables import trainable_variables
+from zmtf.ops.variable_scope import get_variable, variable_scope
+from zmtf.ops.variables import trainable_variables
 from zmtf.training.ftrl import FtrlOptimizer
 from zmtf.training.moving_averages import assign_moving_average
 from zmtf.training.optimizers import (

@@ -10,7 +10,7 @@ from typing import Any
 from zmtf.contrib.arg_scope import add_arg_scope
 from zmtf.framework import dtypes
 from zmtf.framework.graph import GraphKeys, get_default_graph
-from zmtf.framework.variable_scope import get_variable
+from zmtf.ops.variable_scope import get_variable
 
 
 def listed(collections: Any) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable
 
 import numpy as np
 
-from zmtf.framework.config import device_matches
+from zmtf.formats.config_proto import device_matches
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FetchNotFoundError, InvalidArgumentError, NotFoundError, OpError
 from zmtf.framework.graph import Graph, Operation, Tensor

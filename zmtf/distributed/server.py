@@ -21,7 +21,7 @@ import numpy as np
 import zmq
 
 from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
-from zmtf.framework.config import ConfigProto
+from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint

@@ -27,13 +27,13 @@ from zmtf.estimator.model_fn_calls import (
 )
 from zmtf.estimator.run_config import RunConfig, TaskType
 from zmtf.estimator.saved_model_export import export_saved_model
-from zmtf.framework.config import ConfigProto
+from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.graph import Graph, GraphKeys
 from zmtf.ops.control_flow_ops import group
 from zmtf.ops.random_ops import set_random_seed
 from zmtf.ops.summary_ops import scalar as scalar_summary
 from zmtf.framework.scopes import add_to_collection, device, get_collection
-from zmtf.framework.variables import global_variables, trainable_variables
+from zmtf.ops.variables import global_variables, trainable_variables
 from zmtf.ops.metrics_impl import mean as mean_metric
 from zmtf.training.checkpoint_reader import NewCheckpointReader, list_variables, load_variable
 from zmtf.training.device_setter import STANDARD_PS_OPS, replica_device_setter

@@ -15,7 +15,7 @@ from zmtf.client.monitored_session import Scaffold
 from zmtf.estimator.mode_keys import ModeKeys
 from zmtf.framework.graph import Operation, Tensor, get_default_graph
 from zmtf.ops.array_ops import reshape
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.training.session_run_hook import SessionRunHook
 
 LOSS_METRIC_KEY = "loss"

@@ -15,7 +15,7 @@ import os
 from typing import Any, Callable
 
 from zmtf.distributed.cluster_spec import ClusterSpec
-from zmtf.framework.config import ConfigProto
+from zmtf.formats.config_proto import ConfigProto
 
 _USE_DEFAULT = object()
 _TF_CONFIG_ENV = "TF_CONFIG"

@@ -25,7 +25,7 @@ from zmtf.distributed.server import Server
 from zmtf.estimator.estimator import Estimator
 from zmtf.estimator.model_fn import check_types
 from zmtf.estimator.run_config import RunConfig, TaskType
-from zmtf.framework.config import ConfigProto
+from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.graph import GraphKeys
 from zmtf.training.checkpoint_utils import checkpoints_iterator
 from zmtf.training.session_run_hook import CheckpointSaverListener, SecondOrStepTimer, SessionRunHook

@@ -18,7 +18,7 @@ from zmtf.ops.sequence_ops import scatter_nd
 from zmtf.ops.sparse_ops import sparse_tensor_to_dense
 from zmtf.framework.scopes import name_scope
 from zmtf.framework.tensor_shape import TensorShape
-from zmtf.framework.variable_scope import get_variable
+from zmtf.ops.variable_scope import get_variable
 from zmtf.training.warm_start import init_from_checkpoint
 
 

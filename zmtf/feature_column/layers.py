@@ -15,7 +15,7 @@ from zmtf.ops.constant_op import constant
 from zmtf.ops.embedding_sparse_ops import safe_embedding_lookup_sparse
 from zmtf.ops.init_ops import Zeros
 from zmtf.ops.sparse_ops import sparse_reshape
-from zmtf.framework.variable_scope import get_variable, get_variable_scope, variable_scope
+from zmtf.ops.variable_scope import get_variable, get_variable_scope, variable_scope
 
 
 def _weight_collections(weight_collections: Any) -> list:

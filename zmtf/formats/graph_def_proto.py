@@ -17,6 +17,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import DATATYPE_ENUMS, DType, as_dtype
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.formats.data_type_names import DATA_TYPE_NAMES, enum_of_name
 from zmtf.formats.proto_message import Field, Message
 
 #: the GraphDef version of TF 2.21, whose op semantics zmtf's exported graphs follow
@@ -28,15 +29,6 @@ MAX_RANK = 254   # TensorShape::MaxDimensions
 
 #: TF's DataType enum (types.proto); a reference dtype is the value + 100
 DATA_TYPES: dict[str, int] = DATATYPE_ENUMS
-DATA_TYPE_NAMES: dict[int, str] = {
-    0: "DT_INVALID", 1: "DT_FLOAT", 2: "DT_DOUBLE", 3: "DT_INT32", 4: "DT_UINT8", 5: "DT_INT16",
-    6: "DT_INT8", 7: "DT_STRING", 8: "DT_COMPLEX64", 9: "DT_INT64", 10: "DT_BOOL",
-    11: "DT_QINT8", 12: "DT_QUINT8", 13: "DT_QINT32", 14: "DT_BFLOAT16", 15: "DT_QINT16",
-    16: "DT_QUINT16", 17: "DT_UINT16", 18: "DT_COMPLEX128", 19: "DT_HALF", 20: "DT_RESOURCE",
-    21: "DT_VARIANT", 22: "DT_UINT32", 23: "DT_UINT64",
-}
-DATA_TYPE_NAMES.update({k + 100: v + "_REF" for k, v in list(DATA_TYPE_NAMES.items()) if k})
-_ENUM_OF_NAME = {v: k for k, v in DATA_TYPE_NAMES.items()}
 
 
 def enum_of_dtype(dtype: DType) -> int:
@@ -57,8 +49,6 @@ def dtype_of_enum(value: int, where: str) -> DType:
                                f"32/64, int8-64, uint8-64, bool and string)")
 
 
-def enum_of_name(name: str) -> int | None:
-    return _ENUM_OF_NAME.get(name)
 
 
 # ---- the messages ---------------------------------------------------------------------------

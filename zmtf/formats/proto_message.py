@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from zmtf.formats import proto_wire as pw
 from zmtf.framework.errors import InvalidArgumentError
@@ -64,6 +64,15 @@ class RepeatedMessages(list):
         item = self._message(**fields)
         self.append(item)
         return item
+
+
+#: TF's text format, for ``str(message)``. proto_text.py imports this module, so it registers
+#: ``to_text`` here when imported; zmtf/formats/__init__.py imports it before any message exists.
+_TEXT_FORMAT: dict[str, Callable[[Any], str]] = {}
+
+
+def register_text_format(to_text: Callable[[Any], str]) -> None:
+    _TEXT_FORMAT["to_text"] = to_text
 
 
 class MessageMap(dict):
@@ -236,8 +245,7 @@ class Message:
     __hash__ = None  # type: ignore[assignment]  (mutable, as protobuf messages)
 
     def __str__(self) -> str:
-        from zmtf.formats.proto_text import to_text
-        return to_text(self)
+        return _TEXT_FORMAT["to_text"](self)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {len(encode(self))} bytes>"

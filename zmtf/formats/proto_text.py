@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.formats.proto_message import Field, Message
+from zmtf.formats.data_type_names import DATA_TYPE_NAMES, enum_of_name
+from zmtf.formats.proto_message import Field, Message, encode, register_text_format
 
 _ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"',
             ord("'"): "\\'", ord("\\"): "\\\\"}
@@ -29,8 +30,6 @@ def to_text(message: Message) -> str:
 
 
 def _write(message: Message, indent: int, lines: list[str]) -> None:
-    from zmtf.formats.proto_message import encode
-
     pad = "  " * indent
     which = message.WhichOneof("value") if any(f.oneof for f in message.FIELDS) else None
     for f in sorted(message.FIELDS, key=lambda f: f.number):
@@ -75,7 +74,6 @@ def _scalar_text(f: Field, value: Any) -> str:
     if f.kind == "bool":
         return "true" if value else "false"
     if f.kind == "enum":
-        from zmtf.formats.graph_def_proto import DATA_TYPE_NAMES
         return (f.names or DATA_TYPE_NAMES).get(value, str(value))
     if f.kind in ("float", "double"):
         if math.isnan(value):
@@ -246,7 +244,6 @@ def _scalar_value(tokens: _Tokens, f: Field) -> Any:
         except UnicodeDecodeError:
             raise InvalidArgumentError(f"{where}: string is not valid UTF-8") from None
     if f.kind == "enum" and kind == "ident":
-        from zmtf.formats.graph_def_proto import enum_of_name
         number = enum_of_name(text) if f.names is None else next(
             (k for k, v in f.names.items() if v == text), None)
         if number is None:
@@ -306,5 +303,8 @@ def _unquote(text: str, where: str) -> bytes:
             raise InvalidArgumentError(f"{where}: unknown escape '\\{nxt}' in {text[:40]!r}")
     return bytes(out)
 
+
+
+register_text_format(to_text)  # str(message) (proto_message.py may not import this module)
 
 __all__ = ["merge_text", "to_text"]

@@ -16,6 +16,7 @@ from zmtf.framework import device_spec as pydev
 from zmtf.framework.dtypes import DType, as_dtype
 from zmtf.framework.errors import FetchNotFoundError, InvalidArgumentError
 from zmtf.framework.tensor_shape import TensorShape, as_shape
+from zmtf.framework import upper_layers
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 
@@ -316,8 +317,7 @@ class Graph:
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
         """This graph as TensorFlow's GraphDef protobuf (interop/graph_def_io.py);
         ``add_shapes`` adds each node's ``_output_shapes``."""
-        from zmtf.interop.graph_def_io import graph_to_graph_def  # NOTE: it imports this module
-
+        graph_to_graph_def = upper_layers.lookup("graph_to_graph_def")  # interop imports us
         return graph_to_graph_def(self, add_shapes=add_shapes)
 
     @property

@@ -44,6 +44,7 @@ from zmtf.framework.errors import InvalidArgumentError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.op_def import OP_DEFS
 from zmtf.framework.tensor_shape import TensorShape
+from zmtf.framework import upper_layers
 
 GRAPH_VERSION = 1
 NODE_KEYS = frozenset({"name", "op", "inputs", "control_inputs", "device", "colocation", "attrs",
@@ -158,7 +159,7 @@ def graph_from_dict(graph_dict: Any, arrays: Sequence[np.ndarray],
 
     Everything is checked before any node is created, so a bad dict leaves ``into`` untouched.
     """
-    import zmtf.ops.all_ops  # noqa: F401  (fills OP_DEFS)
+    upper_layers.lookup("load_all_op_defs")()  # a graph from elsewhere may use any op
 
     graph = into if into is not None else Graph()
     if graph.finalized:

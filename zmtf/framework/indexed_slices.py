@@ -14,6 +14,7 @@ from collections import namedtuple
 from typing import Any
 
 from zmtf.framework.graph import Tensor
+from zmtf.framework import upper_layers
 
 #: what ``sess.run`` returns for an IndexedSlices fetch (TF's tf.IndexedSlicesValue)
 IndexedSlicesValue = namedtuple("IndexedSlicesValue", ["values", "indices", "dense_shape"])
@@ -42,8 +43,7 @@ class IndexedSlices:
             if self._dense_shape is None:
                 raise ValueError(f"cannot convert an IndexedSlices without dense_shape to a Tensor: "
                                  f"{self!r}")
-            from zmtf.ops.selection_ops import scatter_rows  # the op layer imports us
-
+            scatter_rows = upper_layers.lookup("scatter_rows")  # the op layer imports us
             self._dense = scatter_rows(self._values, self._indices, self._dense_shape)
         return self._dense
 

@@ -17,6 +17,7 @@ import numpy as np
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.tensor_shape import TensorShape, as_shape
+from zmtf.framework import upper_layers
 
 #: what ``sess.run`` returns for a SparseTensor fetch (TF's tf.SparseTensorValue)
 SparseTensorValue = namedtuple("SparseTensorValue", ["indices", "values", "dense_shape"])
@@ -27,7 +28,7 @@ class SparseTensor:
     tensor with 1.0 at [0, 1] and 2.0 at [2, 3]. Indices are expected in row-major order."""
 
     def __init__(self, indices: Any, values: Any, dense_shape: Any) -> None:
-        from zmtf.ops.constant_op import convert_to_tensor  # the op layer imports us
+        convert_to_tensor = upper_layers.lookup("convert_to_tensor")  # the op layer imports us
 
         with get_default_graph().name_scope("SparseTensor"):
             self._indices = convert_to_tensor(_int64(indices), dtype=dtypes.int64, name="indices")

@@ -12,7 +12,6 @@ NotFoundError for an op zmtf does not have) and always name the node.
 from __future__ import annotations
 
 import heapq
-import importlib
 import re
 from typing import Any
 
@@ -25,6 +24,7 @@ from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import _mark_name_used as mark_name_used
 from zmtf.interop.graph_def_parse_example import TF_ATTRS as PARSE_EXAMPLE_ATTRS, \
     export_parse_example, import_parse_example, tf_output_index, zmtf_output_index
+from zmtf.interop import graph_def_ops_sparse  # noqa: F401  (its sparse, lookup and partition mappings)
 from zmtf.interop.graph_def_ops import TF_OPS, ZMTF_OPS, _from_attr, _TO_ATTR, \
     pad_mapping, spec_to_strided_slice, strided_slice_to_spec
 from zmtf.formats.graph_def_proto import GRAPH_DEF_VERSION, DATA_TYPE_NAMES, AttrValue, \
@@ -32,6 +32,7 @@ from zmtf.formats.graph_def_proto import GRAPH_DEF_VERSION, DATA_TYPE_NAMES, Att
     shape_proto
 from zmtf.framework.op_def import OP_DEFS
 from zmtf.framework.tensor_shape import TensorShape
+from zmtf.framework import upper_layers
 
 _NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*\Z")
 _SS_OPERANDS = ("stack", "stack_1", "stack_2")
@@ -331,7 +332,8 @@ def _at(values: list[Any], position: tuple[int, ...]) -> Any:
 def import_graph_def(graph: Graph, graph_def: Any, input_map: dict[str, Any] | None,
                      return_elements: list[str] | None, prefix: str) -> list[Any] | None:
     """Add ``graph_def``'s nodes to ``graph`` with names ``prefix + name`` (see module doc)."""
-    importlib.import_module("zmtf.ops.all_ops")  # fills OP_DEFS
+    import zmtf.ops.all_ops  # noqa: F401  (fills OP_DEFS)
+
 
     if not isinstance(graph_def, GraphDef):
         raise TypeError("Argument `graph_def` must be a GraphDef proto.")
@@ -710,3 +712,6 @@ _SPECIAL_IMPORT = {"Const": _const_specs, "ParseExample": _parse_example_specs, 
                    "PlaceholderWithDefault": _placeholder_with_default_specs}
 
 __all__ = ["graph_to_graph_def", "import_graph_def", "tf_dtype_name", "writable_ops"]
+
+# Graph.as_graph_def (framework/) exports with this; it may not import this module
+upper_layers.register("graph_to_graph_def", graph_to_graph_def)

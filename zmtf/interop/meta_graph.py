@@ -42,7 +42,7 @@ from zmtf.framework.dtypes import ALL_DTYPES
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import MAX_RANK, graph_from_dict, graph_to_dict
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 
 META_GRAPH_FORMAT = "zmtf.MetaGraph"
 META_GRAPH_VERSION = 1

@@ -13,7 +13,7 @@ from zmtf.framework.graph import get_default_graph
 from zmtf.ops import composite_ops
 from zmtf.ops.constant_op import constant
 from zmtf.ops.state_ops import is_variable_initialized
-from zmtf.framework.variables import global_variables, variables_initializer
+from zmtf.ops.variables import global_variables, variables_initializer
 
 _EPSILON = [1e-7]
 _FLOATX = ["float32"]

@@ -16,7 +16,7 @@ from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.ops import array_ops, cond_ops, math_ops
 from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.init_ops import Zeros
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.keras import backend, initializers, regularizers
 
 #: output tensor -> the Node (a layer call) that made it; functional models trace these

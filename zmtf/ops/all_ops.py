@@ -1,13 +1,13 @@
 """Import every op module, so that ``OP_DEFS`` holds every op zmtf defines.
 
 A process that receives graphs (a worker, a GraphDef import) needs the whole table, not only
-the ops its own code happened to build; importing ``zmtf.ops`` alone loads a core set.
+the ops its own code happened to build; importing ``zmtf.ops`` alone loads a core set. The
+modules are found by listing this folder: a new op module needs no entry here.
 """
 
 import importlib
+import pathlib
 import pkgutil
 
-import zmtf.ops
-
-for _module in pkgutil.iter_modules(zmtf.ops.__path__):
-    importlib.import_module(f"zmtf.ops.{_module.name}")
+for _module in pkgutil.iter_modules([str(pathlib.Path(__file__).parent)]):
+    importlib.import_module(f"{__package__}.{_module.name}")

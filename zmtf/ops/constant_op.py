@@ -10,6 +10,7 @@ from zmtf.framework.dtypes import DType, as_dtype, infer_dtype, string, to_strin
 from zmtf.framework.graph import Tensor
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.framework.tensor_shape import TensorShape
+from zmtf.framework import upper_layers
 
 
 @op_def("Const")
@@ -111,3 +112,6 @@ def _autopacked(value: Any, dtype: Any, name: str | None) -> Tensor:
             items.append(constant(item, dtype=dt))
     return apply_op("Pack", items, {"axis": 0, "_kind": "stack"}, name=name or "packed").outputs[0]
 
+
+# SparseTensor (framework/) converts its parts with this; it may not import this module
+upper_layers.register("convert_to_tensor", convert_to_tensor)

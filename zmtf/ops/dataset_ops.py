@@ -198,6 +198,30 @@ def _combined(kind: str, datasets: list[Dataset], structure: Any, types: list[st
     return Dataset(structure, sources, [[kind, parts]], shapes, types=types, captures=tuple(captures))
 
 
+
+# ---- Dataset methods whose bodies live in the modules built on Dataset ---------------------------
+#: name -> the module that registers it. Those modules import this one, so it may not import them
+#: (STYLE rule 20); zmtf.tf1.data and zmtf.ops.all_ops import every one of them.
+_EXTENSION_HOMES = {"list_files": "zmtf.ops.dataset_readers", "shard": "zmtf.ops.dataset_transforms",
+                    "ignore_errors": "zmtf.ops.dataset_transforms",
+                    "reduce": "zmtf.ops.dataset_reduce", "window": "zmtf.ops.dataset_window"}
+_EXTENSIONS: dict[str, Callable[..., Any]] = {}
+
+
+def register_extension(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator of a module built on Dataset: ``Dataset.<function's name>`` calls it."""
+    _EXTENSIONS[function.__name__] = function
+    return function
+
+
+def _extension(name: str) -> Callable[..., Any]:
+    try:
+        return _EXTENSIONS[name]
+    except KeyError:
+        raise RuntimeError(f"Dataset.{name} is built by {_EXTENSION_HOMES[name]}: import it "
+                           f"(zmtf.tf1.data does)") from None
+
+
 class Dataset:
     """A pipeline over the rows of in-memory tensors (TF's tf.data.Dataset)."""
 
@@ -255,9 +279,7 @@ class Dataset:
     def list_files(file_pattern: Any, shuffle: bool | None = None, seed: int | None = None,
                    name: str | None = None) -> Dataset:
         """The files matching a glob, shuffled unless ``shuffle=False`` (dataset_readers.py)."""
-        from zmtf.ops.dataset_readers import list_files
-
-        return list_files(file_pattern, shuffle, seed, name)
+        return _extension("list_files")(file_pattern, shuffle, seed, name)
 
     @staticmethod
     def zip(datasets: Any) -> Dataset:
@@ -440,15 +462,11 @@ class Dataset:
 
     def shard(self, num_shards: Any, index: Any) -> Dataset:
         """Element i when i % num_shards == index: one worker's part (dataset_transforms.py)."""
-        from zmtf.ops.dataset_transforms import shard
-
-        return shard(self, num_shards, index)
+        return _extension("shard")(self, num_shards, index)
 
     def ignore_errors(self, log_warning: bool = False) -> Dataset:
         """The elements whose map or filter raised no error (dataset_transforms.py)."""
-        from zmtf.ops.dataset_transforms import ignore_errors
-
-        return ignore_errors(self, log_warning)
+        return _extension("ignore_errors")(self, log_warning)
 
     def prefetch(self, buffer_size: int) -> Dataset:
         """Accepted for compatibility: elements are produced when a step asks for them."""
@@ -541,18 +559,14 @@ class Dataset:
     def reduce(self, initial_state: Any, reduce_func: Callable[..., Any]) -> Any:
         """The fold of ``reduce_func(state, element)`` over the elements, from
         ``initial_state``: a graph op that runs the whole pipeline (dataset_reduce.py)."""
-        from zmtf.ops.dataset_reduce import reduce
-
-        return reduce(self, initial_state, reduce_func)
+        return _extension("reduce")(self, initial_state, reduce_func)
 
     def window(self, size: Any, shift: Any = None, stride: Any = 1,
                drop_remainder: bool = False) -> Dataset:
         """Windows of ``size`` elements, ``shift`` apart, taking every ``stride``-th: each
         element is (a structure of) datasets, for flat_map or interleave to take apart
         (dataset_window.py)."""
-        from zmtf.ops.dataset_window import window
-
-        return window(self, size, shift, stride, drop_remainder)
+        return _extension("window")(self, size, shift, stride, drop_remainder)
 
     def flat_map(self, map_func: Callable[..., Any]) -> Dataset:
         """The elements of the datasets ``map_func`` returns for each element, one after the

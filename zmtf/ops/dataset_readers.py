@@ -14,7 +14,7 @@ from zmtf.framework.graph import get_default_graph
 from zmtf.ops.array_ops import identity, size
 from zmtf.ops.check_ops import assert_
 from zmtf.ops.constant_op import convert_to_tensor
-from zmtf.ops.dataset_ops import Dataset, TFRecordDataset
+from zmtf.ops.dataset_ops import Dataset, TFRecordDataset, register_extension
 from zmtf.ops.file_ops import matching_files
 from zmtf.ops.math_ops import greater
 from zmtf.ops.parsing_ops import parse_example
@@ -25,6 +25,7 @@ from zmtf.ops.text_ops import reduce_join
 _ALL_FILES = 1 << 30
 
 
+@register_extension
 def list_files(file_pattern: Any, shuffle: bool | None = None, seed: int | None = None,
                name: str | None = None) -> Dataset:
     """The file names matching ``file_pattern`` (a glob, or a list of them), sorted, in a

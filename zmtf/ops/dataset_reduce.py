@@ -15,7 +15,8 @@ from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.graph import get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.ops.constant_op import convert_to_tensor
-from zmtf.ops.dataset_ops import (
+from zmtf.ops.dataset_ops import (  # noqa: I001
+    register_extension,
     Dataset, _flatten, _most_specific, _pack, _shape_list, _sparse_starts, _structure_template,
 )
 from zmtf.framework.tensor_shape import TensorShape
@@ -30,6 +31,7 @@ def _types_text(structure: Any, types: list[str]) -> str:
     return repr(_pack(structure, [as_dtype(t) for t in types]))
 
 
+@register_extension
 def reduce(dataset: Dataset, initial_state: Any, reduce_func: Callable[..., Any]) -> Any:
     """The state after ``reduce_func(state, element)`` has been applied to every element in
     order, starting from ``initial_state`` (a structure of tensors). The new state must have

@@ -9,14 +9,12 @@ may be fed to the initializer and the range checks are TF's run-time InvalidArgu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor
 from zmtf.ops.constant_op import convert_to_tensor
-
-if TYPE_CHECKING:
-    from zmtf.ops.dataset_ops import Dataset
+from zmtf.ops.dataset_ops import Dataset, register_extension
 
 
 def _int64_scalar(value: Any, name: str) -> Tensor:
@@ -33,6 +31,7 @@ def _int64_scalar(value: Any, name: str) -> Tensor:
     return tensor
 
 
+@register_extension
 def shard(dataset: Dataset, num_shards: Any, index: Any) -> Dataset:
     """Every ``num_shards``-th element, starting at the ``index``-th (element i is kept when
     i % num_shards == index). Pending maps stay pending: shard only selects elements."""
@@ -48,6 +47,7 @@ def shard(dataset: Dataset, num_shards: Any, index: Any) -> Dataset:
                    dataset._shapes, dataset._maps, dataset._types, tuple(captures))
 
 
+@register_extension
 def ignore_errors(dataset: Dataset, log_warning: bool = False) -> Dataset:
     """The elements whose computation (a map or filter function) raised no error: the
     failing ones are dropped instead of ending the iteration (any error but

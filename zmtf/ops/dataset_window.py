@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from zmtf.framework.graph import Tensor
-from zmtf.ops.dataset_ops import Dataset, _pack, _sparse_starts
+from zmtf.ops.dataset_ops import Dataset, _pack, _sparse_starts, register_extension
 
 
 class WindowDataset(Dataset):
@@ -71,6 +71,7 @@ def _count(value: Any, what: str) -> int:
     return int(value)
 
 
+@register_extension
 def window(dataset: Dataset, size: Any, shift: Any = None, stride: Any = 1,
            drop_remainder: bool = False) -> WindowDataset:
     """Windows of ``size`` elements starting every ``shift`` (default ``size``) elements,

@@ -13,7 +13,7 @@ from zmtf.framework.graph import GraphKeys, Operation, Tensor, get_default_graph
 from zmtf.framework.op_def import STRING_INPUT_OPS, apply_op, op_def
 from zmtf.ops.string_ops import _string_input
 from zmtf.framework.tensor_shape import TensorShape
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 
 STRING_INPUT_OPS.update({"ReadFile", "WriteFile", "MatchingFiles", "EncodeBase64", "DecodeBase64",
                          "Assign"})   # Assign: match_filenames_once's variable holds strings

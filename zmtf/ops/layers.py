@@ -16,7 +16,7 @@ from zmtf.ops import (
 )
 from zmtf.ops.constant_op import constant, convert_to_tensor
 from zmtf.ops.init_ops import Ones, Zeros
-from zmtf.framework.variable_scope import get_variable, variable_scope
+from zmtf.ops.variable_scope import get_variable, variable_scope
 
 
 def dense(inputs: Any, units: int, activation: Callable[[Any], Any] | None = None,

@@ -7,7 +7,7 @@ from typing import Any
 
 from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.ops import array_ops
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 
 
 def metric_variable(shape: list[int], dtype: Any, name: str) -> Variable:

@@ -25,7 +25,7 @@ from zmtf.ops.selection_ops import where
 from zmtf.ops.tensor_array_ops import TensorArray
 from zmtf.ops.while_ops import while_loop
 from zmtf.framework.tensor_shape import TensorShape, as_shape
-from zmtf.framework.variable_scope import variable_scope
+from zmtf.ops.variable_scope import variable_scope
 
 
 def _static_batch(flat_input: list[Any]) -> int | None:

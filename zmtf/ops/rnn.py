@@ -17,7 +17,7 @@ from zmtf.ops.while_ops import build_loop, loop_history
 from zmtf.framework.nest import assert_same_structure, flatten, map_structure, pack_sequence_as
 from zmtf.ops.rnn_cell import RNNCell, assert_like_rnncell
 from zmtf.framework.tensor_shape import as_shape
-from zmtf.framework.variable_scope import variable_scope
+from zmtf.ops.variable_scope import variable_scope
 
 
 def _batch_size(first_input: Tensor) -> Any:

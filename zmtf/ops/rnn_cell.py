@@ -21,7 +21,7 @@ from zmtf.framework.nest import is_nested as _is_sequence
 from zmtf.ops import array_ops, composite_ops, math_ops, nn_ops, selection_ops
 from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.init_ops import Constant, Zeros
-from zmtf.framework.variable_scope import VariableScope, get_variable, variable_scope
+from zmtf.ops.variable_scope import VariableScope, get_variable, variable_scope
 
 LSTMStateTuple = namedtuple("LSTMStateTuple", ("c", "h"))
 LSTMStateTuple.__doc__ = "An LSTM's state: the cell state ``c`` and the output ``h``, each [batch, units]."

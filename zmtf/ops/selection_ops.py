@@ -21,7 +21,9 @@ from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.ops import array_ops
 from zmtf.ops.constant_op import convert_to_tensor
+from zmtf.ops.strided_slice_spec import strided_slice_to_spec
 from zmtf.framework.tensor_shape import TensorShape, broadcast_shape
+from zmtf.framework import upper_layers
 
 newaxis = None
 
@@ -262,8 +264,6 @@ def strided_slice(input_: Any, begin: Any, end: Any, strides: Any = None, begin_
     its bounds given per dimension (ints, int vectors, or lists holding int tensors); bit i of
     a mask makes dimension i's entry the full start / end, ``...``, tf.newaxis, or the single
     index ``begin[i]``."""
-    from zmtf.interop.graph_def_ops import strided_slice_to_spec
-
     x = convert_to_tensor(input_)
     with get_default_graph().name_scope(name or "StridedSlice") as scope:
         dynamic: list[Tensor] = []
@@ -482,3 +482,6 @@ def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", name: str | None = N
             raise ValueError(f"tf.pad: paddings must be >= 0, got {pairs}")
         attrs = {"paddings": pairs, "mode": mode.upper(), "constant_values": float(constant_values)}
         return apply_op("Pad", [x, *dynamic], attrs, name=scope).outputs[0]
+
+# IndexedSlices (framework/) densifies with this; it may not import this module
+upper_layers.register("scatter_rows", scatter_rows)

@@ -40,8 +40,8 @@ from zmtf.interop.graph_def_io import graph_to_graph_def, writable_ops
 from zmtf.formats.graph_def_proto import enum_of_dtype
 from zmtf.formats.meta_graph_proto import MetaGraphDef, MetaInfoDef, SavedModel, SignatureDef
 from zmtf.interop.saver_graph_def import SavedTensor, add_saver_nodes
-from zmtf.framework.variable_scope import PartitionedVariable
-from zmtf.framework.variables import Variable, global_variables
+from zmtf.ops.variable_scope import PartitionedVariable
+from zmtf.ops.variables import Variable, global_variables
 from zmtf.saved_model import constants
 from zmtf.saved_model.collection_def import collection_defs
 from zmtf.training.atomic_file import atomic_write

@@ -16,7 +16,7 @@ from typing import Any
 
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.formats.meta_graph_proto import CollectionDef, VariableDef
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 
 _logger = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from zmtf.ops.control_flow_ops import group
 from zmtf.formats.proto_text import merge_text
 from zmtf.interop.saver_graph_def import RestoreStep, restore_plan, saver_scope, \
     saver_scopes, without_scopes
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.saved_model import constants
 from zmtf.saved_model.collection_def import restore_collections
 from zmtf.saved_model.signature_def_utils import load_op_from_signature_def

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zmtf.framework.graph import Operation, get_default_graph
 from zmtf.ops.control_flow_ops import group
-from zmtf.framework.variables import global_variables_initializer, \
+from zmtf.ops.variables import global_variables_initializer, \
     local_variables_initializer, tables_initializer
 
 

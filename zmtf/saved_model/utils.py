@@ -12,7 +12,7 @@ from zmtf.framework.graph import Graph, Operation, Tensor, get_default_graph
 from zmtf.formats.graph_def_proto import enum_of_dtype, shape_proto
 from zmtf.formats.meta_graph_proto import TensorInfo
 from zmtf.framework.sparse_tensor import SparseTensor
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 
 
 def build_tensor_info(tensor: Any) -> TensorInfo:

@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Iterator
 
 from zmtf.distributed.cluster_spec import ClusterSpec
-from zmtf.framework.config import ConfigProto
+from zmtf.formats.config_proto import ConfigProto
 
 TRANSPORTS = ("inproc", "tcp", "ipc")
 

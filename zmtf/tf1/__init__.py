@@ -17,7 +17,7 @@ from zmtf.tf1.image import random_crop, reverse  # also binds tf.image (zmtf/tf1
 reverse_v2 = reverse
 from zmtf.platform.app import flags
 from zmtf.client.async_session import AsyncSession
-from zmtf.framework.config import (
+from zmtf.formats.config_proto import (
     ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions,
 )
 from zmtf.client.session import InteractiveSession, Session, get_default_session
@@ -146,7 +146,7 @@ from zmtf.ops.init_ops import (
 from zmtf.ops.linalg_solve_ops import qr
 from zmtf.ops.linalg_decomp_ops import cross, self_adjoint_eig, self_adjoint_eigvals, svd
 from zmtf.ops.linalg_compositions import cholesky_solve, matrix_solve_ls
-from zmtf.framework.template import Template, make_template
+from zmtf.ops.template import Template, make_template
 from zmtf.formats.graph_def_proto import (
     AttrValue, GraphDef, NodeDef, TensorProto, TensorShapeProto, VersionDef, make_ndarray,
     make_tensor_proto,
@@ -159,7 +159,7 @@ from zmtf.compat.behavior import (
     disable_v2_behavior, enable_eager_execution, enable_resource_variables, enable_v2_behavior,
     executing_eagerly, resource_variables_enabled,
 )
-from zmtf.framework.variable_scope import (
+from zmtf.ops.variable_scope import (
     AUTO_REUSE, PartitionedVariable, VariableScope, fixed_size_partitioner, get_local_variable,
     get_variable, get_variable_scope, variable_scope,
 )
@@ -173,11 +173,11 @@ from zmtf.ops.tensor_scatter_ops import (
 )
 tensor_scatter_add, tensor_scatter_sub = tensor_scatter_nd_add, tensor_scatter_nd_sub
 tensor_scatter_update = tensor_scatter_nd_update
-from zmtf.framework.partitioners import (
+from zmtf.ops.partitioners import (
     create_partitioned_variables, min_max_variable_partitioner, no_regularizer,
     variable_axis_size_partitioner,
 )
-from zmtf.framework.deprecated_scopes import container, op_scope, variable_op_scope
+from zmtf.ops.deprecated_scopes import container, op_scope, variable_op_scope
 from zmtf.ops.file_ops import decode_base64, encode_base64, matching_files, read_file, write_file
 from zmtf.ops.space_batch_ops import (  # image/nn ops TF1 also puts at the top level
     batch_to_space, batch_to_space_nd, depth_to_space, space_to_batch, space_to_batch_nd,
@@ -190,7 +190,7 @@ from zmtf.framework.scopes import (
     get_collection, get_collection_ref, init_scope, name_scope,
 )
 from zmtf.framework.tensor_shape import Dimension, TensorShape
-from zmtf.framework.variables import (
+from zmtf.ops.variables import (
     Variable, all_variables, global_variables, global_variables_initializer, initialize_all_tables,
     initialize_all_variables, initialize_local_variables, initialize_variables, is_tensor,
     local_variables, local_variables_initializer, model_variables, moving_average_variables,

@@ -9,7 +9,7 @@ from zmtf.ops.init_ops import (
     UniformUnitScaling as uniform_unit_scaling, VarianceScaling as variance_scaling,
     Zeros as zeros, he_normal, he_uniform, lecun_normal, lecun_uniform,
 )
-from zmtf.framework.variables import (
+from zmtf.ops.variables import (
     global_variables_initializer as global_variables, local_variables_initializer as local_variables,
     tables_initializer, variables_initializer as variables,
 )

@@ -33,7 +33,8 @@ from zmtf.training.checkpoint_reader import NewCheckpointReader, list_variables,
 from zmtf.training.checkpoint_utils import (
     checkpoints_iterator, get_checkpoint_mtimes, load_checkpoint, remove_checkpoint,
 )
-from zmtf.training.meta_graph import export_meta_graph, import_meta_graph, write_graph
+from zmtf.training.meta_graph import export_meta_graph, write_graph
+from zmtf.training.saver import import_meta_graph
 from zmtf.training.moving_averages import ExponentialMovingAverage
 from zmtf.training.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from zmtf.training.saver import (

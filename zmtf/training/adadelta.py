@@ -7,7 +7,7 @@ from typing import Any
 
 from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.indexed_slices import IndexedSlices
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.training.optimizers import Optimizer, _apply
 
 

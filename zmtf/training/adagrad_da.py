@@ -12,7 +12,7 @@ from zmtf.framework.graph import Operation, Tensor
 from zmtf.framework.indexed_slices import IndexedSlices
 from zmtf.ops import array_ops
 from zmtf.ops.constant_op import convert_to_tensor
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.training.optimizers import Optimizer, _apply
 
 

@@ -31,7 +31,7 @@ from zmtf.framework.graph import (
 )
 from zmtf.ops.array_ops import placeholder
 from zmtf.ops.control_flow_ops import group
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.training.object_graph import (
     ObjectGraph, build_object_graph, is_trackable, trackable_children,
 )

@@ -25,7 +25,7 @@ from zmtf.ops import (  # noqa: F401  (fill GRADIENTS)
 from zmtf.ops import array_ops, math_ops
 from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.control_flow_ops import group
-from zmtf.training import while_grad  # noqa: F401  (registers the While gradient)
+from zmtf.training import while_grad  # registers the While gradient
 
 #: per op: for each output, the gradients received so far (a list), or once aggregated a Tensor
 _GradTable = dict[Operation, list[Any]]
@@ -296,3 +296,6 @@ def _stop_ops(from_ops: set[Operation], pending: dict[Operation, int]) -> set[Op
 
 def _unique(ops: Iterable[Operation]) -> list[Operation]:
     return list(dict.fromkeys(ops))
+
+
+while_grad.use_gradients(gradients)  # the While gradient differentiates its body with it

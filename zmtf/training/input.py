@@ -38,7 +38,7 @@ from zmtf.ops.data_flow_ops import (
 from zmtf.ops.random_ops import random_shuffle
 from zmtf.ops.selection_ops import gather, where
 from zmtf.framework.tensor_shape import TensorShape, as_shape
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.training.queue_runner import QueueRunner, add_queue_runner
 
 

@@ -21,7 +21,7 @@ from zmtf.ops.cond_ops import cond
 from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.control_flow_ops import group, no_op
 from zmtf.ops.selection_ops import where_v2
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 
 
 class LossScale:

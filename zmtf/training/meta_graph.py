@@ -1,4 +1,5 @@
-"""tf.train.export_meta_graph / import_meta_graph over zmtf's own file format; write_graph.
+"""tf.train.export_meta_graph over zmtf's own file format (import_meta_graph, which returns a
+Saver, is in saver.py as in TF); write_graph.
 
     saver.save(sess, "/tmp/model/ckpt", global_step=1000)       # also writes ckpt-1000.meta
     tf.reset_default_graph()
@@ -18,20 +19,15 @@ but not a valid meta graph), never runs anything from it.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from typing import Any
 
 from zmtf.framework.errors import DataLossError
 from zmtf.framework.graph import Graph, get_default_graph
 from zmtf.formats.graph_def_proto import GraphDef
-from zmtf.interop.meta_graph import meta_graph_from_dict, meta_graph_to_dict
+from zmtf.interop.meta_graph import meta_graph_to_dict
 from zmtf.formats.proto_text import to_text
-from zmtf.framework.variables import global_variables
 from zmtf.training.atomic_file import atomic_write
-from zmtf.training.saver_def import checked_saver_def
-
-_logger = logging.getLogger(__name__)
 
 
 def meta_graph_filename(checkpoint_prefix: str, meta_graph_suffix: str = "meta") -> str:
@@ -93,33 +89,6 @@ def read_meta_graph_file(filename: str | os.PathLike) -> dict[str, Any]:
     return document
 
 
-def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
-                      import_scope: str | None = None, **kwargs: Any) -> Any:
-    """Rebuild a meta graph into the default graph; return its Saver (None without variables).
-
-    Collections come back as the graph's objects (Variables, ops, tensors) or plain values;
-    ``clear_devices`` drops every device pin; ``import_scope`` prefixes every name.
-    """
-    from zmtf.training.saver import Saver  # NOTE: saver.py imports this module to write .meta
-
-    _not_supported(**kwargs)
-    if isinstance(meta_graph_or_file, dict):
-        document = meta_graph_or_file
-    elif isinstance(meta_graph_or_file, (str, os.PathLike)):
-        document = read_meta_graph_file(meta_graph_or_file)
-    else:
-        raise TypeError(f"import_meta_graph takes a .meta file name or the dict "
-                        f"export_meta_graph returned, not a {type(meta_graph_or_file).__name__}")
-    imported = meta_graph_from_dict(document, get_default_graph(), clear_devices, import_scope,
-                                    check_saver_def=checked_saver_def)
-    if imported.saver_def is not None:
-        return Saver(saver_def=imported.saver_def)
-    if global_variables(import_scope):
-        return Saver()
-    _logger.info("Saver not created because there are no variables in the graph to restore")
-    return None
-
-
 def write_graph(graph_or_graph_def: Any, logdir: str | os.PathLike, name: str,
                 as_text: bool = True) -> str:
     """Write a graph; return its path.
@@ -144,5 +113,5 @@ def write_graph(graph_or_graph_def: Any, logdir: str | os.PathLike, name: str,
     return path
 
 
-__all__ = ["export_meta_graph", "import_meta_graph", "meta_graph_filename",
+__all__ = ["export_meta_graph", "meta_graph_filename",
            "read_meta_graph_file", "write_graph"]

@@ -22,7 +22,7 @@ from zmtf.framework.graph import GraphKeys, Operation, Tensor, get_default_graph
 from zmtf.ops import array_ops, math_ops, state_ops
 from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.control_flow_ops import group
-from zmtf.framework.variables import Variable, global_variables, trainable_variables
+from zmtf.ops.variables import Variable, global_variables, trainable_variables
 
 _FLOAT_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64)
 

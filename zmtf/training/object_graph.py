@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zmtf.framework.graph import Graph
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.training.object_graph_proto import ObjectNode, SerializedTensor, SlotReference
 from zmtf.training.optimizers import Optimizer
 

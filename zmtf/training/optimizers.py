@@ -22,9 +22,9 @@ from zmtf.ops.control_flow_ops import group
 from zmtf.ops.partition_ops import unsorted_segment_sum
 from zmtf.ops.scatter_ops import scatter_add, scatter_sub
 from zmtf.ops.unique_ops import unique
-from zmtf.framework.variable_scope import PartitionedVariable, partitioned_owner, \
+from zmtf.ops.variable_scope import PartitionedVariable, partitioned_owner, \
     register_partitioned
-from zmtf.framework.variables import Variable, trainable_variables
+from zmtf.ops.variables import Variable, trainable_variables
 from zmtf.training.gradients import gate, gradients
 
 _FLOAT_DTYPES = (dtypes.float16, dtypes.float32, dtypes.float64)

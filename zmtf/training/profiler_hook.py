@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from zmtf.framework.config import RunOptions
+from zmtf.formats.config_proto import RunOptions
 from zmtf.framework.graph import get_default_graph
 from zmtf.training.optimizers import get_global_step
 from zmtf.training.session_run_hook import (

@@ -50,10 +50,12 @@ from zmtf.framework.errors import DataLossError, InvalidArgumentError, NotFoundE
 from zmtf.framework.graph import Graph, Operation, Tensor, get_default_graph
 from zmtf.ops.array_ops import placeholder
 from zmtf.ops.control_flow_ops import group
-from zmtf.framework.variable_scope import PartitionedVariable, partitioned_owner
-from zmtf.framework.variables import global_variables
+from zmtf.ops.variable_scope import PartitionedVariable, partitioned_owner
+from zmtf.ops.variables import global_variables
 from zmtf.training.atomic_file import atomic_write as _atomic_write
-from zmtf.training.meta_graph import export_meta_graph, meta_graph_filename
+from zmtf.interop.meta_graph import meta_graph_from_dict
+from zmtf.training.meta_graph import _not_supported, export_meta_graph, meta_graph_filename, \
+    read_meta_graph_file
 from zmtf.training.saver_def import SAVER_DEF_VERSION, checked_saver_def, saved_variables
 from zmtf.training.tensor_bundle import BundleReader, bundle_files, is_bundle, write_bundle
 
@@ -63,6 +65,7 @@ __all__ = [
     "SaverDef",
     "checkpoint_exists",
     "get_checkpoint_state",
+    "import_meta_graph",
     "latest_checkpoint",
     "update_checkpoint_state",
 ]
@@ -581,3 +584,28 @@ def _checked_value(save_path: str, key: str, variable: Any, arrays: dict[str, np
             f"shape {list(value.shape)}. Assign requires shapes of both tensors to match.",
             node_name=name)
     return value
+
+
+def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
+                      import_scope: str | None = None, **kwargs: Any) -> Any:
+    """Rebuild a meta graph into the default graph; return its Saver (None without variables).
+
+    Collections come back as the graph's objects (Variables, ops, tensors) or plain values;
+    ``clear_devices`` drops every device pin; ``import_scope`` prefixes every name.
+    """
+    _not_supported(**kwargs)
+    if isinstance(meta_graph_or_file, dict):
+        document = meta_graph_or_file
+    elif isinstance(meta_graph_or_file, (str, os.PathLike)):
+        document = read_meta_graph_file(meta_graph_or_file)
+    else:
+        raise TypeError(f"import_meta_graph takes a .meta file name or the dict "
+                        f"export_meta_graph returned, not a {type(meta_graph_or_file).__name__}")
+    imported = meta_graph_from_dict(document, get_default_graph(), clear_devices, import_scope,
+                                    check_saver_def=checked_saver_def)
+    if imported.saver_def is not None:
+        return Saver(saver_def=imported.saver_def)
+    if global_variables(import_scope):
+        return Saver()
+    _logger.info("Saver not created because there are no variables in the graph to restore")
+    return None

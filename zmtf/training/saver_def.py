@@ -23,8 +23,8 @@ from typing import Any
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.framework.graph import Graph
-from zmtf.framework.variable_scope import PartitionedVariable, partitioned_owner, register_partitioned
-from zmtf.framework.variables import Variable
+from zmtf.ops.variable_scope import PartitionedVariable, partitioned_owner, register_partitioned
+from zmtf.ops.variables import Variable
 
 #: The version of the saver_def dict (Saver.saver_def) that Saver(saver_def=...) reads.
 SAVER_DEF_VERSION = 1

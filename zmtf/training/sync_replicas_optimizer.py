@@ -30,7 +30,7 @@ from zmtf.ops import array_ops
 from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.control_flow_ops import group, no_op
 from zmtf.ops.data_flow_ops import ConditionalAccumulator, FIFOQueue
-from zmtf.framework.variables import Variable, global_variables, report_uninitialized_variables
+from zmtf.ops.variables import Variable, global_variables, report_uninitialized_variables
 from zmtf.training.optimizers import Optimizer
 from zmtf.training.queue_runner import QueueRunner
 from zmtf.training.session_run_hook import SessionRunHook

@@ -15,8 +15,8 @@ from typing import Any
 from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.ops import state_ops
 from zmtf.ops.constant_op import constant
-from zmtf.framework.variable_scope import PartitionedVariable
-from zmtf.framework.variables import Variable
+from zmtf.ops.variable_scope import PartitionedVariable
+from zmtf.ops.variables import Variable
 from zmtf.training.checkpoint_reader import CheckpointReader
 
 

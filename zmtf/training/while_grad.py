@@ -13,7 +13,7 @@ with random ops has no gradient here: its second run would draw other numbers.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from zmtf.framework import dtypes
 from zmtf.framework.gradient_registry import gradient
@@ -29,6 +29,16 @@ from zmtf.ops.while_ops import Subgraph, WhileContext
 _RANDOM = frozenset(RANDOM_OPS) | frozenset(SAMPLER_OPS) | {"RandomShuffle"}
 
 
+#: tf.gradients, which differentiates the loop body. gradients.py imports this module (to
+#: register the While gradient) and fills the slot at import, so this module does not import it.
+_GRADIENTS: dict[str, Callable[..., Any]] = {}
+
+
+def use_gradients(function: Callable[..., Any]) -> None:
+    """Called by gradients.py once ``gradients`` is defined."""
+    _GRADIENTS["gradients"] = function
+
+
 def _floating(t: Tensor) -> bool:
     """What carries a gradient through a loop: floats and TensorArray flows."""
     return t.dtype.is_floating or t.dtype == dtypes.variant
@@ -36,7 +46,7 @@ def _floating(t: Tensor) -> bool:
 
 @gradient("While")
 def _while_grad(op: Operation, *grads: Any) -> list[Any]:
-    from zmtf.training.gradients import gradients   # this module is imported by gradients.py
+    gradients = _GRADIENTS["gradients"]
 
     parts = getattr(op, "_while_parts", None)
     if parts is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 from zmtf.training.optimizers import Optimizer
 
 

@@ -19,7 +19,7 @@ from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.ops.init_ops import Constant, Ones, Zeros
 from zmtf.ops.selection_ops import where
 from zmtf.ops.sequence_ops import sequence_mask
-from zmtf.framework.variable_scope import get_variable, variable_scope
+from zmtf.ops.variable_scope import get_variable, variable_scope
 from zmtf.ops.layers import Dense
 
 

@@ -27,7 +27,7 @@ from zmtf.framework.graph import Graph, GraphKeys, Tensor, get_default_graph
 from zmtf.ops import array_ops
 from zmtf.ops.init_ops import GlorotUniform, Zeros
 from zmtf.framework.tensor_shape import TensorShape, as_shape
-from zmtf.framework.variables import Variable
+from zmtf.ops.variables import Variable
 
 AUTO_REUSE = "AUTO_REUSE"
 

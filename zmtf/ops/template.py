@@ -13,7 +13,7 @@ import functools
 from typing import Any, Callable
 
 from zmtf.framework.graph import GraphKeys, get_default_graph
-from zmtf.framework.variable_scope import VariableScope, variable_scope
+from zmtf.ops.variable_scope import VariableScope, variable_scope
 
 
 class Template:

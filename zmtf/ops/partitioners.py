@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from zmtf.framework import dtypes
 from zmtf.framework.tensor_shape import TensorShape
-from zmtf.framework.variable_scope import get_variable_at, variable_scope
+from zmtf.ops.variable_scope import get_variable_at, variable_scope
 
 Partitioner = Callable[..., list[int]]
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from zmtf.framework.graph import get_default_graph
-from zmtf.framework.variable_scope import VariableScope, variable_scope
+from zmtf.ops.variable_scope import VariableScope, variable_scope
 
 
 @contextmanager
