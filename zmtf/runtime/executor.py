@@ -234,10 +234,10 @@ class _StepRun:
         """Run ready nodes on this thread until none is left (or the step failed).
 
         Each node is skipped (dead: the branch of a tf.cond that did not run), started (an
-        async kernel: it completes later, through ``done``), handed to its device's pool
-        (``_runs_elsewhere``; ``placed`` is the node handed to this thread) or run here.
-        Completing a node may make others ready; they join ``ready``, and the last one added
-        runs next, so a chain stays on this thread.
+        async kernel: it completes later, through ``done``), handed to its device's pool, or
+        run here. Completing a node may make others ready; they join ``ready``, and the last
+        one added runs next, so a chain stays on this thread. ``placed`` is a node handed to
+        this thread by a pool: it runs here.
         """
         step, slots = self.step, self.slots
         while ready and not self.failed:
@@ -249,7 +249,12 @@ class _StepRun:
             elif step.is_async[i]:
                 self._start_async(i, inputs, ready)
                 continue
-            elif i != placed and self._runs_elsewhere(i, inputs, ready):
+            elif i != placed and not self.here_only and (
+                    (ready and step.may_offload[i] and self._expensive(i, inputs))
+                    or (step.gpu[i] and not on_gpu_thread(step.devices[i]))):
+                # An expensive node leaves while this thread has others to run, so the two
+                # run in parallel; a GPU node runs on its GPU's thread, which holds the
+                # GPU's CUDA context, stream and memory budget.
                 self.pools.pool(step.devices[i]).submit(self._process, [i], i)
                 continue
             else:
@@ -267,20 +272,6 @@ class _StepRun:
                 for slot, value in zip(step.output_slots[i], outputs):
                     slots[slot] = value
             self._complete(i, ready)
-
-    def _runs_elsewhere(self, i: int, inputs: list[Any], ready: list[int]) -> bool:
-        """Whether node i goes to its device's pool instead of running on this thread.
-
-        An expensive node does while other nodes are ready (this thread takes those, and the
-        two branches run in parallel); a GPU node does unless this is its GPU's thread,
-        which holds the GPU's CUDA context, stream and memory budget. ``here_only`` keeps
-        every node here."""
-        if self.here_only:
-            return False
-        step = self.step
-        if ready and step.may_offload[i] and self._expensive(i, inputs):
-            return True
-        return step.gpu[i] and not on_gpu_thread(step.devices[i])
 
     def _complete(self, i: int, ready: list[int]) -> None:
         """Count node i as done; the consumers it made ready join ``ready``. The last node
