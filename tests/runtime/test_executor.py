@@ -72,6 +72,39 @@ def test_ops_that_only_look_at_a_big_input_stay_on_the_calling_thread():
     assert list(values[3]) == [1024, 1024] and values[4].shape == (1, 1024, 1024)
 
 
+def test_a_node_handed_to_the_pool_runs_once_and_its_chain_follows_it_there():
+    # Two big adds are ready at once: one goes to the pool, and the thread that runs it goes
+    # on with the nodes it made ready (its branch's sum), as the calling thread does with its own.
+    x = tf.placeholder(tf.float32, [1024, 1024])
+    sums = [tf.reduce_sum(tf.add(x, float(k), name=f"add_{k}"), name=f"sum_{k}") for k in (1, 2)]
+    data = np.ones((1024, 1024), np.float32)
+    config = tf.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)
+    meta = tf.RunMetadata()
+    with tf.Session(config=config) as sess:
+        values = sess.run(sums, {x: data}, options=tf.RunOptions(trace_level=3), run_metadata=meta)
+    names = [t.node_name for t in meta.step_stats]
+    assert sorted(names) == ["add_1", "add_2", "sum_1", "sum_2"], names
+    thread = {t.node_name: t.thread for t in meta.step_stats}
+    here = threading.current_thread().name
+    assert here in (thread["add_1"], thread["add_2"]) and thread["add_1"] != thread["add_2"], thread
+    assert thread["sum_1"] == thread["add_1"] and thread["sum_2"] == thread["add_2"], thread
+    assert [float(v) for v in values] == [2.0 * 1024 * 1024, 3.0 * 1024 * 1024]
+
+
+def test_a_failure_on_a_pool_thread_fails_the_step_with_the_node_named():
+    x = tf.placeholder(tf.float32, name="x")
+    y = tf.placeholder(tf.float32, name="y")
+    bad = tf.add(x, y, name="bad")
+    good = tf.add(x, 1.0, name="good")
+    config = tf.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)
+    big = np.ones((1024, 1024), np.float32)
+    with tf.Session(config=config) as sess:
+        for _ in range(3):   # whichever of the two the pool gets, the step fails with "bad"
+            with pytest.raises(tf.errors.InvalidArgumentError, match="bad"):
+                sess.run([good, bad], {x: big, y: np.ones(1000, np.float32)})
+        assert float(sess.run(good, {x: big}).sum()) == 2.0 * 1024 * 1024
+
+
 def test_constants_are_preset_but_a_feed_still_overrides_them():
     c = tf.constant(2.0, name="c")
     y = c * 3.0

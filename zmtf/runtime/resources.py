@@ -31,8 +31,8 @@ class ResourceContainer:
     """Variable name -> current value, with a lock per variable for read-modify-write ops."""
 
     def __init__(self) -> None:
-        #: variable name -> its stored array; read it freely (VariableRef does, one call less per
-        #: read), change it only through assign/clear, which keep ``holds`` right
+        #: variable name -> its stored array; read it freely (VariableRef reads it directly in
+        #: every step), change it only through assign/clear, which keep ``holds`` right
         self.values: dict[str, np.ndarray] = {}
         self._storage_ids: set[int] = set()  # id() of every stored array, see holds()
         self._locks: dict[str, threading.Lock] = {}

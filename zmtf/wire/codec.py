@@ -112,7 +112,7 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
     streamed = bool(parts) and sum(map(len, parts)) >= stream_min_bytes  # parts: flat bytes
     if streamed:
         header[STREAM_KEY] = len(parts)
-    try:   # msgpack.packb is a Python function around this: one call less per message
+    try:   # the Packer itself: msgpack.packb only wraps it in Python, and every message is packed
         packed = msgpack.Packer(use_bin_type=True).pack(header)
     except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidArgumentError(

@@ -36,8 +36,8 @@ Tensors = list  # list[np.ndarray]; the annotation "Tensors" marks the field the
 _ARRAY_TYPES = (np.ndarray, np.generic)
 
 
-# Field kinds, checked by the validator ``_compile`` generates per class: a function call per
-# field (or per list item) was a third of the Python calls a small step's messages cost.
+# Field kinds. ``_compile`` turns each class's schema into straight-line checks of these
+# kinds, not a checker function per field or list item: every message built runs them.
 _STR, _OPT_STR, _INT, _STR_LIST, _MAP, _MAP_LIST, _ARRAYS = range(7)
 _INT64_MIN, _INT64_END = -(2**63), 2**63
 
@@ -60,7 +60,7 @@ class Message:
 
     id: int = 0
 
-    def __post_init__(self) -> None:   # replaced by validate itself below (one call less)
+    def __post_init__(self) -> None:   # only subclasses outside KINDS; ``validate`` itself below
         validate(self)
 
     @property
@@ -339,8 +339,8 @@ def _check_lines(cls: type[Message], read: str) -> list[str]:
 
 def _init_lines(cls: type[Message], namespace: dict[str, Any]) -> list[str]:
     """The source of ``cls.__init__``: the dataclass's keyword-only signature and defaults;
-    it sets the frozen fields and then checks them, in one frame (the dataclass's own
-    ``__init__`` calls ``__post_init__``: a call more for every message)."""
+    it sets the frozen fields and then checks them itself, where the dataclass's ``__init__``
+    would call out to ``__post_init__``: every message built, sent or decoded runs it."""
     params, body = [], []
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
@@ -362,7 +362,7 @@ def _compile(cls: type[Message]) -> tuple[Callable[..., None], Callable[[Message
 
     All run for every message sent and received. Generated from the schema (as dataclasses
     generates ``__init__``; the names are the classes' own field names, never wire data),
-    they read each field as a plain attribute: 0.66 against 1.7 us for a RunGraph's checks."""
+    they read each field as a plain attribute rather than walk the schema at run time."""
     for f in dataclasses.fields(cls):   # the source holds our classes' identifiers, nothing else
         if not f.name.isidentifier():
             raise TypeError(f"{cls.__name__}.{f.name} is not an identifier")

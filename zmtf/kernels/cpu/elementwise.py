@@ -483,7 +483,8 @@ def _ufunc1(ufunc: np.ufunc) -> Callable[[_Array], _Array]:
 
 
 def _ufunc2(ufunc: np.ufunc) -> Callable[[_Array, _Array], _Array]:
-    """``ufunc(x, y)`` as an array even for 0-d operands; a partial, so no Python frame."""
+    """``ufunc(x, y)`` as an array even for 0-d operands; a partial, so the ufunc is called
+    straight from C (small ops run this on every step)."""
     return functools.partial(ufunc, out=...)
 
 
@@ -618,7 +619,7 @@ def binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array:
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     if x.size >= PARALLEL_MIN_ELEMENTS or y.size >= PARALLEL_MIN_ELEMENTS:
-        out = _large_binary(spec, ctx, x, y)   # asked only of big operands: one call less
+        out = _large_binary(spec, ctx, x, y)   # small operands (most) never need numba
         if out is not None:
             return out
     try:
