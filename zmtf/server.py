@@ -9,19 +9,17 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 from typing import TYPE_CHECKING
 
 # The runtime (numba, zmq) loads after the flags are parsed, so that --help answers at once.
 if TYPE_CHECKING:
     from zmtf.distributed.cluster_spec import ClusterSpec
     from zmtf.distributed.server import Server
+    from zmtf.distributed.serving import serve_until_signalled
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -51,28 +49,6 @@ def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
     if job is None or task is None:
         raise SystemExit("zmtf.server: give --job and --task (or set TF_CONFIG's task)")
     return cluster, job, int(task)
-
-
-def serve_until_signalled(server: Server) -> None:
-    """Serve until SIGINT/SIGTERM (or ``server.stop()``), then return with the server stopped.
-
-    Signal handlers can only be set from the main thread; elsewhere only stop() ends it.
-    """
-    from zmtf.runtime.heap import keep_freed_memory
-
-    def shutdown(signum: int, _frame: object) -> None:
-        logging.getLogger("zmtf.server").info("signal %d: stopping", signum)
-        server.stop()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, shutdown)
-        signal.signal(signal.SIGTERM, shutdown)
-    # What import and start-up made lives as long as the process: keep it out of the cyclic
-    # GC's scans, and collect young objects less often (a step allocates a few hundred).
-    gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
-    keep_freed_memory()   # tensors' frames reuse the heap instead of faulting pages in each step
-    server.join()
 
 
 def main(argv: list[str] | None = None) -> int:

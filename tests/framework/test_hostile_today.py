@@ -16,7 +16,7 @@ import zmtf as tf
 from zmtf.contrib.hparam import HParams
 from zmtf.tf1.errors import InvalidArgumentError, ResourceExhaustedError
 from zmtf.formats.tfrecord import masked_crc32c
-from zmtf.kernels.cpu import _common
+from zmtf.kernels.cpu import common as _common
 from tests.train.test_readers import read_all
 
 LIMIT = 1 << 16   # the limit for one tensor in these tests, so a "bomb" is a megabyte

@@ -10,7 +10,7 @@ import pytest
 
 import zmtf as tf
 from zmtf.framework.errors import InvalidArgumentError, ResourceExhaustedError
-from zmtf.kernels.cpu import _common
+from zmtf.kernels.cpu import common as _common
 from zmtf.testing import run_fetches as run
 
 

@@ -35,7 +35,7 @@ def get_default_session() -> Session | None:
     return _default_sessions.stack[-1] if _default_sessions.stack else None
 
 
-graph_module._default_session_getter[0] = get_default_session
+graph_module.default_session_getter[0] = get_default_session
 
 
 def _refuse_inside_running_loop() -> None:

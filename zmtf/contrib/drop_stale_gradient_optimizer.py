@@ -13,7 +13,7 @@ from typing import Any
 
 from zmtf.framework import dtypes
 from zmtf.framework.graph import Tensor, get_default_graph
-from zmtf.ops import array_ops, math_ops
+from zmtf.ops import array_ops, math_ops, summary_ops
 from zmtf.ops.cond_ops import cond
 from zmtf.ops.init_ops import Zeros
 from zmtf.ops.variable_scope import get_variable
@@ -70,7 +70,6 @@ class DropStaleGradientOptimizer(SlotsOfWrapped, Optimizer):
 
         dropped = cond(math_ops.less_equal(staleness, self._staleness), accept, drop)
         conditional_update = stale_counter.assign_add(dropped)
-        from zmtf.tf1 import summary   # the summary module lives above framework/
-        summary.scalar("Gradient staleness percentage",
-                       stale_counter / math_ops.cast(global_step.read_value() + 1, dtypes.float32))
+        summary_ops.scalar("Gradient staleness percentage",
+                           stale_counter / math_ops.cast(global_step.read_value() + 1, dtypes.float32))
         return conditional_update

@@ -18,7 +18,7 @@ from zmtf.ops.variable_scope import PartitionedVariable
 from zmtf.ops.variables import global_variables
 from zmtf.training.moving_averages import ExponentialMovingAverage
 from zmtf.training.optimizers import Optimizer
-from zmtf.training.saver import Saver, _named_variables
+from zmtf.training.saver import Saver, named_variables
 from zmtf.training.wrapped_optimizer import SlotsOfWrapped
 
 
@@ -62,7 +62,7 @@ class MovingAverageOptimizer(SlotsOfWrapped, Optimizer):
         if self._swapped_variable_name_map is None:
             raise RuntimeError("Must call apply_gradients or minimize before creating the "
                                "swapping_saver")
-        named = _named_variables(global_variables() if var_list is None else var_list)
+        named = named_variables(global_variables() if var_list is None else var_list)
         swapped_var_list = {}
         for key, var in named.items():
             if isinstance(var, PartitionedVariable):

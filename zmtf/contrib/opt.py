@@ -23,7 +23,7 @@ from zmtf.ops.scatter_ops import scatter_add, scatter_sub, scatter_update
 from zmtf.ops.selection_ops import gather
 from zmtf.ops.variables import Variable
 from zmtf.training.optimizers import (AdamOptimizer, MomentumOptimizer, Optimizer,
-                                   _deduplicate_indexed_slices)
+                                   deduplicate_indexed_slices)
 
 __all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "DropStaleGradientOptimizer",
            "ElasticAverageCustomGetter", "ElasticAverageOptimizer", "LazyAdamOptimizer",
@@ -36,7 +36,7 @@ class LazyAdamOptimizer(AdamOptimizer):
     Dense gradients get plain Adam."""
 
     def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Operation:
-        values, indices = _deduplicate_indexed_slices(grad)
+        values, indices = deduplicate_indexed_slices(grad)
         lr, beta1, beta2, epsilon = self._sparse_hypers(var)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         assert m is not None and v is not None
@@ -96,7 +96,7 @@ class DecoupledWeightDecayExtension:
             return super()._apply_dense(grad, var)  # type: ignore[misc]
 
     def _apply_sparse(self, grad: IndexedSlices, var: Variable) -> Operation:
-        values, indices = _deduplicate_indexed_slices(grad)
+        values, indices = deduplicate_indexed_slices(grad)
         if self._decays(var):
             decay = scatter_add(var, indices, -self._weight_decay_of(var) * gather(var, indices)).op
         else:

@@ -263,7 +263,7 @@ def _run_master(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec
 
 
 def _run_ps(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> None:
-    from zmtf.server import serve_until_signalled
+    from zmtf.distributed.serving import serve_until_signalled
 
     server = start_std_server(estimator.config)
     if server is not None:

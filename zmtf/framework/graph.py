@@ -1,7 +1,7 @@
 """Graph, Operation and Tensor: the pure data model a TF1 program builds.
 
 Nothing here executes anything. Sessions are found through a small hook
-(``_default_session_getter``) that the client layer installs, so ``Tensor.eval()``
+(``default_session_getter``) that the client layer installs, so ``Tensor.eval()``
 works without this module importing the client.
 """
 
@@ -81,7 +81,7 @@ class Tensor:
 
     def eval(self, feed_dict: dict | None = None, session: Any = None) -> Any:
         """Run this tensor in ``session`` or the default session."""
-        return _session_for(self.graph, session).run(self, feed_dict=feed_dict)
+        return session_for(self.graph, session).run(self, feed_dict=feed_dict)
 
     def __repr__(self) -> str:
         return f"<zmtf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
@@ -165,7 +165,7 @@ class Operation:
 
     def run(self, feed_dict: dict | None = None, session: Any = None) -> None:
         """Run this operation in ``session`` or the default session."""
-        _session_for(self._graph, session).run(self, feed_dict=feed_dict)
+        session_for(self._graph, session).run(self, feed_dict=feed_dict)
 
     def __repr__(self) -> str:
         return f"<zmtf.Operation '{self._name}' type={self._type}>"
@@ -525,11 +525,11 @@ def reset_default_graph() -> None:
 
 
 # Installed by the client layer: returns the innermost default session or None.
-_default_session_getter: list[Callable[[], Any]] = [lambda: None]
+default_session_getter: list[Callable[[], Any]] = [lambda: None]
 
 
-def _session_for(graph: Graph, session: Any) -> Any:
-    session = session or _default_session_getter[0]()
+def session_for(graph: Graph, session: Any) -> Any:
+    session = session or default_session_getter[0]()
     if session is None:
         raise ValueError(
             "Cannot evaluate tensor using `eval()`: No default session is registered. "

@@ -365,7 +365,7 @@ def _build(graph: Graph, nodes: list[_Node]) -> None:
         op._device = node.device
         op._colocation_groups = list(node.colocation)
         created[node.name] = op
-        _mark_name_used(graph, node.name)
+        mark_name_used(graph, node.name)
     for node in nodes:
         op = created[node.name]
         op._control_inputs = []
@@ -373,7 +373,7 @@ def _build(graph: Graph, nodes: list[_Node]) -> None:
                                 for c in node.control_inputs])
 
 
-def _mark_name_used(graph: Graph, name: str) -> None:
+def mark_name_used(graph: Graph, name: str) -> None:
     """Reserve the name and its scopes, so ops added later get fresh names (a_1, scope_1/...)."""
     parts = name.split("/")
     for depth in range(1, len(parts) + 1):

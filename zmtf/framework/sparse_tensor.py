@@ -69,9 +69,9 @@ class SparseTensor:
 
     def eval(self, feed_dict: dict | None = None, session: Any = None) -> SparseTensorValue:
         """The value in ``session`` or the default session (a SparseTensorValue)."""
-        from zmtf.framework.graph import _session_for
+        from zmtf.framework.graph import session_for
 
-        return _session_for(self.graph, session).run(self, feed_dict=feed_dict)
+        return session_for(self.graph, session).run(self, feed_dict=feed_dict)
 
     def __repr__(self) -> str:
         return (f"SparseTensor(indices={self._indices!r}, values={self._values!r}, "

@@ -21,7 +21,7 @@ from zmtf.framework import device_spec as pydev
 from zmtf.framework.dtypes import DType, as_dtype
 from zmtf.framework.errors import NotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor
-from zmtf.framework.graph_io import _mark_name_used as mark_name_used
+from zmtf.framework.graph_io import mark_name_used
 from zmtf.interop.graph_def_parse_example import TF_ATTRS as PARSE_EXAMPLE_ATTRS, \
     export_parse_example, import_parse_example, tf_output_index, zmtf_output_index
 from zmtf.interop import graph_def_ops_sparse  # noqa: F401  (its sparse, lookup and partition mappings)

@@ -7,7 +7,9 @@ from typing import Any, Callable
 
 from zmtf.ops import composite_ops, math_ops, nn_ops, selection_ops
 from zmtf.ops.constant_op import convert_to_tensor
-from zmtf.tf1.nn import selu as _selu, softplus as _softplus, softsign as _softsign
+from zmtf.ops.composite_ops import softsign as _softsign
+from zmtf.ops.nn_extras import selu as _selu
+from zmtf.ops.nn_ops import softplus as _softplus
 
 
 def linear(x: Any) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.tf1 import initializers as _tf1
+from zmtf.ops import init_ops as _tf1  # TF1's he_* and lecun_* (tf.initializers)
 from zmtf.framework import dtypes
 from zmtf.ops import init_ops
 from zmtf.ops.init_ops import (

@@ -33,7 +33,7 @@ def _snake_case(name: str) -> str:
     return re.sub(r"([a-z])([A-Z])", r"\1_\2", words).lower()
 
 
-def _zeros(batch_size: Any, size: int, dtype: Any) -> Tensor:
+def zero_state_part(batch_size: Any, size: int, dtype: Any) -> Tensor:
     if isinstance(batch_size, Tensor):
         zeros = array_ops.fill(array_ops.stack([batch_size, size]),
                                convert_to_tensor(0, dtype=dtype))
@@ -137,7 +137,7 @@ class RNNCell:
     def zero_state(self, batch_size: Any, dtype: Any) -> Any:
         """Zeros shaped like the state: [batch_size, size] for each size in ``state_size``."""
         with get_default_graph().name_scope(type(self).__name__ + "ZeroState"):
-            return map_structure(lambda size: _zeros(batch_size, size, dtype), self.state_size)
+            return map_structure(lambda size: zero_state_part(batch_size, size, dtype), self.state_size)
 
 
 class _UnitsCell(RNNCell):

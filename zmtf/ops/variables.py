@@ -107,9 +107,9 @@ class Variable:
         return self._snapshot.eval(session=session)
 
     def load(self, value: Any, session: Any = None) -> None:
-        from zmtf.framework.graph import _session_for
+        from zmtf.framework.graph import session_for
 
-        _session_for(self.graph, session).run(self._initializer, feed_dict={self._initial_value: value})
+        session_for(self.graph, session).run(self._initializer, feed_dict={self._initial_value: value})
 
     def __repr__(self) -> str:
         return f"<zmtf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import quiet_fp, shape_str
+from zmtf.kernels.cpu.common import quiet_fp, shape_str
 from zmtf.runtime.parking import Completion, Done, Parking, run
 
 

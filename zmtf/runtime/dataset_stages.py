@@ -20,7 +20,7 @@ from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import (
     DataLossError, InvalidArgumentError, OpError, ResourceExhaustedError, UnknownError,
 )
-from zmtf.kernels.cpu._common import MAX_OUTPUT_BYTES, check_output_size
+from zmtf.kernels.cpu.common import MAX_OUTPUT_BYTES, check_output_size
 
 Element = list[np.ndarray]
 Make = Callable[[], Iterator[Element]]

@@ -24,7 +24,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import CancelledError, InvalidArgumentError, OutOfRangeError
-from zmtf.kernels.cpu._common import shape_str
+from zmtf.kernels.cpu.common import shape_str
 from zmtf.runtime.parking import Completion, Done, Parking, run
 
 Element = tuple[np.ndarray, ...]

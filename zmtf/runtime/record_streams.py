@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import BinaryIO, Generator
 
 from zmtf.framework.errors import ResourceExhaustedError
-from zmtf.kernels.cpu import _common
+from zmtf.kernels.cpu import common as _common
 
 _PIECE = 1 << 16
 

@@ -41,7 +41,7 @@ from zmtf.ops.variables import Variable
 from zmtf.saved_model import constants
 from zmtf.saved_model.collection_def import restore_collections
 from zmtf.saved_model.signature_def_utils import load_op_from_signature_def
-from zmtf.training.saver import _checked_value
+from zmtf.training.saver import checked_value
 from zmtf.training.tensor_bundle import BundleReader
 
 _logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class _Restore:
             value = reader.tensor(step.key)
             if step.shape_and_slice:
                 value = _slice_of(value, step.shape_and_slice, f"{prefix}: {step.key}")
-            out.append(_checked_value(prefix, step.key, variable, {step.key: value}))
+            out.append(checked_value(prefix, step.key, variable, {step.key: value}))
         return out
 
 

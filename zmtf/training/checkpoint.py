@@ -27,7 +27,7 @@ import numpy as np
 
 from zmtf.framework.errors import NotFoundError
 from zmtf.framework.graph import (
-    Graph, _default_session_getter, _session_for, get_default_graph,
+    Graph, default_session_getter, session_for, get_default_graph,
 )
 from zmtf.ops.array_ops import placeholder
 from zmtf.ops.control_flow_ops import group
@@ -39,7 +39,7 @@ from zmtf.training.object_graph_proto import (
     OBJECT_GRAPH_KEY, decode_object_graph, encode_object_graph,
 )
 from zmtf.training.optimizers import Optimizer
-from zmtf.training.saver import _checked_value, update_checkpoint_state
+from zmtf.training.saver import checked_value, update_checkpoint_state
 from zmtf.training.tensor_bundle import BundleReader, is_bundle, write_bundle
 
 SAVE_COUNTER = "save_counter"
@@ -47,11 +47,11 @@ SAVE_COUNTER = "save_counter"
 
 def _session(graph: Graph, session: Any) -> Any:
     """``session``, else the default one; ValueError saying how to give one."""
-    if session is None and _default_session_getter[0]() is None:
+    if session is None and default_session_getter[0]() is None:
         raise ValueError("tf.train.Checkpoint in graph mode needs a session: pass session=sess, "
                          "or call it inside `with tf.Session() as sess:` (or "
                          "`with sess.as_default():`).")
-    return _session_for(graph, session)
+    return session_for(graph, session)
 
 
 class Checkpoint:
@@ -214,7 +214,7 @@ class CheckpointLoadStatus:
         assigns = []
         with graph.as_default(), graph.name_scope("checkpoint_restore"):
             for key, variable in restored.items():
-                value = _checked_value(save_path, key, variable, arrays)
+                value = checked_value(save_path, key, variable, arrays)
                 with graph.colocate_with(variable.op):
                     feed = placeholder(variable.dtype, variable.shape, name="restore_value")
                     assigns.append(variable.assign(feed))

@@ -20,7 +20,7 @@ import os
 import time
 from typing import Any, Callable
 
-from zmtf.framework.graph import _default_session_getter
+from zmtf.framework.graph import default_session_getter
 from zmtf.training.saver import get_checkpoint_state, update_checkpoint_state
 from zmtf.training.tensor_bundle import bundle_files
 
@@ -81,7 +81,7 @@ class CheckpointManager:
         return self._checkpoint_interval
 
     def _session(self) -> Any:
-        session = _default_session_getter[0]()
+        session = default_session_getter[0]()
         if session is None:
             raise ValueError("CheckpointManager.save() in graph mode runs in the default "
                              "session: call it inside `with tf.Session() as sess:` (or "

@@ -364,7 +364,7 @@ class AdamOptimizer(Optimizer):
         """TF1's sparse Adam: m and v decay on every row (m *= beta1 is a whole-slot assign)
         and the gradient's rows are scatter-added; var then moves on every row whose m is
         not zero. Only the gradient's rows cross the wire; the update runs beside var."""
-        values, indices = _deduplicate_indexed_slices(grad)
+        values, indices = deduplicate_indexed_slices(grad)
         lr, beta1, beta2, epsilon = self._sparse_hypers(var)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         assert m is not None and v is not None
@@ -482,7 +482,7 @@ def _is_tensor_like(value: Any) -> bool:
     return isinstance(value, Tensor) or hasattr(value, "_as_graph_element")
 
 
-def _deduplicate_indexed_slices(grad: IndexedSlices) -> tuple[Tensor, Tensor]:
+def deduplicate_indexed_slices(grad: IndexedSlices) -> tuple[Tensor, Tensor]:
     """(summed values, unique indices): TF1's apply_gradients sums repeated rows this way
     (Unique + UnsortedSegmentSum, in order of first appearance) before a sparse update."""
     unique_indices, positions = unique(grad.indices)

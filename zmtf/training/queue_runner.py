@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Sequence
 
-from zmtf.framework.graph import GraphKeys, Operation, _default_session_getter, get_default_graph
+from zmtf.framework.graph import GraphKeys, Operation, default_session_getter, get_default_graph
 from zmtf.training.coordinator import QUEUE_CLOSED_ERRORS, Coordinator
 
 
@@ -128,7 +128,7 @@ def start_queue_runners(sess: Any = None, coord: Coordinator | None = None, daem
                         start: bool = True,
                         collection: str = GraphKeys.QUEUE_RUNNERS) -> list[threading.Thread]:
     """Start the threads of every queue runner in ``collection`` of the session's graph."""
-    sess = sess if sess is not None else _default_session_getter[0]()
+    sess = sess if sess is not None else default_session_getter[0]()
     if sess is None:
         raise ValueError("start_queue_runners() needs a session: pass sess=..., or call it inside "
                          "`with sess.as_default():` (or `with tf.Session() as sess:`)")

@@ -257,7 +257,7 @@ def _with_partitions(variables: list[Any]) -> list[Any]:
     return out
 
 
-def _named_variables(var_list: Any) -> dict[str, Any]:
+def named_variables(var_list: Any) -> dict[str, Any]:
     """Checkpoint key -> variable, in a stable order (TF's rules for a list or a dict).
 
     A partitioned variable is saved whole under its name (its shards concatenated), as TF
@@ -305,7 +305,7 @@ class Saver:
             var_list = saved_variables(saver_def, get_default_graph())
             write_version = saver_def.get("write_version", write_version)
         self._write_version = _checked_write_version(write_version)
-        self._variables = _named_variables(global_variables() if var_list is None else var_list)
+        self._variables = named_variables(global_variables() if var_list is None else var_list)
         self._is_empty = not self._variables
         if self._is_empty and not allow_empty:
             raise ValueError("No variables to save")
@@ -520,7 +520,7 @@ class Saver:
         arrays = _read_checkpoint(save_path, list(self._variables))
         feeds = {}
         for (key, variable), placeholders in zip(self._variables.items(), self._feeds):
-            value = _checked_value(save_path, key, variable, arrays)
+            value = checked_value(save_path, key, variable, arrays)
             if not isinstance(variable, PartitionedVariable):
                 feeds[placeholders[0]] = value
                 continue
@@ -559,7 +559,7 @@ def _read_checkpoint(save_path: str, keys: list[str]) -> dict[str, np.ndarray]:
                         f"or was not written by tf.train.Saver.") from error
 
 
-def _checked_value(save_path: str, key: str, variable: Any, arrays: dict[str, np.ndarray]
+def checked_value(save_path: str, key: str, variable: Any, arrays: dict[str, np.ndarray]
                    ) -> np.ndarray:
     """The saved value for ``variable``, or the error TF raises for a graph/checkpoint mismatch."""
     name = _var_name(variable)

@@ -18,7 +18,7 @@ from zmtf.framework.graph import get_default_graph
 from zmtf.framework.nest import flatten, map_structure
 from zmtf.ops import array_ops, math_ops
 from zmtf.ops.check_ops import assert_equal
-from zmtf.ops.rnn_cell import RNNCell, _zeros, assert_like_rnncell
+from zmtf.ops.rnn_cell import RNNCell, zero_state_part, assert_like_rnncell
 from zmtf.ops.tensor_array_ops import TensorArray
 from zmtf.framework.tensor_shape import TensorShape
 from zmtf.ops.layers import Dense
@@ -147,7 +147,7 @@ class AttentionWrapper(RNNCell):
             alignments = [m.initial_alignments(batch_size, dtype) for m in self._mechanisms]
             return AttentionWrapperState(
                 cell_state=cell_state, time=array_ops.zeros([], dtypes.int32),
-                attention=_zeros(batch_size, self._attention_size, dtype),
+                attention=zero_state_part(batch_size, self._attention_size, dtype),
                 alignments=self._item_or_tuple(alignments),
                 attention_state=self._item_or_tuple(
                     [m.initial_state(batch_size, dtype) for m in self._mechanisms]),

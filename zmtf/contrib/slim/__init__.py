@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zmtf.tf1 import losses
+from zmtf.ops import losses_impl as losses  # tf.losses (zmtf/tf1/losses.py re-exports it)
 from zmtf.contrib import framework as variables
 from zmtf.contrib.arg_scope import add_arg_scope, arg_scope, arg_scoped_arguments, current_arg_scope
 from zmtf.contrib.framework import (

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zmtf.kernels.cpu._common import quiet_fp
+from zmtf.kernels.cpu.common import quiet_fp
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.cpu.sparse_apply import _summed_rows
 from zmtf.kernels.cpu.state import _check_same_shape, _fusable, _locked, _read_writable, _ref

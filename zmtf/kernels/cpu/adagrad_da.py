@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import quiet_fp
+from zmtf.kernels.cpu.common import quiet_fp
 from zmtf.kernels.cpu.sparse_apply import _summed_rows
 from zmtf.kernels.cpu.state import _check_same_shape, _locked, _read_writable, _ref
 from zmtf.kernels.registry import register

@@ -16,8 +16,8 @@ import numpy as np
 
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import ALL, first_input_or_attr, int_list, normalize_axis
-from zmtf.kernels.cpu._common import check_output_size, dtype_attr, quiet_fp, shape_input, shape_str
+from zmtf.kernels.cpu.common import ALL, first_input_or_attr, int_list, normalize_axis
+from zmtf.kernels.cpu.common import check_output_size, dtype_attr, quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.registry import register
 

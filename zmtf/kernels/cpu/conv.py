@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import FLOATS, empty, quiet_fp, shape_input, shape_str
+from zmtf.kernels.cpu.common import FLOATS, empty, quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.cpu.blas import use_threads_for
 from zmtf.kernels.cpu.windows import (

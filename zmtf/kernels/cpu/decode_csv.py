@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import str_attr
+from zmtf.kernels.cpu.common import str_attr
 from zmtf.kernels.registry import register
 
 #: what TF's safe_strto32/64 accept: optional blanks, sign, decimal digits

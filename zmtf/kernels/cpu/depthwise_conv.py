@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import FLOATS, quiet_fp, shape_input, shape_str
+from zmtf.kernels.cpu.common import FLOATS, quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu.windows import (
     compute_dtype, require_rank4, window_plan, window_view, zeros_padded,
 )

@@ -27,7 +27,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import (FLOATS, NUMERIC, SIGNED_INTS, empty, in_quiet_section,
+from zmtf.kernels.cpu.common import (FLOATS, NUMERIC, SIGNED_INTS, empty, in_quiet_section,
                                       quiet_fp, quietly, shape_str)
 from zmtf.kernels.cpu._jit import NUMBA_DTYPES, PARALLEL_MIN_ELEMENTS, jit, scalar
 from zmtf.kernels.cpu._jit import takes_numba_path, thread_count, use_threads

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import shape_str
+from zmtf.kernels.cpu.common import shape_str
 from zmtf.kernels.registry import register
 
 

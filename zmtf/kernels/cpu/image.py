@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import ALL, FLOATS, NUMERIC, check_output_size, int_list, shape_str
+from zmtf.kernels.cpu.common import ALL, FLOATS, NUMERIC, check_output_size, int_list, shape_str
 from zmtf.kernels.registry import register
 
 

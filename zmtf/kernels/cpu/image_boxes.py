@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, OutOfRangeError
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC, check_output_size, dtype_attr, int_list, shape_str
+from zmtf.kernels.cpu.common import FLOATS, NUMERIC, check_output_size, dtype_attr, int_list, shape_str
 from zmtf.kernels.registry import register
 
 _F = np.float32

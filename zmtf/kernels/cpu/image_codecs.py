@@ -10,7 +10,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
 from zmtf.formats.png import SIGNATURE, encode_png
-from zmtf.kernels.cpu._common import shape_str
+from zmtf.kernels.cpu.common import shape_str
 from zmtf.kernels.cpu.png_decode import PngError, decode_png
 from zmtf.kernels.registry import register
 

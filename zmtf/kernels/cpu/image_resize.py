@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC
+from zmtf.kernels.cpu.common import FLOATS, NUMERIC
 from zmtf.kernels.cpu.image import _checked_size, _scale, separable_resize_grad
 from zmtf.kernels.registry import register
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from zmtf.kernels.cpu._common import FLOATS
+from zmtf.kernels.cpu.common import FLOATS
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.cpu.special import digamma
 from zmtf.kernels.registry import register

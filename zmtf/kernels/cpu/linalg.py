@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import quiet_fp, shape_str
+from zmtf.kernels.cpu.common import quiet_fp, shape_str
 from zmtf.kernels.registry import register
 
 _F32_F64 = ("float32", "float64")

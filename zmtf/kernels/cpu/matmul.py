@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import empty, quietly, shape_str
+from zmtf.kernels.cpu.common import empty, quietly, shape_str
 from zmtf.kernels.cpu.blas import use_threads_for
 from zmtf.kernels.registry import register
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC, check_output_size, normalize_axis, quiet_fp, quietly, shape_str
+from zmtf.kernels.cpu.common import FLOATS, NUMERIC, check_output_size, normalize_axis, quiet_fp, quietly, shape_str
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.registry import register
 from zmtf.kernels.shapes import bias_channel_axis

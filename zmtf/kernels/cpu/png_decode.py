@@ -17,7 +17,7 @@ import zlib
 import numpy as np
 
 from zmtf.formats.png import SIGNATURE
-from zmtf.kernels.cpu._common import check_output_size
+from zmtf.kernels.cpu.common import check_output_size
 from zmtf.kernels.cpu._jit import jit
 
 #: colour type -> samples per pixel: grey, RGB, palette, grey + alpha, RGBA

@@ -15,7 +15,7 @@ from numba import prange
 
 from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
 from zmtf.framework.window_geometry import Span
-from zmtf.kernels.cpu._common import FLOATS, empty, quiet_fp, shape_input, shape_str
+from zmtf.kernels.cpu.common import FLOATS, empty, quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu._jit import jit, use_threads
 from zmtf.kernels.cpu.windows import (
     WindowPlan, compute_dtype, require_rank4, window_plan, window_view, zeros_padded,

@@ -13,7 +13,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import shape_input
+from zmtf.kernels.cpu.common import shape_input
 from zmtf.kernels.registry import register
 
 _SHAPE_DTYPES = ("int32", "int64")

@@ -20,8 +20,8 @@ import numpy as np
 from numba import prange
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import FLOATS, NUMERIC, int_list, normalize_axis, quiet_fp, quietly
-from zmtf.kernels.cpu._common import dtype_attr, empty, shape_input, shape_str
+from zmtf.kernels.cpu.common import FLOATS, NUMERIC, int_list, normalize_axis, quiet_fp, quietly
+from zmtf.kernels.cpu.common import dtype_attr, empty, shape_input, shape_str
 from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit, scalar, takes_numba_path
 from zmtf.kernels.cpu._jit import use_threads
 from zmtf.kernels.registry import register

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import ALL, NUMERIC, quiet_fp, shape_str
+from zmtf.kernels.cpu.common import ALL, NUMERIC, quiet_fp, shape_str
 from zmtf.kernels.cpu.partition import first_outside, last_wins, slice_str
 from zmtf.kernels.cpu.state import _read_writable, _ref
 from zmtf.kernels.registry import register

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import NUMERIC, quiet_fp, shape_str
+from zmtf.kernels.cpu.common import NUMERIC, quiet_fp, shape_str
 from zmtf.kernels.cpu.partition import slice_str, unsorted_segment_rows
 from zmtf.kernels.registry import register
 

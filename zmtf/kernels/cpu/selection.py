@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import ALL, NUMERIC, check_output_size, empty, int_list, shape_input, shape_str
+from zmtf.kernels.cpu.common import ALL, NUMERIC, check_output_size, empty, int_list, shape_input, shape_str
 from zmtf.kernels.registry import register
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import ALL, check_output_size, shape_str
+from zmtf.kernels.cpu.common import ALL, check_output_size, shape_str
 from zmtf.kernels.registry import register
 
 

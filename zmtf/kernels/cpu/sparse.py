@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import check_output_size
+from zmtf.kernels.cpu.common import check_output_size
 from zmtf.kernels.registry import register
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import quiet_fp, shape_str
+from zmtf.kernels.cpu.common import quiet_fp, shape_str
 from zmtf.kernels.cpu.state import _locked, _read_writable, _ref
 from zmtf.kernels.registry import register
 

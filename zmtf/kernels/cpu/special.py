@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from zmtf.kernels.cpu._common import FLOATS, quiet_fp
+from zmtf.kernels.cpu.common import FLOATS, quiet_fp
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.registry import register
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, OutOfRangeError
-from zmtf.kernels.cpu._common import quiet_fp, quietly, shape_str
+from zmtf.kernels.cpu.common import quiet_fp, quietly, shape_str
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.registry import register
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu import array, selection, sequence
-from zmtf.kernels.cpu._common import dtype_attr, shape_str, str_attr
+from zmtf.kernels.cpu.common import dtype_attr, shape_str, str_attr
 from zmtf.kernels.cpu.string_hashes import fingerprint64, legacy_hash64, siphash24
 from zmtf.kernels.registry import register
 

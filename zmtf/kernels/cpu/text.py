@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import shape_str, str_attr
+from zmtf.kernels.cpu.common import shape_str, str_attr
 from zmtf.kernels.cpu.re2_patterns import compile_re2, rewriter
 from zmtf.kernels.registry import register
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import NUMERIC, shape_input, shape_str
+from zmtf.kernels.cpu.common import NUMERIC, shape_input, shape_str
 from zmtf.kernels.registry import register
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
 from zmtf.framework.window_geometry import Span, span
-from zmtf.kernels.cpu._common import FLOATS, check_output_size, dtype_attr, int_list, quiet_fp, shape_str
+from zmtf.kernels.cpu.common import FLOATS, check_output_size, dtype_attr, int_list, quiet_fp, shape_str
 from zmtf.kernels.cpu.windows import compute_dtype
 from zmtf.kernels.registry import register
 

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
 from zmtf.framework.window_geometry import Span, span
-from zmtf.kernels.cpu._common import shape_str
+from zmtf.kernels.cpu.common import shape_str
 
 _Array = np.ndarray
 

@@ -17,7 +17,7 @@ from numba import cuda
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu import array as cpu_array
-from zmtf.kernels.cpu._common import shape_input, shape_str
+from zmtf.kernels.cpu.common import shape_input, shape_str
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.cuda import _device
 from zmtf.kernels.cuda._plan import broadcast_plan

@@ -22,7 +22,7 @@ import numpy as np
 from numba import cuda
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import shape_str
+from zmtf.kernels.cpu.common import shape_str
 from zmtf.kernels.cuda import _device
 from zmtf.kernels.cuda._plan import broadcast_plan
 from zmtf.kernels.registry import register

@@ -23,7 +23,7 @@ import numpy as np
 from numba import cuda
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import shape_str
+from zmtf.kernels.cpu.common import shape_str
 from zmtf.kernels.cuda import _device
 from zmtf.kernels.registry import register
 

@@ -24,7 +24,7 @@ import numpy as np
 from numba import cuda, float64
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import normalize_axis, shape_str
+from zmtf.kernels.cpu.common import normalize_axis, shape_str
 from zmtf.kernels.cpu.reduce import reduction_axes
 from zmtf.kernels.cuda import _device
 from zmtf.kernels.cuda._plan import ReducePlan, chunking, contiguous_reduction, reduce_plan

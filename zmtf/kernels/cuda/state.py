@@ -26,7 +26,7 @@ from typing import Any
 from numba import cuda
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu._common import shape_str
+from zmtf.kernels.cpu.common import shape_str
 from zmtf.kernels.cpu.state import VariableRef, _locked, _ref, _shape_error, _shapes_match
 from zmtf.kernels.cuda import _device
 from zmtf.kernels.cuda.elementwise import BINARY_OPS, binary
