@@ -186,13 +186,13 @@ def _reference_counts(labels, predictions, thresholds, weights=None):
 def test_streaming_auc_is_the_trapezoid_area_over_tf1_thresholds():
     labels = rng.random(60) < 0.4
     predictions = np.clip(labels * 0.35 + rng.random(60) * 0.65, 0, 1).astype(np.float32)
-    l, p = tf.placeholder(tf.bool, [None]), tf.placeholder(tf.float32, [None])
-    roc, roc_update = tf.metrics.auc(l, p, num_thresholds=20)
-    pr, pr_update = tf.metrics.auc(l, p, num_thresholds=20, curve="PR", summation_method="minoring")
+    lab, p = tf.placeholder(tf.bool, [None]), tf.placeholder(tf.float32, [None])
+    roc, roc_update = tf.metrics.auc(lab, p, num_thresholds=20)
+    pr, pr_update = tf.metrics.auc(lab, p, num_thresholds=20, curve="PR", summation_method="minoring")
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
         for start in range(0, 60, 20):
-            sess.run([roc_update, pr_update], {l: labels[start:start + 20], p: predictions[start:start + 20]})
+            sess.run([roc_update, pr_update], {lab: labels[start:start + 20], p: predictions[start:start + 20]})
         got_roc, got_pr = sess.run([roc, pr])
     cuts = [-1e-7] + [(i + 1) / 19 for i in range(18)] + [1 + 1e-7]
     tp, fp, fn, tn = _reference_counts(labels, predictions, cuts)
@@ -252,14 +252,14 @@ def test_confusion_matrix_counts_pairs_and_checks_bounds():
 def test_mean_iou_and_mean_per_class_accuracy_over_batches():
     labels = rng.integers(0, 3, 30)
     predictions = np.where(rng.random(30) < 0.7, labels, rng.integers(0, 3, 30))
-    l, p = tf.placeholder(tf.int64, [None]), tf.placeholder(tf.int64, [None])
-    iou, iou_update = tf.metrics.mean_iou(l, p, num_classes=4)   # class 3 never appears
-    accuracy, accuracy_update = tf.metrics.mean_per_class_accuracy(l, p, num_classes=3)
+    lab, p = tf.placeholder(tf.int64, [None]), tf.placeholder(tf.int64, [None])
+    iou, iou_update = tf.metrics.mean_iou(lab, p, num_classes=4)   # class 3 never appears
+    accuracy, accuracy_update = tf.metrics.mean_per_class_accuracy(lab, p, num_classes=3)
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
         for start in range(0, 30, 10):
             matrix, per_class = sess.run([iou_update, accuracy_update],
-                                         {l: labels[start:start + 10], p: predictions[start:start + 10]})
+                                         {lab: labels[start:start + 10], p: predictions[start:start + 10]})
         got_iou, got_accuracy = sess.run([iou, accuracy])
     cm = np.zeros((4, 4))
     for a, b in zip(labels, predictions):

@@ -96,7 +96,8 @@ def test_length_penalty_can_make_a_longer_sequence_win(weight, winner):
     np.testing.assert_array_equal(outputs.predicted_ids[0, :, 0], winner)
     # the penalty's length counts a beam's words before its END: 1 for [END] (which ended
     # at step 0 and counts as length 1 since), 3 for the live [3, 3, 3]
-    penalty = lambda length: ((5.0 + length) / 6.0) ** weight
+    def penalty(length):
+        return ((5.0 + length) / 6.0) ** weight
     want = sorted([np.log(0.3) / penalty(1), np.log(0.6 ** 3) / penalty(3)], reverse=True)
     np.testing.assert_allclose(outputs.beam_search_decoder_output.scores[0, -1], want,
                                rtol=1e-12)

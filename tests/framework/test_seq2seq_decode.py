@@ -97,7 +97,8 @@ def test_greedy_decoder_feeds_back_its_argmax_and_stops_at_the_end_token():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         got, got_lengths, weights = sess.run([outputs, lengths, _weights(cell, projection)])
-    feed = lambda t, prev: EMBEDDING[[0, 1, 2]] if prev is None else EMBEDDING[prev.argmax(-1)]
+    def feed(t, prev):
+        return EMBEDDING[[0, 1, 2]] if prev is None else EMBEDDING[prev.argmax(-1)]
     steps = got.sample_id.shape[1]
     logits, _ = _numpy_rnn(*weights, feed, steps, np.zeros((B, H)))
     ids = logits.argmax(-1)

@@ -32,7 +32,8 @@ def build(period=3, moving_rate=0.2, rho=0.1, lr=0.1, make_opt=None):
 
 
 def numpy_easgd(steps, period=3, alpha=0.2, rho=0.1, lr=0.1):
-    w = np.array([1.0, 2.0]); lc = w.copy(); gc = w.copy(); gs = 0
+    w = np.array([1.0, 2.0])
+    lc, gc, gs = w.copy(), w.copy(), 0
     for local_step in range(1, steps + 1):
         w = w - lr * (C + rho * (w - lc))
         if local_step % period == 0:

@@ -307,7 +307,8 @@ def _partitioned(full: str, shape: TensorShape | None, dt: dtypes.DType, init: A
             index[axis] = slice(offset, offset + size)
             initial: Any = constant_value[tuple(index)]
         else:
-            initial = (lambda s=part_shape: init(s, dtype=dt))
+            def initial(s: Any = part_shape, init: Any = init, dt: Any = dt) -> Any:
+                return init(s, dtype=dt)
         variables.append(Variable(initial, trainable=trainable, collections=collections,
                                   name=f"{full}/part_{i}/", dtype=dt))
         offset += size
