@@ -55,18 +55,17 @@ def test_ids_wrap_below_2_63_skipping_pending_ones():
     stuck = calls.new_call(deadline=1.0, context="x")
     assert calls.new_call(deadline=1.0, context="y") == ID_LIMIT - 1
     assert calls.new_call(deadline=1.0, context="z") == 1  # 0 is never used
-    calls2 = Calls(first_id=ID_LIMIT - 1)
+    # ids come around again (2**63 calls later) while the first is still pending
+    calls2 = Calls(ids=iter([ID_LIMIT - 1, ID_LIMIT - 1, 1]))
     assert calls2.new_call(1.0, "a") == ID_LIMIT - 1
-    calls2._next_id = ID_LIMIT - 1  # come around again while the first is still pending
     assert calls2.new_call(1.0, "b") == 1
     assert stuck == ID_LIMIT - 2
 
 
 def test_a_reused_id_is_not_expired_by_its_predecessor_deadline():
-    calls = Calls(first_id=ID_LIMIT - 1)
+    calls = Calls(ids=iter([ID_LIMIT - 1, ID_LIMIT - 1]))   # the same id, 2**63 calls later
     first = calls.new_call(deadline=1.0, context="first")
     assert calls.match(first) == "first"
-    calls._next_id = first
     again = calls.new_call(deadline=10.0, context="again")
     assert again == first
     assert calls.expire(5.0) == []
