@@ -85,14 +85,15 @@ class BlockingChannel:
         try:
             for frames in codec.encode_messages(message, id=call_id):
                 send_frames(self._sock, frames, blocking=True)
-            reply = self._poll_reply()
+            reply = self._poll_reply(deadline)
         except KeyboardInterrupt:
+            self._calls.match(call_id)   # forgotten: its reply, if one comes, is dropped
             if on_cancel is not None:
                 self._sock.send_multipart(codec.encode(on_cancel(call_id), id=self._calls.new_id()))
             raise
-        finally:
-            self._calls.match(call_id)   # forgotten, whatever ended it
-            self._outcome = None         # the reply is not kept past this call
+        except BaseException:
+            self._calls.match(call_id)   # (a reply or its deadline has removed it already)
+            raise
         if isinstance(reply, messages.ErrorReply):
             messages.raise_error(reply)
         return reply
@@ -122,13 +123,15 @@ class BlockingChannel:
                 self._monitor.poll(5)
             self._events()
 
-    def _poll_reply(self) -> Any:
+    def _poll_reply(self, deadline: float) -> Any:
+        """Wait for the reply to the call in flight (its ``deadline`` is the table's only
+        one); the reply, or the error it was delivered with."""
         calls = self._calls
-        while True:
+        while self._outcome is None:
             now = time.monotonic()
-            left = calls.next_deadline() - now
+            left = deadline - now
             if left <= 0:   # a reply half-streamed by now finishes later and is dropped then
-                (_, (timeout, kind)), = calls.expire(now)   # the one call in flight
+                (_, (timeout, kind)), = calls.expire(now)
                 raise no_reply_error(self.peer, self.endpoint, timeout, kind)
             ready = dict(poll(self._poll_items, int(min(left, 1.0) * 1000)))
             if self._monitor is not None and self._monitor in ready:
@@ -139,8 +142,6 @@ class BlockingChannel:
                     raise
             if self._sock not in ready:
                 self._streams.sweep()   # a reply stalled mid-stream fails the call (or not yet)
-                if self._outcome is not None:
-                    return self._take_outcome()
                 continue
             while self._outcome is None:   # drain: a streamed reply is many messages
                 try:
@@ -148,12 +149,8 @@ class BlockingChannel:
                 except zmq.Again:
                     break
                 self._streams.feed(None, frames, self._deliver)
-            if self._outcome is not None:
-                return self._take_outcome()
-
-    def _take_outcome(self) -> Any:
-        reply, error = self._outcome   # type: ignore[misc]
-        self._outcome = None
+        reply, error = self._outcome
+        self._outcome = None   # the reply is not kept past this call
         if error is not None:
             raise error
         return reply

@@ -171,7 +171,8 @@ class Channel:
         except BaseException:
             calls.match(call_id)
             raise
-        self._deadline_timer.armed(when)
+        if when < self._deadline_timer.at:
+            self._deadline_timer.armed(when)
         return outcome
 
     async def call(self, message: Any, timeout: float,

@@ -102,7 +102,7 @@ class Listener:
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         identity, body = frames[0], frames[1:]
         peer = identity.bytes
-        if self._peers is not None and peer not in self._peers.table:
+        if self._peers is not None and peer not in self._peers.table.fd_of:
             self._peers.seen(peer, identity)
 
         def deliver(message: Any, error: BaseException | None, message_id: int) -> None:

@@ -212,13 +212,13 @@ class IdleSweep:
 class DeadlineTimer:
     """One loop timer at the earliest deadline of a ``Calls`` table.
 
-    ``armed(when)`` after each ``new_call``: the timer moves only when the new deadline is
-    earlier. When it fires, the calls past their deadline go to ``on_expired`` and the timer
+    ``armed(when)`` after each ``new_call`` whose deadline is before ``at`` (a plain
+    attribute, so that the hot path compares without a call): the timer moves only then. When it fires, the calls past their deadline go to ``on_expired`` and the timer
     is set for the next one. Answering a call does not touch the timer; it fires, finds
     nothing due, and re-arms (calls are answered long before their deadline, almost always).
     """
 
-    __slots__ = ("_loop", "_calls", "_on_expired", "_timer", "_at")
+    __slots__ = ("_loop", "_calls", "_on_expired", "_timer", "at")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, calls: Calls,
                  on_expired: Callable[[list[tuple[int, Any]]], None]) -> None:
@@ -226,23 +226,18 @@ class DeadlineTimer:
         self._calls = calls
         self._on_expired = on_expired
         self._timer: asyncio.TimerHandle | None = None
-        self._at = math.inf
+        self.at = math.inf   #: when the timer fires next (math.inf: it is not set)
 
     def armed(self, when: float) -> None:
         """A call with deadline ``when`` (the loop's clock: time.monotonic) was added."""
-        if when < self._at:
+        if when < self.at:
             if self._timer is not None:
                 self._timer.cancel()
-            self._at = when
+            self.at = when
             self._timer = self._loop.call_at(when, self._fire)
 
-    @property
-    def when(self) -> float:
-        """When the timer fires next (math.inf: it is not set)."""
-        return self._at
-
     def _fire(self) -> None:
-        self._timer, self._at = None, math.inf
+        self._timer, self.at = None, math.inf
         calls = self._calls
         expired = calls.expire(time.monotonic())
         following = calls.next_deadline()
@@ -254,7 +249,7 @@ class DeadlineTimer:
     def cancel(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-            self._timer, self._at = None, math.inf
+            self._timer, self.at = None, math.inf
 
 
 class Deadline:
@@ -287,7 +282,8 @@ class Deadlines:
         when = time.monotonic() + delay   # the loop's clock (asyncio uses time.monotonic)
         entry = Deadline(callback, args, self._calls)
         entry._id = self._calls.new_call(when, entry)
-        self._timer.armed(when)
+        if when < self._timer.at:
+            self._timer.armed(when)
         return entry
 
     @staticmethod

@@ -127,18 +127,17 @@ class PeerTable:
     by a new connection is never mistaken for the closed one.
     """
 
-    __slots__ = ("_fd_of", "_peer_on")
+    __slots__ = ("fd_of", "_peer_on")
 
     def __init__(self) -> None:
-        self._fd_of: dict[bytes, int] = {}     # peer -> the descriptor its messages came by
+        #: peer -> the descriptor its messages came by; read it, change it through ``seen``.
+        #: (A plain dict, so that the shell asks ``peer in fd_of`` per message without a call.)
+        self.fd_of: dict[bytes, int] = {}
         self._peer_on: dict[int, bytes] = {}   # descriptor -> the peer on it
-
-    def __contains__(self, peer: bytes) -> bool:
-        return peer in self._fd_of
 
     def seen(self, peer: bytes, fd: int) -> None:
         """A message from ``peer`` arrived on connection ``fd``."""
-        self._fd_of[peer] = fd
+        self.fd_of[peer] = fd
         self._peer_on[fd] = peer
 
     def on_event(self, event: MonitorEvent) -> bytes | None:
@@ -147,7 +146,7 @@ class PeerTable:
             return None
         peer = self._peer_on.pop(event.value, None)
         if peer is not None:
-            del self._fd_of[peer]
+            del self.fd_of[peer]
         return peer
 
 
