@@ -212,9 +212,10 @@ class IdleSweep:
 class DeadlineTimer:
     """One loop timer at the earliest deadline of a ``Calls`` table.
 
-    ``armed(when)`` after each ``new_call`` whose deadline is before ``at`` (a plain
-    attribute, so that the hot path compares without a call): the timer moves only then. When it fires, the calls past their deadline go to ``on_expired`` and the timer
-    is set for the next one. Answering a call does not touch the timer; it fires, finds
+    Call ``armed(when)`` after each ``new_call`` whose deadline is before ``at`` (a plain
+    attribute, so that the hot path compares without a call): only then does the timer
+    move. When it fires, the calls past their deadline go to ``on_expired`` and the timer is
+    set for the next one. Answering a call does not touch the timer; it fires, finds
     nothing due, and re-arms (calls are answered long before their deadline, almost always).
     """
 
@@ -255,18 +256,18 @@ class DeadlineTimer:
 class Deadline:
     """A pending deadline of ``Deadlines``: ``cancel()`` it when its request or step ends first."""
 
-    __slots__ = ("callback", "args", "_calls", "_id")
+    __slots__ = ("callback", "args", "_calls", "call_id")
 
     def __init__(self, callback: Callable[..., Any], args: tuple, calls: Calls) -> None:
         self.callback: Callable[..., Any] | None = callback
         self.args = args
         self._calls = calls
-        self._id = 0
+        self.call_id = 0   # its id in ``calls``, set once it is registered there
 
     def cancel(self) -> None:
         if self.callback is not None:
             self.callback = self.args = None  # type: ignore[assignment]
-            self._calls.match(self._id)   # forgotten: its heap entry goes stale
+            self._calls.match(self.call_id)   # forgotten: its heap entry goes stale
 
 
 class Deadlines:
@@ -281,7 +282,7 @@ class Deadlines:
         """Call ``callback(*args)`` on the loop in ``delay`` s unless cancelled first."""
         when = time.monotonic() + delay   # the loop's clock (asyncio uses time.monotonic)
         entry = Deadline(callback, args, self._calls)
-        entry._id = self._calls.new_call(when, entry)
+        entry.call_id = self._calls.new_call(when, entry)
         if when < self._timer.at:
             self._timer.armed(when)
         return entry
