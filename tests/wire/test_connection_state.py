@@ -36,8 +36,9 @@ def test_anything_but_two_frames_with_a_six_byte_header_is_refused(bad):
 
 
 def test_the_client_mask_is_connection_loss_and_the_handshake_outcomes():
-    assert HANDSHAKE_EVENTS == (EVENT_HANDSHAKE_SUCCEEDED | EVENT_HANDSHAKE_FAILED_AUTH
-                                | EVENT_HANDSHAKE_FAILED_PROTOCOL | EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+    assert HANDSHAKE_EVENTS == (
+        EVENT_HANDSHAKE_SUCCEEDED | EVENT_HANDSHAKE_FAILED_AUTH
+        | EVENT_HANDSHAKE_FAILED_PROTOCOL | EVENT_HANDSHAKE_FAILED_NO_DETAIL)
     assert CLIENT_EVENTS == EVENT_CONNECTED | EVENT_DISCONNECTED | HANDSHAKE_EVENTS
 
 
@@ -75,7 +76,8 @@ def test_an_inproc_client_starts_connected():
     assert ClientConnection("w", "inproc://w", secured=False, connected=True).connected
 
 
-@pytest.mark.parametrize("kind", [EVENT_HANDSHAKE_FAILED_PROTOCOL, EVENT_HANDSHAKE_FAILED_NO_DETAIL])
+@pytest.mark.parametrize("kind", [EVENT_HANDSHAKE_FAILED_PROTOCOL,
+                                  EVENT_HANDSHAKE_FAILED_NO_DETAIL])
 def test_a_failed_handshake_says_which_side_lacks_the_key(kind):
     assert refusal(kind, "w", "tcp://h:1", secured=True) == (
         "the CURVE handshake with w at tcp://h:1 failed: the server does not use the same "

@@ -79,7 +79,7 @@ class BlockingChannel:
 
     def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None) -> Any:
         deadline = time.monotonic() + timeout
-        if not self._connection.connected:   # a disconnect shows up as a readable monitor while polling
+        if not self._connection.connected:   # (a later disconnect shows in the poll below)
             self._wait_connected(deadline, timeout, message)
         call_id = self._calls.new_call(deadline, (timeout, type(message)))
         try:
@@ -88,11 +88,13 @@ class BlockingChannel:
             reply = self._poll_reply(deadline)
         except KeyboardInterrupt:
             self._calls.match(call_id)   # forgotten: its reply, if one comes, is dropped
+            self._outcome = None         # (one may have come just now: not the next call's)
             if on_cancel is not None:
                 self._sock.send_multipart(codec.encode(on_cancel(call_id), id=self._calls.new_id()))
             raise
         except BaseException:
             self._calls.match(call_id)   # (a reply or its deadline has removed it already)
+            self._outcome = None
             raise
         if isinstance(reply, messages.ErrorReply):
             messages.raise_error(reply)

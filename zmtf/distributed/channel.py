@@ -73,8 +73,8 @@ class Channel:
         self._calls = Calls(ids=CALL_IDS)
         self._deadline_timer = DeadlineTimer(loop, self._calls, self._expired)
         self._sweep = IdleSweep(loop)
-        self._streams = new_streams(lambda _, error, message_id: self._deliver(None, error, message_id),
-                                    self._sweep.arm)
+        self._streams = new_streams(
+            lambda _, error, message_id: self._deliver(None, error, message_id), self._sweep.arm)
         self._sweep.streams = self._streams
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock)

@@ -96,7 +96,8 @@ class Listener:
         self._streams = new_streams(self._stream_expired, self._sweep.arm)   # by peer identity
         self._sweep.streams = self._streams
         # in-process peers (inproc://) leave with this process: no connections to watch
-        self._peers = None if endpoint.startswith("inproc://") else _PeerWatch(sock, loop, self._peer_gone)
+        self._peers = (None if endpoint.startswith("inproc://")
+                       else _PeerWatch(sock, loop, self._peer_gone))
         self._reactor = Reactor(sock, loop, self._on_frames)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:

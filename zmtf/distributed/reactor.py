@@ -300,7 +300,8 @@ class Deadlines:
                 _deadline_log.exception("a deadline's callback failed")
 
 
-_PER_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Deadlines] = weakref.WeakKeyDictionary()
+_PER_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Deadlines] = (
+    weakref.WeakKeyDictionary())
 
 
 def deadlines_for(loop: asyncio.AbstractEventLoop) -> Deadlines:
