@@ -95,7 +95,7 @@ def test_call_ids_count_up_and_wrap_to_1():
 def test_tables_sharing_one_id_source_never_hand_out_the_same_id():
     shared = call_ids()
     one, two = Calls(ids=shared), Calls(ids=shared)
-    assert [one.new_call(1.0, "a"), two.new_call(1.0, "b"), one.new_id(), two.new_call(1.0, "c")] \
+    assert [one.new_call(1.0, "a"), two.new_call(1.0, "b"), next(shared), two.new_call(1.0, "c")] \
         == [1, 2, 3, 4]
     assert two.match(2) == "b" and one.match(2) is None
 
@@ -117,11 +117,11 @@ def test_threads_drawing_from_one_id_source_get_distinct_ids():
     assert sorted(every) == list(range(1, 80_001))
 
 
-def test_an_id_for_a_message_without_reply_skips_pending_ids_and_matches_nothing():
+def test_an_id_that_comes_around_onto_a_pending_call_is_skipped():
     calls = Calls(ids=iter([1, 1, 2]))
     assert calls.new_call(5.0, "waiting") == 1
-    assert calls.new_id() == 2
-    assert calls.pending() == 1 and calls.match(2) is None
+    assert calls.new_call(5.0, "next") == 2
+    assert calls.pending() == 2
 
 
 def test_take_all_empties_the_table_oldest_first():

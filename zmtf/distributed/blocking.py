@@ -90,7 +90,7 @@ class BlockingChannel:
             self._calls.match(call_id)   # forgotten: its reply, if one comes, is dropped
             self._outcome = None         # (one may have come just now: not the next call's)
             if on_cancel is not None:
-                self._sock.send_multipart(codec.encode(on_cancel(call_id), id=self._calls.new_id()))
+                self._sock.send_multipart(codec.encode(on_cancel(call_id), id=next(CALL_IDS)))
             raise
         except BaseException:
             self._calls.match(call_id)   # (a reply or its deadline has removed it already)

@@ -209,7 +209,8 @@ class Channel:
 
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""
-        self._reactor.send(codec.encode_messages(message, id=self._calls.new_id()))
+        # an id from the same source, registered nowhere: a reply to it matches no call
+        self._reactor.send(codec.encode_messages(message, id=next(CALL_IDS)))
 
     async def _wait_connected(self, timeout: float, message: Any) -> None:
         deadline = self._loop.time() + timeout

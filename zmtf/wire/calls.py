@@ -80,13 +80,6 @@ class Calls:
         heapq.heappush(self._deadlines, (deadline, seq, call_id))
         return call_id
 
-    def new_id(self) -> int:
-        """An id for a message whose reply nobody awaits (it will match nothing)."""
-        call_id = next(self._ids)
-        while call_id in self._pending:
-            call_id = next(self._ids)
-        return call_id
-
     def match(self, reply_id: Any) -> Any | None:
         """The context of the call ``reply_id`` answers, now finished; None if there is none.
 
