@@ -2,9 +2,9 @@
 
 The calls in flight live in a ``wire.calls.Calls`` table (ids, replies matched by id,
 deadlines) with one loop timer at the earliest deadline; the connection's state comes from
-its monitor through ``wire.connection_state.ClientConnection``. The sync twin of this
-class for one thread without a loop is ``blocking.BlockingChannel``; both keep their calls
-and their connection state in the same pure classes.
+its monitor through ``wire.connection_state.ClientConnection``. Its counterpart for a
+plain thread without a loop is ``blocking.BlockingChannel``; both keep their calls and
+their connection state in those same pure classes.
 """
 
 from __future__ import annotations
