@@ -91,7 +91,7 @@ class Reactor:
         """Send ZeroMQ messages in order (a streamed message is several); what cannot go now
         waits in the outbox, ahead of anything sent later."""
         sock = self.sock
-        if self._closed or sock.closed:   # sending on a closed socket is how a closed one shows
+        if self._closed or sock.closed:   # closed here, or its Context destroyed (a stopped peer)
             if not self._closed:
                 self._lost()
             raise UnavailableError(None, None, "the socket was closed (its peer server stopped)")
