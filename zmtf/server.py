@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from zmtf.distributed.cluster_spec import ClusterSpec
     from zmtf.distributed.server import Server
-    from zmtf.distributed.serving import serve_until_signalled
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -54,6 +53,7 @@ def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from zmtf.distributed.server import Server
+    from zmtf.distributed.serving import serve_until_signalled
     from zmtf.formats.config_proto import ConfigProto
     from zmtf.framework.errors import InvalidArgumentError
 

@@ -205,7 +205,7 @@ def test_a_finished_step_frees_its_streamed_tensors_without_the_cyclic_gc(cluste
     40 -> 150 ms)."""
     import gc
 
-    from zmtf.distributed import transport
+    from zmtf.distributed import sockets
 
     spec, _ = cluster
     with tf.device("/job:ps/task:0"):
@@ -217,10 +217,10 @@ def test_a_finished_step_frees_its_streamed_tensors_without_the_cyclic_gc(cluste
         with tf.Session(target(spec, "worker", 0)) as sess:
             sess.run(v.initializer)
             sess.run(total)
-            before = transport._BUFFERS.stats()["held_bytes"]
+            before = sockets.RECEIVE_BUFFERS.stats()["held_bytes"]
             for _ in range(8):
                 assert sess.run(total) == 5 << 18
-            grown = transport._BUFFERS.stats()["held_bytes"] - before
+            grown = sockets.RECEIVE_BUFFERS.stats()["held_bytes"] - before
     finally:
         gc.enable()
     assert grown <= 5 << 20, f"the pool grew {grown >> 20} MiB over 8 steps: buffers not freed"

@@ -3,7 +3,7 @@
 import asyncio
 import time
 
-from zmtf.distributed.deadlines import Deadlines, deadlines_for
+from zmtf.distributed.reactor import Deadlines, deadlines_for
 
 
 async def test_deadlines_fire_in_order_of_time_not_of_creation():
@@ -63,7 +63,7 @@ async def test_many_cancelled_deadlines_do_not_pile_up_in_the_heap():
     deadlines = Deadlines(asyncio.get_running_loop())
     for _ in range(5000):   # a busy server: every request answered long before its deadline
         deadlines.call_later(3600.0, lambda: None).cancel()
-    assert len(deadlines._heap) < 200
+    assert len(deadlines._calls._deadlines) < 200
     fired = []
     deadlines.call_later(0.02, fired.append, "still works")
     await asyncio.sleep(0.08)

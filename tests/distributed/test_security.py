@@ -12,6 +12,7 @@ import zmq
 import zmtf as tf
 from zmtf.distributed import security
 from zmtf.testing import free_tcp_ports
+from zmtf.wire import connection_state
 
 
 @pytest.fixture
@@ -92,12 +93,12 @@ def test_a_client_key_not_in_the_directory_fails_authentication(keys, worker):
         sock.linger = 0
         sock.curve_serverkey = keys.public                      # knows the server ...
         sock.curve_publickey, sock.curve_secretkey = zmq.curve_keypair()   # ... but is a stranger
-        monitor = sock.get_monitor_socket(security.HANDSHAKE_EVENTS)
+        monitor = sock.get_monitor_socket(connection_state.HANDSHAKE_EVENTS)
         sock.connect(worker.target.replace("zmtf://", "tcp://"))
         assert monitor.poll(5000), "no handshake outcome"
         event = recv_monitor_message(monitor)["event"]
         assert event == zmq.EVENT_HANDSHAKE_FAILED_AUTH
-        assert "not among the server's authorized keys" in security.refusal(event, "w", "tcp://x", True)
+        assert "not among the server's authorized keys" in connection_state.refusal(event, "w", "tcp://x", True)
         sock.disable_monitor()
         monitor.close(linger=0)
     finally:

@@ -57,7 +57,7 @@ def test_a_reply_stalled_mid_stream_fails_a_blocking_call_after_the_idle_time(st
 
 async def test_a_reply_stalled_mid_stream_fails_an_async_call_on_the_channels_timer(stalling_server):
     """The asyncio Channel's own timer drops the stalled stream: nothing else arrives."""
-    from zmtf.distributed.transport import Channel
+    from zmtf.distributed.channel import Channel
 
     context, endpoint = stalling_server
     channel = Channel(context, endpoint, asyncio.get_running_loop())

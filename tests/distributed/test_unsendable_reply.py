@@ -9,7 +9,7 @@ import zmq
 
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.loop_thread import LoopThread
-from zmtf.distributed.transport import Listener
+from zmtf.distributed.listener import Listener
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.testing import free_tcp_ports
 from zmtf.wire import messages as m

@@ -13,13 +13,11 @@ from typing import Any, Callable, Generator
 
 import numpy as np
 
-import zmq
-
 from zmtf.client.fetches import FetchPlans
 from zmtf.client.session_core import feed_arrays, make_placement_log_visible
 from zmtf.distributed import inproc, security
 from zmtf.distributed.blocking import BlockingChannel
-from zmtf.distributed.transport import Channel
+from zmtf.distributed.channel import Channel
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework.errors import InvalidArgumentError, UnavailableError
 from zmtf.framework.graph import Graph
@@ -88,7 +86,7 @@ class RemoteSessionCore:
         self._inproc = self.endpoint.startswith("inproc://")   # its server must run in this process
         shared = inproc.context_for(self.endpoint)
         self._own_context = shared is None
-        self._context = shared or zmq.Context()
+        self._context = shared or inproc.new_context()
         self._channel: Channel | None = None
         self._keys = security.from_env()   # CURVE when ZMTF_CURVE_DIR names the cluster's keys
         self._handle: str | None = None

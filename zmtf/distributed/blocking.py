@@ -2,7 +2,7 @@
 
 The sync Session's calls go through this instead of hopping to an event loop thread and
 back (that hop cost ~150 us per run). Same frames, same codec, same typed errors as
-``transport.Channel``: UnavailableError when nothing listens or the peer goes away,
+``channel.Channel``: UnavailableError when nothing listens or the peer goes away,
 DeadlineExceededError when it does not answer in time, the peer's own error class for an
 ErrorReply. One socket per calling thread (zmq sockets are not thread-safe): ``close()``
 from another thread while a call is in flight is deferred to the end of that call.
@@ -10,23 +10,22 @@ from another thread while a call is in flight is deferred to the end of that cal
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from typing import Any, Callable
 
 import zmq
-from zmq.utils.monitor import recv_monitor_message
 
 from zmtf.distributed import security
-from zmtf.distributed.transport import configure_socket, new_streams, recv_frames, send_frames
-from zmtf.framework.errors import (
-    CancelledError, DeadlineExceededError, UnauthenticatedError,
-    UnavailableError,
+from zmtf.distributed.channel import CALL_IDS, no_reply_error, unreachable_error
+from zmtf.distributed.sockets import (
+    NOBLOCK, close_monitor, configure_socket, new_streams, next_monitor_event, poll, recv_frames,
+    send_frames,
 )
+from zmtf.framework.errors import CancelledError, UnauthenticatedError, UnavailableError
 from zmtf.wire import codec, messages
-
-_ids = itertools.count(1)
+from zmtf.wire.calls import Calls
+from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection, Refused
 
 
 class BlockingChannel:
@@ -36,24 +35,27 @@ class BlockingChannel:
                  keys: security.CurveKeys | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
-        self._secured = keys is not None and security.applies(endpoint)
+        secured = keys is not None and security.applies(endpoint)
+        remote = not endpoint.startswith("inproc://")
+        self._connection = ClientConnection(self.peer, endpoint, secured, connected=not remote)
         self._sock = ctx.socket(zmq.DEALER)
         configure_socket(self._sock)
-        self._monitor: zmq.Socket | None = None
-        self._connected = endpoint.startswith("inproc://")
-        if self._secured:
+        if secured:
             security.secure_client(self._sock, keys)  # type: ignore[arg-type]
-        if not self._connected:  # monitor before connect, or a fast CONNECTED event is lost
-            self._monitor = self._sock.get_monitor_socket(
-                zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | security.HANDSHAKE_EVENTS)
+        self._monitor: zmq.Socket | None = None
+        if remote:  # monitor before connect, or a fast CONNECTED event is lost
+            self._monitor = self._sock.get_monitor_socket(CLIENT_EVENTS)
         self._sock.connect(endpoint)
         # what a wait polls (zmq.zmq_poll itself: zmq.Poller.poll is a Python layer over it)
         self._poll_items = [(self._sock, zmq.POLLIN)]
         if self._monitor is not None:
             self._poll_items.append((self._monitor, zmq.POLLIN))
+        # the call in flight (one at a time: one thread), by id: a late reply to a call given
+        # up on earlier matches nothing and is dropped
+        self._calls = Calls(ids=CALL_IDS)
+        self._outcome: tuple[Any, BaseException | None] | None = None   # (reply, error) of it
         # replies big enough to come streamed; one stalled for IDLE_SECONDS fails its call
         self._streams = new_streams(on_expired=self._stream_expired)
-        self._deliver: Callable[[Any, BaseException | None, int], None] | None = None
         self._state = threading.Lock()   # guards busy/closed: close() may come from another thread
         self._busy = False
         self._close_requested = False
@@ -76,72 +78,64 @@ class BlockingChannel:
                 self._close_now()
 
     def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None) -> Any:
-        call_id = next(_ids)
         deadline = time.monotonic() + timeout
-        if not self._connected:   # a disconnect shows up as a readable monitor while polling
+        if not self._connection.connected:   # (a later disconnect shows in the poll below)
             self._wait_connected(deadline, timeout, message)
-        for frames in codec.encode_messages(message, id=call_id):
-            send_frames(self._sock, frames, blocking=True)
-        outcome: list[Any] = []
-
-        def deliver(reply: Any, error: BaseException | None, message_id: int) -> None:
-            if message_id == call_id:   # replies to calls given up on earlier are dropped
-                outcome.append((reply, error))
-
-        self._deliver = deliver
+        call_id = self._calls.new_call(deadline, (timeout, type(message)))
         try:
-            reply = self._poll_reply(outcome, deliver, deadline, timeout, message)
+            for frames in codec.encode_messages(message, id=call_id):
+                send_frames(self._sock, frames, blocking=True)
+            reply = self._poll_reply(deadline)
         except KeyboardInterrupt:
+            self._calls.match(call_id)   # forgotten: its reply, if one comes, is dropped
+            self._outcome = None         # (one may have come just now: not the next call's)
             if on_cancel is not None:
-                self._sock.send_multipart(codec.encode(on_cancel(call_id), id=next(_ids)))
+                self._sock.send_multipart(codec.encode(on_cancel(call_id), id=next(CALL_IDS)))
             raise
-        finally:
-            self._deliver = None   # the closure holds the reply: not kept past this call
+        except BaseException:
+            self._calls.match(call_id)   # (a reply or its deadline has removed it already)
+            self._outcome = None
+            raise
         if isinstance(reply, messages.ErrorReply):
             messages.raise_error(reply)
         return reply
 
+    def _deliver(self, reply: Any, error: BaseException | None, message_id: int) -> None:
+        if self._calls.match(message_id) is not None:   # the call in flight, not a late reply
+            self._outcome = (reply, error)
+
     def _events(self) -> None:
         while self._monitor is not None:
-            try:
-                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
-            except zmq.Again:
+            event = next_monitor_event(self._monitor)
+            if event is None:
                 return
-            kind = event["event"]
-            if kind == zmq.EVENT_CONNECTED and not self._secured:
-                self._connected = True
-            elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                self._connected = True
-            elif security.handshake_failed(kind):
-                self._connected = False
-                raise UnauthenticatedError(None, None, security.refusal(
-                    kind, self.peer, self.endpoint, self._secured))
-            elif kind == zmq.EVENT_DISCONNECTED and self._connected:
-                self._connected = False
+            change = self._connection.on_event(event.kind)
+            if type(change) is Refused:
+                raise UnauthenticatedError(None, None, change.reason)
+            if change is not None:
                 raise UnavailableError(None, None, f"lost the connection to {self.peer} at "
                                        f"{self.endpoint}; the task may have died or been stopped")
 
     def _wait_connected(self, deadline: float, timeout: float, message: Any) -> None:
         self._events()
-        while not self._connected:
+        while not self._connection.connected:
             if time.monotonic() >= deadline:
-                raise UnavailableError(
-                    None, None, f"cannot reach {self.peer} at {self.endpoint} within {timeout:.1f} s "
-                    f"({type(message).__name__}): no server is listening there. Start it (e.g. "
-                    f"'python -m zmtf.server --cluster ... --job ... --task ...') or fix the address.")
+                raise unreachable_error(self.peer, self.endpoint, timeout, type(message))
             if self._monitor is not None:
                 self._monitor.poll(5)
             self._events()
 
-    def _poll_reply(self, outcome: list[Any], deliver: Callable[..., None], deadline: float,
-                    timeout: float, message: Any) -> Any:
-        while True:
-            left = deadline - time.monotonic()
+    def _poll_reply(self, deadline: float) -> Any:
+        """Wait for the reply to the call in flight (its ``deadline`` is the table's only
+        one); the reply, or the error it was delivered with."""
+        calls = self._calls
+        while self._outcome is None:
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:   # a reply half-streamed by now finishes later and is dropped then
-                raise DeadlineExceededError(
-                    None, None, f"no reply from {self.peer} at {self.endpoint} within {timeout:.1f} s "
-                    f"({type(message).__name__}); is its server running and responsive?")
-            ready = dict(zmq.zmq_poll(self._poll_items, int(min(left, 1.0) * 1000)))
+                (_, (timeout, kind)), = calls.expire(now)
+                raise no_reply_error(self.peer, self.endpoint, timeout, kind)
+            ready = dict(poll(self._poll_items, int(min(left, 1.0) * 1000)))
             if self._monitor is not None and self._monitor in ready:
                 try:
                     self._events()
@@ -150,24 +144,21 @@ class BlockingChannel:
                     raise
             if self._sock not in ready:
                 self._streams.sweep()   # a reply stalled mid-stream fails the call (or not yet)
-                if outcome:
-                    raise outcome[0][1]
                 continue
-            while not outcome:   # drain: a streamed reply is many messages
+            while self._outcome is None:   # drain: a streamed reply is many messages
                 try:
-                    frames = recv_frames(self._sock, zmq.NOBLOCK)
+                    frames = recv_frames(self._sock, NOBLOCK)
                 except zmq.Again:
                     break
-                self._streams.feed(None, frames, deliver)
-            if outcome:
-                reply, error = outcome[0]
-                if error is not None:
-                    raise error
-                return reply
+                self._streams.feed(None, frames, self._deliver)
+        reply, error = self._outcome
+        self._outcome = None   # the reply is not kept past this call
+        if error is not None:
+            raise error
+        return reply
 
     def _stream_expired(self, _peer: Any, error: BaseException, message_id: int) -> None:
-        if self._deliver is not None:
-            self._deliver(None, error, message_id)
+        self._deliver(None, error, message_id)
 
     def close(self) -> bool:
         """Close now, or (when a call is in flight on its thread) when that call ends: False."""
@@ -184,9 +175,7 @@ class BlockingChannel:
 
     def _close_now(self) -> None:
         if self._monitor is not None:
-            if not self._sock.closed:
-                self._sock.disable_monitor()
-            self._monitor.close(linger=0)
+            close_monitor(self._sock, self._monitor)
             self._monitor = None
         if not self._sock.closed:
             self._sock.close(linger=0)

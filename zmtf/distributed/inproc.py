@@ -21,6 +21,11 @@ _aliases: dict[str, str] = {}   # tcp:// endpoint of an in-process server -> its
 _lock = threading.Lock()
 
 
+def new_context() -> zmq.Context:
+    """A fresh zmq Context for a client that reaches no in-process server (tcp://, ipc://)."""
+    return zmq.Context()
+
+
 def register(endpoint: str, context: zmq.Context) -> None:
     with _lock:
         _contexts[endpoint] = context

@@ -28,8 +28,9 @@ import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
 
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.wire.connection_state import CURVE_DIR_ENV
 
-ENV = "ZMTF_CURVE_DIR"
+ENV = CURVE_DIR_ENV
 KEY_NAME = "zmtf"
 ZAP_DOMAIN = "zmtf"
 
@@ -125,25 +126,3 @@ def stop_authenticator(ctx: zmq.Context) -> None:
     if entry[1] == 0:
         del _authenticators[id(ctx)]
         entry[0].stop()
-
-
-#: monitor events a CURVE client watches: handshake outcomes
-HANDSHAKE_EVENTS = (zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_AUTH
-                    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-
-
-def handshake_failed(event: int) -> bool:
-    return event in (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
-                     zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-
-
-def refusal(event: int, peer: str, endpoint: str, secured: bool) -> str:
-    """What to tell the user when a handshake failed."""
-    if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
-        return (f"{peer} at {endpoint} refused this process's CURVE key: it is not among the "
-                f"server's authorized keys ({ENV} must name the cluster's key directory)")
-    if secured:
-        return (f"the CURVE handshake with {peer} at {endpoint} failed: the server does not use "
-                f"the same cluster key (or speaks plaintext); check {ENV} on both sides")
-    return (f"the handshake with {peer} at {endpoint} failed: the server requires CURVE; set "
-            f"{ENV} to the cluster's key directory")

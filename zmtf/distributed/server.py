@@ -29,7 +29,8 @@ from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.session_cluster import check_session_cluster
-from zmtf.distributed.transport import Channel, Listener
+from zmtf.distributed.channel import Channel
+from zmtf.distributed.listener import Listener
 from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import (
     CancelledError, InvalidArgumentError, UnavailableError, UnimplementedError,

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zmtf.distributed.deadlines import deadlines_for
+from zmtf.distributed.reactor import deadlines_for
 from zmtf.distributed.futures import Deferred, chain, outcome
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgumentError, NotFoundError

@@ -1,0 +1,159 @@
+"""Connection state of zmtf's sockets, decided from ZeroMQ monitor events. No sockets here.
+
+A zmq socket tells about its connections only through a monitor socket, whose messages
+are an event number, a value (a file descriptor, an errno) and an endpoint. The shells in
+``distributed/`` read those frames and hand them here; this module says what they mean:
+
+* ``ClientConnection``: a channel's one connection to its server. Connected yet? Did the
+  CURVE handshake fail (and what to tell the user)? Did a live connection drop?
+* ``PeerTable``: which connection each peer of a ROUTER came by, so that a closed
+  connection names the peer whose requests in flight must be cancelled.
+
+The event numbers are libzmq's (``ZMQ_EVENT_*`` in zmq.h, part of its ABI); they are
+written out here because ``wire`` does not import zmq.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+EVENT_CONNECTED = 0x0001
+EVENT_DISCONNECTED = 0x0200
+EVENT_HANDSHAKE_FAILED_NO_DETAIL = 0x0800
+EVENT_HANDSHAKE_SUCCEEDED = 0x1000
+EVENT_HANDSHAKE_FAILED_PROTOCOL = 0x2000
+EVENT_HANDSHAKE_FAILED_AUTH = 0x4000
+
+HANDSHAKE_FAILED = frozenset({EVENT_HANDSHAKE_FAILED_NO_DETAIL, EVENT_HANDSHAKE_FAILED_PROTOCOL,
+                              EVENT_HANDSHAKE_FAILED_AUTH})
+#: the outcomes of a CURVE handshake, as a monitor's event mask
+HANDSHAKE_EVENTS = (EVENT_HANDSHAKE_SUCCEEDED | EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                    | EVENT_HANDSHAKE_FAILED_PROTOCOL | EVENT_HANDSHAKE_FAILED_AUTH)
+#: the events a client's monitor asks for: connection, loss, and the handshake's outcome
+CLIENT_EVENTS = EVENT_CONNECTED | EVENT_DISCONNECTED | HANDSHAKE_EVENTS
+#: the events a server's monitor asks for: a peer's connection closed
+SERVER_EVENTS = EVENT_DISCONNECTED
+
+#: the variable that names a cluster's CURVE key directory (see distributed.security)
+CURVE_DIR_ENV = "ZMTF_CURVE_DIR"
+
+_EVENT_HEADER = struct.Struct("=Hi")   # uint16 event, int32 value, native byte order (libzmq)
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorEvent:
+    """One message of a zmq monitor socket (monitor protocol version 1)."""
+
+    kind: int        # an EVENT_* number
+    value: int       # for the events above: the connection's file descriptor, or an errno
+    endpoint: bytes
+
+
+def decode_monitor_event(frames: list[bytes]) -> MonitorEvent:
+    """A monitor message's two frames -> MonitorEvent; ValueError if they are not one."""
+    if len(frames) != 2 or len(frames[0]) != _EVENT_HEADER.size:
+        raise ValueError(f"not a zmq monitor event: {len(frames)} frame(s), the first of "
+                         f"{len(frames[0]) if frames else 0} bytes (expected 2 frames, the first "
+                         f"of {_EVENT_HEADER.size})")
+    kind, value = _EVENT_HEADER.unpack(frames[0])
+    return MonitorEvent(kind, value, bytes(frames[1]))
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The server refused this client (CURVE): every call fails with this reason."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """A live connection dropped: the calls waiting on it fail (UnavailableError)."""
+
+
+class ClientConnection:
+    """One client's connection to its server, as its monitor reports it.
+
+    A plaintext connection is up at EVENT_CONNECTED; a CURVE one (``secured``) only once
+    its handshake succeeded, since the server may still refuse the key. An inproc://
+    connection has no monitor and is up from the start (``connected=True``).
+    """
+
+    __slots__ = ("peer", "endpoint", "secured", "connected", "refused")
+
+    def __init__(self, peer: str, endpoint: str, secured: bool, connected: bool = False) -> None:
+        self.peer = peer
+        self.endpoint = endpoint
+        self.secured = secured
+        self.connected = connected
+        self.refused: str | None = None   # why the last handshake failed, until one succeeds
+
+    def on_event(self, kind: int) -> Refused | Lost | None:
+        """Take one monitor event; say what the shell must do about the calls in flight."""
+        if kind == EVENT_CONNECTED:
+            if not self.secured:
+                self.connected = True
+        elif kind == EVENT_HANDSHAKE_SUCCEEDED:
+            self.connected, self.refused = True, None
+        elif kind in HANDSHAKE_FAILED:
+            self.connected = False
+            self.refused = refusal(kind, self.peer, self.endpoint, self.secured)
+            return Refused(self.refused)
+        elif kind == EVENT_DISCONNECTED and self.connected:
+            self.connected = False
+            return Lost()
+        return None
+
+
+def refusal(kind: int, peer: str, endpoint: str, secured: bool) -> str:
+    """What to tell the user when a handshake failed (event ``kind``)."""
+    if kind == EVENT_HANDSHAKE_FAILED_AUTH:
+        return (f"{peer} at {endpoint} refused this process's CURVE key: it is not among the "
+                f"server's authorized keys ({CURVE_DIR_ENV} must name the cluster's key directory)")
+    if secured:
+        return (f"the CURVE handshake with {peer} at {endpoint} failed: the server does not use "
+                f"the same cluster key (or speaks plaintext); check {CURVE_DIR_ENV} on both sides")
+    return (f"the handshake with {peer} at {endpoint} failed: the server requires CURVE; set "
+            f"{CURVE_DIR_ENV} to the cluster's key directory")
+
+
+class PeerTable:
+    """Which connection each peer of a ROUTER came by.
+
+    A ROUTER names no peer when a connection closes: its monitor gives the connection's file
+    descriptor, and each message gives the descriptor it came from (SRCFD). The shell must
+    hand over the monitor's events before it records a new peer, so that a descriptor reused
+    by a new connection is never mistaken for the closed one.
+    """
+
+    __slots__ = ("fd_of", "_peer_on")
+
+    def __init__(self) -> None:
+        #: peer -> the descriptor its messages came by; read it, change it through ``seen``.
+        #: (A plain dict, so that the shell asks ``peer in fd_of`` per message without a call.)
+        self.fd_of: dict[bytes, int] = {}
+        self._peer_on: dict[int, bytes] = {}   # descriptor -> the peer on it
+
+    def seen(self, peer: bytes, fd: int) -> None:
+        """A message from ``peer`` arrived on connection ``fd``."""
+        self.fd_of[peer] = fd
+        self._peer_on[fd] = peer
+
+    def on_event(self, event: MonitorEvent) -> bytes | None:
+        """Take one monitor event; the peer whose connection it closed, if one is known."""
+        if event.kind != EVENT_DISCONNECTED:
+            return None
+        peer = self._peer_on.pop(event.value, None)
+        if peer is not None:
+            del self.fd_of[peer]
+        return peer
+
+
+__all__ = [
+    "CLIENT_EVENTS", "CURVE_DIR_ENV", "ClientConnection", "EVENT_CONNECTED", "EVENT_DISCONNECTED",
+    "EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_NO_DETAIL",
+    "EVENT_HANDSHAKE_FAILED_PROTOCOL", "EVENT_HANDSHAKE_SUCCEEDED", "HANDSHAKE_EVENTS",
+    "HANDSHAKE_FAILED", "Lost",
+    "MonitorEvent", "PeerTable", "Refused", "SERVER_EVENTS", "decode_monitor_event", "refusal",
+]
