@@ -76,8 +76,8 @@ ALLOWED = {
 }
 
 #: files of distributed/ that open sockets (the transport layer); the CLIs server and keys too
-ZMQ_HOMES = {"transport.py", "blocking.py", "inproc.py", "server.py", "security.py",
-             "sockets.py", "reactor.py", "listener.py", "channel.py"}
+ZMQ_HOMES = {"sockets.py", "reactor.py", "listener.py", "channel.py", "blocking.py", "inproc.py",
+             "security.py", "server.py"}
 
 #: import circles that remain (sorted module names); it may only shrink, and is empty
 CIRCLES_ALLOWED: list[list[str]] = []
@@ -276,25 +276,14 @@ def test_third_party_modules_stay_in_their_layers(path):
             f"(it may use {sorted(ALLOWED[package].uses) or 'none'} of {sorted(WATCHED)})")
 
 
-#: files that still import zmq outside the transport layer; each must go (only shrinks).
-#: client/remote_session.py: its channel use moves into distributed/ (issue 22, item 5)
-ZMQ_KNOWN_EXCEPTIONS: set[str] = {"client/remote_session.py"}
-
-
 @pytest.mark.parametrize("path", FILES, ids=_ids)
 def test_zmq_only_in_the_transport_layer_and_the_clis(path):
     uses_zmq = any(imp.module.split(".")[0] == "zmq" for imp in imports_of(path))
     home = (rel(path).startswith("distributed/") and path.name in ZMQ_HOMES) or \
-        rel(path) in ("server.py", "keys.py") or rel(path) in ZMQ_KNOWN_EXCEPTIONS
+        rel(path) in ("server.py", "keys.py")
     assert home or not uses_zmq, (
         f"{rel(path)} imports zmq: sockets live in the files of distributed/ named in ZMQ_HOMES "
         f"(the transport layer); call the channel there instead")
-
-
-def test_zmq_known_exceptions_still_import_zmq():
-    for name in ZMQ_KNOWN_EXCEPTIONS:
-        assert any(imp.module.split(".")[0] == "zmq" for imp in imports_of(ROOT / name)), (
-            f"{name} no longer imports zmq: remove it from ZMQ_KNOWN_EXCEPTIONS")
 
 
 @pytest.mark.parametrize("path", FILES, ids=_ids)
