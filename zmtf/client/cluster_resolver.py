@@ -67,8 +67,10 @@ class ClusterResolver(abc.ABC):
         """The session target ("grpc://host:port"), or "" for an in-process session."""
 
     def num_accelerators(self, task_type: str | None = None, task_id: int | None = None,
-                         config_proto: ConfigProto | None = None) -> collections.defaultdict[str, int]:
-        """{"GPU": n} for the master's task (or the named one); {} on a CPU-only cluster."""
+                         config_proto: ConfigProto | None = None) -> dict[str, int]:
+        """{"GPU": n} for the master's task (or the named one); {} on a CPU-only cluster.
+
+        A defaultdict(int) here, as in TF; a subclass may return a plain dict."""
         return _accelerator_counts(self.master(task_type, task_id), config_proto, task_type,
                                    task_id)
 
@@ -216,7 +218,7 @@ class TFConfigClusterResolver(ClusterResolver):
                                  self.rpc_layer if rpc_layer is None else rpc_layer)
 
     def num_accelerators(self, task_type: str | None = None, task_id: int | None = None,
-                         config_proto: ConfigProto | None = None) -> collections.defaultdict[str, int]:
+                         config_proto: ConfigProto | None = None) -> dict[str, int]:
         """The accelerators of this process's task (or the named one)."""
         task_type = self.task_type if task_type is None else task_type
         task_id = self.task_id if task_id is None else task_id
@@ -292,7 +294,7 @@ class UnionClusterResolver(ClusterResolver):
         self._rpc_layer = rpc_layer
 
     def num_accelerators(self, task_type: str | None = None, task_id: int | None = None,
-                         config_proto: ConfigProto | None = None) -> Any:
+                         config_proto: ConfigProto | None = None) -> dict[str, int]:
         return self._resolvers[0].num_accelerators(task_type, task_id, config_proto)
 
 

@@ -92,10 +92,12 @@ class SessionManager:
 
     def _checkpoint(self, saver: Any, checkpoint_dir: str | None, path: str | None,
                     wait: bool, max_wait_secs: float) -> str | None:
-        if saver is None or (checkpoint_dir is None and path is None):
+        if saver is None:
             return None
         if path is not None:
             return path
+        if checkpoint_dir is None:   # neither a checkpoint nor a directory to look in
+            return None
         deadline = time.monotonic() + max_wait_secs
         while True:
             found = latest_checkpoint(checkpoint_dir)

@@ -109,7 +109,7 @@ class Supervisor:
         if not self._is_chief:
             raise RuntimeError("Only chief supervisor can start standard services. Because only "
                                "chief supervisors can write events.")
-        threads = []
+        threads: list[threading.Thread] = []
         if self._path and self._save_secs and self._scaffold.saver is not None:
             threads.append(self.loop(self._save_secs, self._save, args=(sess,)))
         if self._summary_writer is not None and self._summary_secs:
@@ -129,15 +129,17 @@ class Supervisor:
         return looper
 
     def _save(self, session: Any) -> None:
+        saver, path = self._scaffold.saver, self._path
+        assert saver is not None and path, "_save runs only with a saver and a logdir"
         step = session.run(self._global_step) if self._global_step is not None else None
-        self._scaffold.saver.save(session, self._path, global_step=step)  # type: ignore[union-attr]
+        saver.save(session, path, global_step=step)
 
     def _write_summaries(self, session: Any) -> None:
         if self._global_step is not None:
             summary, step = session.run([self._summary_op, self._global_step])
         else:
             summary, step = session.run(self._summary_op), None
-        self._summary_writer.add_summary(summary, step)  # type: ignore[union-attr]
+        self._summary_writer.add_summary(summary, step)   # looped only with a writer
 
     def summary_computed(self, sess: Any, summary: Any, global_step: Any = None) -> None:
         """Write a summary the caller ran (the chief's writer); RuntimeError without one."""

@@ -207,7 +207,13 @@ def _feed_stubs(graph: Any, nodes: list[dict[str, Any]], task: str) -> list[dict
 
 
 def _recv_node(e: _Edge) -> dict[str, Any]:
-    dtype, shape = ("bool", []) if e.control else (e.tensor.dtype.name, e.tensor.shape.dims)
+    dtype: str
+    shape: list[int | None] | None
+    if e.control:
+        dtype, shape = "bool", []   # a control edge carries only a token
+    else:
+        assert e.tensor is not None, f"data edge {e.source} without its tensor"
+        dtype, shape = e.tensor.dtype.name, e.tensor.shape.dims
     return {"name": e.recv_name, "op": "_Recv", "inputs": [], "control_inputs": [],
             "device": f"{e.dst_task}/device:CPU:0",  # transfers land in host memory
             "colocation": [], "attrs": {"key": e.key, "src_task": e.src_task, "dtype": dtype,

@@ -113,7 +113,7 @@ def _compile(spec: Any, node: str, call: Any, device: str) -> Build:
 def _compile_source(source: Sequence[Any], node: str, call: Any, device: str) -> Build:
     kind = source[0]
     if kind in _COMBINED_SOURCES:
-        parts = source[1] if len(source) == 2 else None
+        parts = source[1] if len(source) == 2 else []   # [] fails the check below
         check(isinstance(parts, list) and len(parts) > 0 and all(
             isinstance(p, list) and len(p) == 3 and all(isinstance(i, list) and all(map(is_int, i))
                                                          for i in p[1:]) for p in parts),
@@ -162,12 +162,15 @@ def _compile_stage(stage: Sequence[Any], node: str, call: Any, device: str,
             make, lambda element: inner_for(element, captures), stage[4], stage[5], node)
     if kind == "padded_batch":
         check(len(stage) == 5, node, "padded_batch stage")
-        return lambda make, captures: padded_batch(make, *stage[1:], captures, node)
+        size, drop_remainder, shapes, slots = stage[1:]
+        return lambda make, captures: padded_batch(make, size, drop_remainder, shapes, slots,
+                                                   captures, node)
     if kind == "unbatch":
         return lambda make, captures: unbatch(make, node)
     if kind == "window":
         check(len(stage) == 5, node, "window stage")
-        return lambda make, captures: window(make, *stage[1:], node)
+        size, shift, stride, drop_remainder = stage[1:]
+        return lambda make, captures: window(make, size, shift, stride, drop_remainder, node)
     if kind == "shard":
         return lambda make, captures: shard(make, stage[1:], captures, node)
     if kind == "ignore_errors":   # the stages before it drop what fails (see _compile)
@@ -321,7 +324,9 @@ _STAGES: dict[str, Callable[..., Callable[[], Iterator[Element]]]] = {
     "shuffle": _shuffle, "repeat": _repeat, "cache": cache, "batch": _batch, "take": _take, "skip": _skip,
 }
 _FUNCTION_STAGES = {"map": _map, "filter": _filter}
-_SOURCES = {"slices": _slices, "tfrecord": tfrecords, "textline": text_lines,
-            "fixed_length": fixed_length_records, "tensors": tensors, "range": range_source,
-            "generator": generator_source}
+_SOURCES: dict[str, Callable[..., Callable[[], Iterator[Element]]]] = {
+    "slices": _slices, "tfrecord": tfrecords, "textline": text_lines,
+    "fixed_length": fixed_length_records, "tensors": tensors, "range": range_source,
+    "generator": generator_source,
+}
 _COMBINED_SOURCES = {"zip": zipped, "concatenate": concatenated}

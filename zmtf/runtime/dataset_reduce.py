@@ -21,8 +21,11 @@ def reduce_dataset(ctx: Any, inputs: list, attrs: dict) -> list:
     """The state after every element: inputs are the sources, the captures, then the
     initial state."""
     node = attrs["_node_name"]
-    sources, captures = attrs.get("num_sources"), attrs.get("num_captures")
-    fn, types = attrs.get("reduce_func"), attrs.get("output_types")
+    # graph attrs from the wire: any type (or missing) until the check below has seen them
+    sources: Any = attrs.get("num_sources")
+    captures: Any = attrs.get("num_captures")
+    fn: Any = attrs.get("reduce_func")
+    types: Any = attrs.get("output_types")
     check(is_int(sources) and is_int(captures) and 0 <= sources and 0 <= captures
           and isinstance(types, list) and sources + captures + len(types) == len(inputs)
           and isinstance(fn, dict) and isinstance(fn.get("captures"), list)

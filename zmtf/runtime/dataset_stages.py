@@ -202,7 +202,8 @@ def padded_batch(upstream: Make, size: int, drop_remainder: bool, shapes: list[l
         out = np.empty([len(arrays), *target], dtype=dtype)
         out[...] = (b"" if dtype == object else 0) if fill is None else np.asarray(fill).astype(dtype)
         for b, a in enumerate(arrays):
-            out[(b, *(slice(0, n) for n in a.shape))] = a
+            corner: tuple[int | slice, ...] = (b, *(slice(0, n) for n in a.shape))
+            out[corner] = a
         return out
 
     def batched() -> Iterator[Element]:

@@ -481,7 +481,8 @@ def as_op_error(exc: BaseException, node_name: str, op_type: str, device: str,
         if "[[node" not in exc.message:
             exc.message += where
         return exc
-    cls = errors.InvalidArgumentError if isinstance(exc, _ARGUMENT_ERRORS) else errors.InternalError
+    cls: type[errors.OpError] = (errors.InvalidArgumentError if isinstance(exc, _ARGUMENT_ERRORS)
+                                 else errors.InternalError)
     if isinstance(exc, MemoryError):
         cls = errors.ResourceExhaustedError
     text = f"{type(exc).__name__}: {exc}"

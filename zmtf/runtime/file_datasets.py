@@ -38,7 +38,7 @@ def _files(sources: list[np.ndarray], node: str, kind: str) -> tuple[list[str], 
         if given.dtype != object or given.ndim != 0:
             raise InvalidArgumentError(f"iterator '{node}': {kind}'s compression_type must be a "
                                        f"string scalar, got {given.dtype}{list(given.shape)}")
-        compression = given[()].decode("utf-8", "replace")
+        compression = given.item().decode("utf-8", "replace")   # a 0-d object array: its bytes
         if compression not in KINDS:
             raise InvalidArgumentError(f"iterator '{node}': Unsupported compression_type "
                                        f"{compression!r} for {kind}: use '' (none), 'ZLIB' or "

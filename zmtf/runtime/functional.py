@@ -269,7 +269,8 @@ class _WhileGradLoop(_Driver):
         return self.grads + [np.asarray(s) for s in self.sums]
 
 
-def _async(driver: type[_Driver]) -> Callable[..., None]:
+def _async(driver: Callable[[Any, list[Any], dict[str, Any], Any], _Driver]
+           ) -> Callable[..., None]:
     def kernel(ctx: Any, inputs: list[Any], attrs: dict[str, Any], done: Any) -> None:
         if getattr(ctx, "executor", None) is None:
             raise UnimplementedError(None, None, "this context cannot run a loop's subgraph")
@@ -279,5 +280,7 @@ def _async(driver: type[_Driver]) -> Callable[..., None]:
     return kernel
 
 
-register("While", "CPU")(_async(_WhileLoop))
-register("WhileGrad", "CPU")(_async(_WhileGradLoop))
+# The registry's KernelFn names only synchronous kernels, fn(ctx, inputs, attrs) -> outputs; an
+# is_async kernel takes ``done`` too and returns None, which the executor checks at run time.
+register("While", "CPU")(_async(_WhileLoop))  # type: ignore[arg-type]
+register("WhileGrad", "CPU")(_async(_WhileGradLoop))  # type: ignore[arg-type]

@@ -128,7 +128,9 @@ def _driver_oom(device: str, nbytes: int, dtype: np.dtype, shape: tuple,
 def _simulated() -> bool:
     from numba import config
 
-    return bool(config.ENABLE_CUDASIM)
+    # numba sets its config attributes from the environment at import time, so no stub
+    # declares them: read it by name
+    return bool(getattr(config, "ENABLE_CUDASIM"))
 
 
 def _allocate_block(size: int) -> Any:

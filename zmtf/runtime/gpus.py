@@ -32,8 +32,11 @@ class GpuInfo:
     card: str = ""             # a stable id of the physical card (its UUID; "sim<n>" simulated)
 
 
+# (driver index, name, compute capability, total bytes, card id): one card as the probe sees it
+_Card = tuple[int, str, tuple[int, int], int, str]
+
 _lock = threading.Lock()
-_cache: dict[str, tuple[list[GpuInfo], str]] = {}
+_cache: dict[str, tuple[list[_Card], str]] = {}   # "cards": the probe's one answer
 
 
 def simulator_enabled() -> bool:
@@ -45,7 +48,7 @@ def simulator_enabled() -> bool:
     return bool(getattr(config, "ENABLE_CUDASIM", 0))
 
 
-def _probe() -> tuple[list[tuple[int, str, tuple[int, int], int, str]], str]:
+def _probe() -> tuple[list[_Card], str]:
     """(driver index, name, capability, total bytes, card id) per card, or ([], why not)."""
     try:
         from numba import cuda
@@ -103,11 +106,11 @@ def discover(visible_device_list: str = "", requested: int | None = None) -> lis
         return []
     with _lock:
         if "cards" not in _cache:
-            _cache["cards"] = _probe()  # type: ignore[assignment]
-            cards, why = _cache["cards"]  # type: ignore[misc]
+            _cache["cards"] = _probe()
+            cards, why = _cache["cards"]
             if not cards:
                 log.info("no GPU available (%s): running on CPU only", why)
-        cards, _ = _cache["cards"]  # type: ignore[misc]
+        cards, _ = _cache["cards"]
     order = parse_visible_device_list(visible_device_list, len(cards))
     if requested is not None:
         order = order[:requested]

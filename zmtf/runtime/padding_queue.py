@@ -22,8 +22,9 @@ class PaddingFIFOQueue(FIFOQueue):
     def _check(self, element: Element) -> None:
         if len(element) != len(self.dtypes):
             super()._check(element)
+        shapes = self._partial_shapes()
         for i, value in enumerate(element):
-            wanted = self.shapes[i]
+            wanted = shapes[i]
             if value.ndim != len(wanted) or any(
                     d is not None and d != n for d, n in zip(wanted, value.shape)):
                 raise InvalidArgumentError(
@@ -34,8 +35,17 @@ class PaddingFIFOQueue(FIFOQueue):
     def _outputs(self, taken: list[Element], many: bool) -> list[np.ndarray]:
         if not many:
             return list(taken[0])
-        return [_padded([e[i] for e in taken], self.shapes[i], self.dtypes[i])
+        shapes = self._partial_shapes()
+        return [_padded([e[i] for e in taken], shapes[i], self.dtypes[i])
                 for i in range(len(self.dtypes))]
+
+    def _partial_shapes(self) -> tuple[tuple[int | None, ...], ...]:
+        """The component shapes, which a padding queue cannot do without (the op requires them)."""
+        if self.shapes is None:
+            raise InvalidArgumentError(
+                f"{self.resource_kind} '{self.name}' was made without component shapes; "
+                f"it needs one (partly known) shape per component to pad")
+        return self.shapes
 
 
 def _padded(values: list[np.ndarray], shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -46,7 +56,8 @@ def _padded(values: list[np.ndarray], shape: tuple, dtype: np.dtype) -> np.ndarr
             for k, d in enumerate(shape)]
     out = np.full((len(values), *dims), b"" if dtype == object else 0, dtype)
     for row, value in enumerate(values):
-        out[(row, *(slice(0, n) for n in value.shape))] = value
+        corner: tuple[int | slice, ...] = (row, *(slice(0, n) for n in value.shape))
+        out[corner] = value
     return out
 
 

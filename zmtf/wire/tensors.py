@@ -138,7 +138,7 @@ def _encode_strings(array: np.ndarray, index: int,
     chunk = limits.chunk_bytes
     parts = [view[start:start + chunk] for start in range(0, len(view), chunk)] or [view]
     descriptor = {"dtype": STRING_DTYPE, "shape": list(array.shape), "parts": 1 + len(parts)}
-    return descriptor, [memoryview(lengths.view(np.uint8)), *parts]
+    return descriptor, [lengths.view(np.uint8).data, *parts]
 
 
 def encode_tensors(arrays: Sequence[Any],
@@ -326,7 +326,7 @@ class TensorParts:
                 f"its first {self.count} parts have {end}"
             )
         _check_part(self.index, dtype, shape, self.count - 1, view)
-        if self._out is None:
+        if self._bytes is None:   # the first part: _out and _bytes are set together
             self._out = (np.empty(shape, dtype=dtype) if self._allocate is None
                          else _allocated(self._allocate, dtype, shape))
             self._bytes = self._out.reshape(-1).view(np.uint8)  # a view: _out is C-contiguous
