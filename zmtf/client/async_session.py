@@ -39,6 +39,8 @@ class AsyncSession:
     @property
     def graph_def(self) -> Any:
         """The session's graph as TF's GraphDef protobuf (``graph.as_graph_def()``), as in TF1."""
+        from zmtf.interop import graph_def_io  # noqa: F401  (registers Graph.as_graph_def's exporter)
+
         return self._graph.as_graph_def()
 
     async def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,

@@ -99,6 +99,8 @@ def write_graph(graph_or_graph_def: Any, logdir: str | os.PathLike, name: str,
     """
     path = os.path.join(os.fspath(logdir), name)
     if isinstance(graph_or_graph_def, Graph) and name.endswith(".pb"):
+        from zmtf.interop import graph_def_io  # noqa: F401  (registers Graph.as_graph_def's exporter)
+
         graph_or_graph_def = graph_or_graph_def.as_graph_def()
     if isinstance(graph_or_graph_def, GraphDef):
         data = (to_text(graph_or_graph_def).encode("utf-8") if as_text
