@@ -74,8 +74,8 @@ class Deferred:
         return True
 
     def _settle(self, value: Any, state: int = _RESULT) -> None:
-        """Settle with ``value`` (a result; with ``state`` an error or a cancellation); it is
-        ``set_result`` itself, one call per result on the step path."""
+        """Settle with ``value`` (a result; with ``state`` an error or a cancellation). It is
+        ``set_result`` itself: settling a result is the step path's most frequent call."""
         if self._state != _PENDING:
             raise asyncio.InvalidStateError("the outcome was settled already")
         self._state, self._value, self.settled = state, value, True
@@ -116,9 +116,9 @@ class Deferred:
 
 
 def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
-    """(cancelled, value, error) of a settled Deferred, StepFuture or future, read in one
-    call: the step path reads every partition's and step's outcome, and a call per method
-    adds up."""
+    """(cancelled, value, error) of a settled Deferred, StepFuture or future, read at once:
+    the step path reads every partition's and step's outcome, and asking ``cancelled()``,
+    ``exception()`` and ``result()`` in turn would raise and catch to find out."""
     if type(done) is Deferred:
         state = done._state
         if state == _RESULT:
@@ -128,9 +128,8 @@ def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
         if state == _CANCELLED:
             return True, None, None
         raise asyncio.InvalidStateError("the outcome is not ready yet")
-    if type(done) is StepFuture and done._state == "FINISHED":   # a partition's run, settled
-        error = done._exception
-        return (False, None, error) if error is not None else (False, done._result, None)
+    if type(done) is StepFuture:   # a partition's run
+        return done.outcome()
     if done.cancelled():
         return True, None, None
     error = done.exception()
