@@ -165,10 +165,9 @@ class RemoteSessionCore:
                            lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
         if traced:
             run_metadata.step_stats = from_plain(reply.step_stats, self.target)
-        tensors, values = reply.tensors, []
-        for k in plan.picks:   # a loop: a comprehension is a call of its own
-            values.append(None if k is None else fetched(_writable(tensors[k])))
-        return plan.rebuild(values)
+        tensors = reply.tensors
+        return plan.rebuild([None if k is None else fetched(_writable(tensors[k]))
+                             for k in plan.picks])
 
     # ---- driving it from asyncio ------------------------------------------------------------
     async def _drive(self, calls: Generator[Any, Any, Any]) -> Any:

@@ -26,7 +26,8 @@ class Deferred:
     ``upstream``, if given, is the work this outcome stands for (a Deferred or a future):
     cancelling this cancels it too, without a callback per outcome that checks for it.
     ``on_failure``, if given, is called with the error (a CancelledError when cancelled)
-    before the callbacks when it fails: clean-up that a successful step skips, call and all."""
+    before the callbacks when it fails: clean-up that only a failed step needs, kept off the
+    path of the steps that succeed."""
 
     __slots__ = ("_state", "_value", "_callbacks", "_upstream", "_on_failure", "settled")
 

@@ -1,8 +1,8 @@
 """MasterService: client sessions, placement across the cluster, partitions, steps.
 
-Per session it keeps the client's graph, the placements made so far (a node keeps its
-device) and, per (fetches, feeds, targets), the partitions registered with the workers.
-A step fans RunGraph out to the involved tasks (its own task directly, no socket), feeds
+Per session it keeps the client's graph, its planner (a node keeps its device) and, per
+(fetches, feeds, targets), the partitions registered with the workers. A step (one
+``MasterStep``, in master_step.py) fans RunGraph out to the involved tasks (its own task directly, no socket), feeds
 values that other partitions return into its rendezvous (or, for a deferred partition of its
 own, starts that one with those values once they are all in: ``placement.partition``), and
 answers with the fetches or the first error, after aborting the step everywhere.
@@ -159,7 +159,7 @@ class MasterService:
                                                   part.arrays)
 
     def take_outputs(self, part: TaskPartition, outputs: list[np.ndarray], step_id: int,
-                      results: dict[str, np.ndarray], deferred: bool) -> None:
+                     results: dict[str, np.ndarray], deferred: bool) -> None:
         """Client fetches into ``results``; reply-carried values into this task's rendezvous,
         or into ``results`` too, by key, when the partition that reads them is ``deferred``."""
         n_client = len(part.client_fetches)

@@ -44,10 +44,9 @@ Pusher = Callable[[str, int, list, list], None]
 TRANSFER_OPS = ("_Send", "_Recv")
 CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are kept
 # Partitions whose kernels took less than this last time run on the event loop thread: every
-# Recv that arrives and every Send then continues without a thread hop. Measured on the
-# MLP training job (bench/train.py, 1 ps + 2 workers): 0.5 ms -> 5 ms took ~300 -> 320-370
-# steps/s and ~5.0 -> 4.1-4.7 ms of CPU per step. The price: the loop serves nothing else
-# for that long.
+# Recv that arrives and every Send then continues without a thread hop, which for small
+# partitions costs more than their kernels. The price: the loop serves nothing else for that
+# long, so the bound stays a few milliseconds (its measurement: notes, docs/design.md).
 INLINE_SECONDS = 0.005
 
 

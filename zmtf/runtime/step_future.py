@@ -36,7 +36,7 @@ class StepFuture(Future):
         return self._state == "CANCELLED"
 
     def outcome(self) -> tuple[bool, Any, BaseException | None]:
-        """(cancelled, value, error) of the settled step, in one call (InvalidStateError while
+        """(cancelled, value, error) of the settled step (InvalidStateError while
         it runs): what a caller that found it ``done()`` reads, without a ``result()`` that
         raises the error only to be caught again."""
         state = self._state
