@@ -259,7 +259,9 @@ class ServerCore:
             return m.RunGraphResult(id=msg.id, tensors=tensors,
                                     step_stats=to_plain(trace) if trace else [])
 
-        return then(outputs, result)   # settled at once if the partition ran through
+        if outputs.settled:   # it ran through here and now (a ps's read): the reply itself
+            return result(outputs.result())
+        return then(outputs, result)
 
     def _cleanup_step(self, msg: m.CleanupStep) -> m.Ok:
         self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")
