@@ -1,11 +1,12 @@
 """MasterService: client sessions, placement across the cluster, partitions, steps.
 
-Per session it keeps the client's graph, its planner (a node keeps its device) and, per
-(fetches, feeds, targets), the partitions registered with the workers. A step (one
-``MasterStep``, in master_step.py) fans RunGraph out to the involved tasks (its own task directly, no socket), feeds
-values that other partitions return into its rendezvous (or, for a deferred partition of its
-own, starts that one with those values once they are all in: ``placement.partition``), and
-answers with the fetches or the first error, after aborting the step everywhere.
+Per session (``MasterSession``) it keeps the client's graph, its planner (a node keeps its
+device) and, per (fetches, feeds, targets), the partitions registered with the workers. A
+step (a ``MasterStep``) fans RunGraph out to the involved tasks (its own task directly, no
+socket), feeds values that other partitions return into its rendezvous (or, for a deferred
+partition of its own, starts that one with those values once they are all in:
+``placement.partition``), and answers with the fetches or the first error, after aborting
+the step everywhere.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import asyncio
 import itertools
 import random
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 import numpy as np
@@ -27,40 +27,10 @@ from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition
 from zmtf.placement.plan import COPY_OPS, StepPlanner
 from zmtf.distributed.futures import Deferred
+from zmtf.distributed.master_session import MasterSession, StepSetup
 from zmtf.distributed.master_step import MasterStep
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.worker import WorkerService, supports
-
-
-@dataclass
-class StepSetup:
-    """Partitions of one (fetches, feeds, targets) signature, registered with their tasks."""
-
-    graph_key: str
-    parts: dict[str, TaskPartition]
-    fetch_names: list[str]
-    feed_names: list[str]
-    deferred: TaskPartition | None = None       # the master's own, started after the replies
-    start_first: list[TaskPartition] = field(default_factory=list)   # the others, remote first
-
-    def __post_init__(self) -> None:
-        own = [p for p in self.parts.values() if p.deferred]
-        self.deferred = own[0] if own and len(self.parts) > 1 else None
-        self.start_first = [p for p in self.parts.values() if p is not self.deferred]
-
-
-@dataclass
-class MasterSession:
-    """One client session: its graph, its planner (placements stick per session, as in TF),
-    its partitions per signature, and the (task, graph key) pairs registered for it."""
-
-    handle: str
-    graph: Graph
-    config: dict[str, Any]
-    planner: StepPlanner
-    setups: dict[tuple, StepSetup] = field(default_factory=dict)
-    registered: set[tuple[str, str]] = field(default_factory=set)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class MasterService:

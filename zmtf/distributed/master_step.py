@@ -17,16 +17,33 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from zmtf.distributed.futures import Deferred, chain, failed, outcome
+from zmtf.distributed.master_session import MasterSession, StepSetup
 from zmtf.framework.errors import GraphNotRegisteredError
+from zmtf.placement.partition import TaskPartition
 
-if TYPE_CHECKING:
-    from zmtf.distributed.master import MasterService, MasterSession, StepSetup
-    from zmtf.placement.partition import TaskPartition
+
+class StepHost(Protocol):
+    """What a step needs of its master (``MasterService``): step ids, partition starts and
+    re-registration, outputs taken in, and the abort of a failed step on every task."""
+
+    def next_step_id(self) -> int: ...
+
+    def start_partition(self, session: MasterSession, setup: StepSetup, part: TaskPartition,
+                        step_id: int, feed_values: dict[str, np.ndarray], timeout: float,
+                        trace: list | None = None, received: dict | None = None) -> Deferred: ...
+
+    async def register_again(self, session: MasterSession, setup: StepSetup,
+                             part: TaskPartition) -> None: ...
+
+    def take_outputs(self, part: TaskPartition, outputs: list[np.ndarray], step_id: int,
+                     results: dict[str, np.ndarray], deferred: bool) -> None: ...
+
+    def abort(self, setup: StepSetup, step_id: int, error: BaseException) -> None: ...
 
 
 class MasterStep:
@@ -38,7 +55,7 @@ class MasterStep:
                  "step_id", "outcome", "setup", "results", "running", "remaining", "retried",
                  "_setting_up")
 
-    def __init__(self, master: MasterService, session: MasterSession, fetches: list[str],
+    def __init__(self, master: StepHost, session: MasterSession, fetches: list[str],
                  feed_values: dict[str, np.ndarray], timeout: float, trace: list | None,
                  finish: Callable[[list], Any] | None) -> None:
         self.master = master
