@@ -130,7 +130,10 @@ def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
             return True, None, None
         raise asyncio.InvalidStateError("the outcome is not ready yet")
     if type(done) is StepFuture:   # a partition's run
-        return done.outcome()
+        settled = done.outcome()
+        if settled is None:
+            raise asyncio.InvalidStateError("the outcome is not ready yet")
+        return settled
     if done.cancelled():
         return True, None, None
     error = done.exception()

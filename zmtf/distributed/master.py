@@ -47,7 +47,7 @@ class MasterService:
         self.peer = peer   # the server's: it owns the channels
         self._timeout = default_timeout
         self._sessions: dict[str, MasterSession] = {}
-        self._step_ids = itertools.count(random.getrandbits(40) << 16)
+        self.step_ids = itertools.count(random.getrandbits(40) << 16)   # MasterStep takes one
         self._background: set[asyncio.Future] = set()
 
     # ---- sessions -----------------------------------------------------------------------
@@ -102,9 +102,6 @@ class MasterService:
             step.start_after(asyncio.ensure_future(self._setup(session, feeds, fetches, targets)))
         return step.outcome
 
-    def next_step_id(self) -> int:
-        return next(self._step_ids)
-
     def start_partition(self, session: MasterSession, setup: StepSetup, part: TaskPartition,
                         step_id: int, feed_values: dict[str, np.ndarray], timeout: float,
                         trace: list | None = None, received: dict | None = None) -> Deferred:
@@ -119,8 +116,8 @@ class MasterService:
                     values.append(received[key])
             return self.worker.run_graph(session.handle, setup.graph_key, step_id, feeds,
                                          part.fetches, part.targets, values, timeout, trace)
-        return self.peer(part.task).run_graph(session.handle, setup.graph_key, step_id, part.feeds,
-                                              part.fetches, part.targets, values, timeout, trace)
+        return setup.peers[part.task].run_graph(session.handle, setup.graph_key, step_id, part.feeds,
+                                                part.fetches, part.targets, values, timeout, trace)
 
     async def register_again(self, session: MasterSession, setup: StepSetup,
                              part: TaskPartition) -> None:
@@ -195,7 +192,8 @@ class MasterService:
                           fetches=fetch_t, targets=target_ops)
         # remote partitions first: their requests are on the wire while ours starts running
         ordered = dict(sorted(parts.items(), key=lambda item: item[0] == self.task))
-        return StepSetup(uuid.uuid4().hex[:12], ordered, fetches, feeds)
+        peers = {task: self.peer(task) for task in ordered if task != self.task}
+        return StepSetup(uuid.uuid4().hex[:12], ordered, fetches, feeds, peers)
 
     async def _register(self, session: MasterSession, setup: StepSetup) -> None:
         calls = []

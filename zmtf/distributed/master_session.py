@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from zmtf.distributed.peers import WorkerPeer
 from zmtf.framework.graph import Graph
 from zmtf.placement.partition import TaskPartition
 from zmtf.placement.plan import StepPlanner
@@ -20,6 +21,7 @@ class StepSetup:
     parts: dict[str, TaskPartition]
     fetch_names: list[str]
     feed_names: list[str]
+    peers: dict[str, WorkerPeer]                # the other tasks of ``parts``
     deferred: TaskPartition | None = None       # the master's own, started after the replies
     start_first: list[TaskPartition] = field(default_factory=list)   # the others, remote first
 

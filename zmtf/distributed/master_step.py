@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -31,7 +31,7 @@ class StepHost(Protocol):
     """What a step needs of its master (``MasterService``): step ids, partition starts and
     re-registration, outputs taken in, and the abort of a failed step on every task."""
 
-    def next_step_id(self) -> int: ...
+    step_ids: Iterator[int]
 
     def start_partition(self, session: MasterSession, setup: StepSetup, part: TaskPartition,
                         step_id: int, feed_values: dict[str, np.ndarray], timeout: float,
@@ -65,7 +65,7 @@ class MasterStep:
         self.timeout = timeout
         self.trace = trace
         self.finish = finish
-        self.step_id = master.next_step_id()
+        self.step_id = next(master.step_ids)
         # The Deferred holds on_failure only until it settles: no cycle outlives the step.
         self.outcome = Deferred(on_failure=self.on_failure)
         self.setup: StepSetup | None = None
@@ -100,21 +100,24 @@ class MasterStep:
         for part in setup.start_first:
             if self.outcome.settled:   # an earlier partition failed at once: start no more
                 break
-            self.watch(part, self.start_partition(part))
+            self.launch(part)
         if not setup.start_first:   # nothing to run: every fetch is fed
             self.settle()
 
-    def start_partition(self, part: TaskPartition, received: dict | None = None) -> Deferred:
+    def launch(self, part: TaskPartition, received: dict | None = None) -> None:
+        """Start one partition; its outcome comes to ``on_partition_done`` (at once when it
+        is this task's and ran through). ``received``: the values a deferred one is fed."""
         try:
-            return self.master.start_partition(self.session, self.setup, part, self.step_id,
+            call = self.master.start_partition(self.session, self.setup, part, self.step_id,
                                                self.feed_values, self.timeout, self.trace,
                                                received)
         except Exception as error:  # noqa: BLE001 - e.g. the peer's channel is closed
-            return failed(error)
+            call = failed(error)
+        self.watch(part, call)
 
     def watch(self, part: TaskPartition, call: Deferred) -> None:
         """Have ``call``'s outcome (one partition's outputs) come to ``on_partition_done``."""
-        if call.settled:   # this task's partition ran through at its start
+        if call.settled:
             self.on_partition_done(part, call)
         else:
             self.running.append(call)
@@ -145,7 +148,7 @@ class MasterStep:
         deferred = setup.deferred
         if self.remaining == 1 and deferred is not None and part is not deferred:
             # every reply is in: the master's own partition runs now, fed with them
-            self.watch(deferred, self.start_partition(deferred, self.results))
+            self.launch(deferred, self.results)
         elif self.remaining == 0:
             self.settle()
 

@@ -175,10 +175,11 @@ class WorkerService:
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                     inline=inline, trace=trace)
         result = Deferred()
-        if running.done():
+        ran = running.outcome()
+        if ran is not None:
             # it ran through on this thread (no Recv waited: a ps's read of a variable, a
             # deferred partition): settled now, with no deadline, callbacks or thread hop
-            cancelled, outputs, error = running.outcome()
+            cancelled, outputs, error = ran
             if not cancelled and error is None and not (
                     self.copy_aliases and _holds_any(self.resources, outputs)):
                 self._last_compute[id(step)] = getattr(running, "compute_seconds", 1.0)

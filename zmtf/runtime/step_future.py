@@ -35,17 +35,17 @@ class StepFuture(Future):
     def cancelled(self) -> bool:
         return self._state == "CANCELLED"
 
-    def outcome(self) -> tuple[bool, Any, BaseException | None]:
-        """(cancelled, value, error) of the settled step (InvalidStateError while
-        it runs): what a caller that found it ``done()`` reads, without a ``result()`` that
-        raises the error only to be caught again."""
+    def outcome(self) -> tuple[bool, Any, BaseException | None] | None:
+        """(cancelled, value, error) of the settled step, or None while it runs: what a
+        caller that wants the outcome now, if there is one, reads in one step (``result()``
+        would block, or raise the error only for it to be caught again)."""
         state = self._state
         if state == "FINISHED":
             error = self._exception
             return (False, None, error) if error is not None else (False, self._result, None)
         if state == "CANCELLED":
             return True, None, None
-        raise InvalidStateError(f"{self!r} is not settled yet")
+        return None
 
     def running(self) -> bool:
         return False
