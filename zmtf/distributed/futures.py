@@ -140,6 +140,15 @@ def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
     return (False, None, error) if error is not None else (False, done.result(), None)
 
 
+def resolved(value: Any) -> Deferred:
+    """A Deferred settled with ``value``: the outcome of work that ran through inline. Made
+    settled rather than made and then settled, as the step path's most common outcome."""
+    outcome = Deferred.__new__(Deferred)
+    outcome._state, outcome._value, outcome.settled = _RESULT, value, True
+    outcome._callbacks = outcome._upstream = outcome._on_failure = None
+    return outcome
+
+
 def failed(error: BaseException) -> Deferred:
     """A Deferred that has failed with ``error``."""
     outcome = Deferred()

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from zmtf.distributed.deadlines import deadlines_for
-from zmtf.distributed.futures import Deferred, chain, outcome
+from zmtf.distributed.futures import Deferred, chain, outcome, resolved
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import (
     AbortedError, FetchNotFoundError, GraphNotRegisteredError, InvalidArgumentError,
@@ -174,7 +174,6 @@ class WorkerService:
         inline = self._last_compute.get(id(step), 1.0) < INLINE_SECONDS
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                     inline=inline, trace=trace)
-        result = Deferred()
         ran = running.outcome()
         if ran is not None:
             # it ran through on this thread (no Recv waited: a ps's read of a variable, a
@@ -184,9 +183,9 @@ class WorkerService:
                     self.copy_aliases and _holds_any(self.resources, outputs)):
                 self._last_compute[id(step)] = getattr(running, "compute_seconds", 1.0)
                 self._cleanup_later(step_id)
-                result.set_result(list(map(np.asarray, outputs)))
-                return result
+                return resolved(list(map(np.asarray, outputs)))
         loop = self.loop
+        result = Deferred()
         self._running[step_id] = running
         timer = None if timeout is None or running.done() else self._deadlines.call_later(
             timeout, self._expire, result, step_id, timeout)
