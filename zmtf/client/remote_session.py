@@ -165,9 +165,10 @@ class RemoteSessionCore:
                            lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
         if traced:
             run_metadata.step_stats = from_plain(reply.step_stats, self.target)
-        tensors = reply.tensors
-        return plan.rebuild([None if k is None else fetched(_writable(tensors[k]))
-                             for k in plan.picks])
+        tensors, values = reply.tensors, []
+        for k in plan.picks:
+            values.append(None if k is None else fetched(_writable(tensors[k])))
+        return plan.rebuild(values)
 
     # ---- driving it from asyncio ------------------------------------------------------------
     async def _drive(self, calls: Generator[Any, Any, Any]) -> Any:

@@ -169,9 +169,9 @@ class MasterStep:
     # ---- the outcome -------------------------------------------------------------------------
     def settle(self) -> None:
         """Every partition is in: the step's values, in fetch order (fed ones as fed)."""
-        feed_values, results = self.feed_values, self.results
-        values = [feed_values[name] if name in feed_values else results[name]
-                  for name in self.fetches]
+        feed_values, results, values = self.feed_values, self.results, []
+        for name in self.fetches:
+            values.append(feed_values[name] if name in feed_values else results[name])
         try:
             value = values if self.finish is None else self.finish(values)
         except Exception as error:  # noqa: BLE001 - e.g. a fetched value the reply refuses
