@@ -312,3 +312,20 @@ def test_a_reused_fetch_list_with_an_element_replaced_fetches_the_new_element():
         fetches[1] = b
         assert sess.run(fetches) == [3.0, 2.0]
         assert sess.run(tuple(fetches)) == (3.0, 2.0)
+
+
+def test_the_async_session_names_its_core_and_closed_state_publicly():
+    tf.reset_default_graph()
+    x = tf.constant(2.0)
+    async_sess = tf.AsyncSession()
+    assert async_sess.local_core is not None and async_sess.remote_core is None
+    sess = tf.Session()
+    assert sess.run(x) == 2.0
+    sess.close()
+    sess.close()   # twice is fine
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.run(x)
+    async_sess.close_blocking()
+    assert async_sess.closed
+    with pytest.raises(RuntimeError, match="closed Session"):
+        async_sess.check_open()

@@ -186,3 +186,16 @@ def test_a_settled_step_future_reads_without_waiting():
     pending.cancel()
     with pytest.raises(concurrent.futures.CancelledError):
         pending.result()
+
+
+def test_resolved_is_a_settled_deferred_that_calls_back_at_once():
+    from zmtf.distributed.futures import Deferred, outcome, resolved
+
+    done = resolved([1, 2])
+    assert type(done) is Deferred and done.settled and done.done() and not done.cancelled()
+    assert done.result() == [1, 2] and done.exception() is None
+    assert outcome(done) == (False, [1, 2], None)
+    seen = []
+    done.add_done_callback(seen.append)
+    assert seen == [done]
+    assert not done.cancel()

@@ -90,3 +90,17 @@ async def test_cancelling_the_asyncio_side_cancels_the_step_future():
     wrapped.cancel()
     await asyncio.sleep(0)
     assert future.cancelled()
+
+
+def test_outcome_reads_a_settled_step_in_one_tuple():
+    assert StepFuture().outcome() is None   # still running
+    done = StepFuture()
+    done.set_result([1, 2])
+    assert done.outcome() == (False, [1, 2], None)
+    failed = StepFuture()
+    error = ValueError("boom")
+    failed.set_exception(error)
+    assert failed.outcome() == (False, None, error)
+    cancelled = StepFuture()
+    cancelled.cancel()
+    assert cancelled.outcome() == (True, None, None)

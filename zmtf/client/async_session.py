@@ -30,11 +30,21 @@ class AsyncSession:
         self._remote = None if is_local(target) else RemoteSessionCore(target, self._graph,
                                                                        config or ConfigProto())
         self._core = LocalSessionCore(self._graph, config) if self._remote is None else None
-        self._closed = False
+        self.closed = False
 
     @property
     def graph(self) -> Graph:
         return self._graph
+
+    @property
+    def remote_core(self) -> RemoteSessionCore | None:
+        """The core of a session on a cluster target; None for an in-process one."""
+        return self._remote
+
+    @property
+    def local_core(self) -> LocalSessionCore | None:
+        """The core of an in-process session; None for one on a cluster target."""
+        return self._core
 
     @property
     def graph_def(self) -> Any:
@@ -46,7 +56,7 @@ class AsyncSession:
     async def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
                   run_metadata: RunMetadata | None = None, timeout: float | None = None) -> Any:
         """Run the fetches; ``timeout`` (seconds) raises DeadlineExceededError."""
-        self._check_open()
+        self.check_open()
         if self._remote is not None:
             return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout)
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
@@ -68,12 +78,12 @@ class AsyncSession:
 
     async def list_devices(self) -> list[Any]:
         if self._remote is not None:
-            return [_DeviceAttributes(d["name"], d["device_type"], d["memory_limit"])
+            return [DeviceAttributes(d["name"], d["device_type"], d["memory_limit"])
                     for d in await self._remote.list_devices()]
         return self.local_devices()
 
     def local_devices(self) -> list[Any]:
-        return [_DeviceAttributes(d.name, d.device_type, d.memory_limit) for d in self._core.devices]
+        return [DeviceAttributes(d.name, d.device_type, d.memory_limit) for d in self._core.devices]
 
     async def reset(self) -> None:
         """Clear every variable on the cluster's tasks (TF's Session.reset)."""
@@ -82,15 +92,24 @@ class AsyncSession:
         else:
             self._core.resources.clear()
 
-    def _check_open(self) -> None:
-        if self._closed:
+    def check_open(self) -> None:
+        if self.closed:
             raise RuntimeError("Attempted to use a closed Session.")
 
     async def close(self) -> None:
-        if not self._closed:
-            self._closed = True
+        if not self.closed:
+            self.closed = True
             if self._remote is not None:
                 await self._remote.close()
+            else:
+                self._core.close()
+
+    def close_blocking(self) -> None:
+        """``close`` for the sync Session: a remote session is closed over its blocking socket."""
+        if not self.closed:
+            self.closed = True
+            if self._remote is not None:
+                self._remote.close_blocking()
             else:
                 self._core.close()
 
@@ -101,7 +120,7 @@ class AsyncSession:
         await self.close()
 
 
-class _DeviceAttributes:
+class DeviceAttributes:
     """What Session.list_devices() returns, with TF's attribute names."""
 
     __slots__ = ("name", "device_type", "memory_limit_bytes", "incarnation")
@@ -113,4 +132,4 @@ class _DeviceAttributes:
         self.incarnation = 0
 
     def __repr__(self) -> str:
-        return f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes})"
+        return f"DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes})"

@@ -164,7 +164,7 @@ class RemoteSessionCore:
         if traced:
             run_metadata.step_stats = from_plain(reply.step_stats, self.target)
         tensors, values = reply.tensors, []
-        for k in plan.picks:   # a loop: a comprehension is a call of its own
+        for k in plan.picks:
             values.append(None if k is None else fetched(_writable(tensors[k])))
         return plan.rebuild(values)
 

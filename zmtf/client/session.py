@@ -15,7 +15,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from zmtf.client.async_session import AsyncSession
+from zmtf.client.async_session import AsyncSession, DeviceAttributes
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.framework import graph as graph_module
 from zmtf.framework.errors import DeadlineExceededError
@@ -54,8 +54,8 @@ class Session:
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
         self._async = AsyncSession(target, graph, config)
-        self._remote = self._async._remote   # None for a local session
-        self._core = self._async._core
+        self._remote = self._async.remote_core   # None for a local session
+        self._core = self._async.local_core
         self._default_cm: Any = None
 
     @property
@@ -74,10 +74,12 @@ class Session:
     def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
             run_metadata: RunMetadata | None = None) -> Any:
         """Run the fetches (tensor, op, name, or a nest of them) and return their values."""
-        if self._async._closed:
-            self._async._check_open()   # raises
+        if self._async.closed:
+            self._async.check_open()   # raises
         if self._remote is not None:
-            if asyncio._get_running_loop() is not None:   # the C getter: no call of ours
+            # asyncio's own getter, the one that returns None rather than raising: this is
+            # every remote run's path, and a raise-and-catch per run would be its cost
+            if asyncio._get_running_loop() is not None:
                 _refuse_inside_running_loop()   # raises
             return self._remote.run_blocking(fetches, feed_dict, options, run_metadata)
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
@@ -95,9 +97,7 @@ class Session:
 
     def list_devices(self) -> list[Any]:
         if self._remote is not None:
-            from zmtf.client.async_session import _DeviceAttributes
-
-            return [_DeviceAttributes(d["name"], d["device_type"], d["memory_limit"])
+            return [DeviceAttributes(d["name"], d["device_type"], d["memory_limit"])
                     for d in self._remote.list_devices_blocking()]
         return self._async.local_devices()
 
@@ -121,13 +121,7 @@ class Session:
             _default_sessions.stack.remove(self)
 
     def close(self) -> None:
-        if not self._async._closed:
-            if self._remote is not None:
-                self._async._closed = True
-                self._remote.close_blocking()
-            else:
-                self._async._closed = True
-                self._core.close()
+        self._async.close_blocking()
 
     def __enter__(self) -> Session:
         self._default_cm = self.as_default()

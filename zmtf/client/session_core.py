@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +23,13 @@ from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
 from zmtf.framework.dtypes import to_string_array
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.sparse_tensor import SparseTensor, sparse_feed_parts
-from zmtf.placement.plan import plan_step
+from zmtf.placement.plan import StepPlanner
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime import functional  # noqa: F401  (registers the While kernels)
 from zmtf.runtime.context import KernelContext
 from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_devices
-from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, bind, fetched
+from zmtf.runtime.bound_steps import BoundSteps
+from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, fetched
 from zmtf.runtime.resources import ResourceContainer
 
 placement_log = logging.getLogger("zmtf.placement")
@@ -70,10 +70,13 @@ class LocalSessionCore:
         set_blas_threads(self.config.intra_op_parallelism_threads)
         self.context = KernelContext(self.resources, intra)
         self.context.executor = self.executor
-        self._placements: dict[str, str] = {}
-        self._plans: dict[tuple, BoundStep] = {}
+        planner = StepPlanner(_supports, LOCAL_TASK,
+                              allow_soft_placement=self.config.allow_soft_placement,
+                              log_placement=self.config.log_device_placement)
+        # keyed by object identity and graph version: emptied now and then, not kept forever
+        self._bound = BoundSteps(planner, [d.name for d in self.devices], kernel_lookup,
+                                 self.resources, limit=256)
         self._fetch_plans = FetchPlans(self.graph)
-        self._lock = threading.Lock()
         if self.config.log_device_placement:
             make_placement_log_visible()
             for d in self.devices:
@@ -107,23 +110,7 @@ class LocalSessionCore:
     # ---- plans and feeds ------------------------------------------------------------
     def _bound_step(self, fetches: list[Tensor], feeds: list[Tensor], targets: list[Operation]) -> BoundStep:
         key = (self.graph.version, tuple(map(id, fetches)), tuple(map(id, feeds)), tuple(map(id, targets)))
-        step = self._plans.get(key)
-        if step is not None:
-            return step
-        with self._lock:
-            plan = plan_step(fetches, feeds, targets, [d.name for d in self.devices], _supports,
-                             task=LOCAL_TASK, previous=self._placements,
-                             allow_soft_placement=self.config.allow_soft_placement)
-            for name, device in plan.placement.devices.items():
-                self._placements.setdefault(name, device)
-            if self.config.log_device_placement:
-                for line in plan.placement.log_lines:
-                    placement_log.info("%s", line)
-            step = bind(plan, kernel_lookup, self.resources)
-            if len(self._plans) > 256:
-                self._plans.clear()
-            self._plans[key] = step
-        return step
+        return self._bound.steps.get(key) or self._bound.bind(key, fetches, feeds, targets)
 
     def close(self) -> None:
         """Release steps blocked in queues or accumulators (CancelledError), then the pools."""

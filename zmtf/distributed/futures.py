@@ -26,7 +26,8 @@ class Deferred:
     ``upstream``, if given, is the work this outcome stands for (a Deferred or a future):
     cancelling this cancels it too, without a callback per outcome that checks for it.
     ``on_failure``, if given, is called with the error (a CancelledError when cancelled)
-    before the callbacks when it fails: clean-up that a successful step skips, call and all."""
+    before the callbacks when it fails: clean-up that only a failed step needs, kept off the
+    path of the steps that succeed."""
 
     __slots__ = ("_state", "_value", "_callbacks", "_upstream", "_on_failure", "settled")
 
@@ -74,8 +75,8 @@ class Deferred:
         return True
 
     def _settle(self, value: Any, state: int = _RESULT) -> None:
-        """Settle with ``value`` (a result; with ``state`` an error or a cancellation); it is
-        ``set_result`` itself, one call per result on the step path."""
+        """Settle with ``value`` (a result; with ``state`` an error or a cancellation). It is
+        ``set_result`` itself: settling a result is the step path's most frequent call."""
         if self._state != _PENDING:
             raise asyncio.InvalidStateError("the outcome was settled already")
         self._state, self._value, self.settled = state, value, True
@@ -116,9 +117,9 @@ class Deferred:
 
 
 def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
-    """(cancelled, value, error) of a settled Deferred, StepFuture or future, read in one
-    call: the step path reads every partition's and step's outcome, and a call per method
-    adds up."""
+    """(cancelled, value, error) of a settled Deferred, StepFuture or future, read at once:
+    the step path reads every partition's and step's outcome, and asking ``cancelled()``,
+    ``exception()`` and ``result()`` in turn would raise and catch to find out."""
     if type(done) is Deferred:
         state = done._state
         if state == _RESULT:
@@ -128,13 +129,24 @@ def outcome(done: Any) -> tuple[bool, Any, BaseException | None]:
         if state == _CANCELLED:
             return True, None, None
         raise asyncio.InvalidStateError("the outcome is not ready yet")
-    if type(done) is StepFuture and done._state == "FINISHED":   # a partition's run, settled
-        error = done._exception
-        return (False, None, error) if error is not None else (False, done._result, None)
+    if type(done) is StepFuture:   # a partition's run
+        settled = done.outcome()
+        if settled is None:
+            raise asyncio.InvalidStateError("the outcome is not ready yet")
+        return settled
     if done.cancelled():
         return True, None, None
     error = done.exception()
     return (False, None, error) if error is not None else (False, done.result(), None)
+
+
+def resolved(value: Any) -> Deferred:
+    """A Deferred settled with ``value``: the outcome of work that ran through inline. Made
+    settled rather than made and then settled, as the step path's most common outcome."""
+    outcome = Deferred.__new__(Deferred)
+    outcome._state, outcome._value, outcome.settled = _RESULT, value, True
+    outcome._callbacks = outcome._upstream = outcome._on_failure = None
+    return outcome
 
 
 def failed(error: BaseException) -> Deferred:

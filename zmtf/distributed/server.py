@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
-import operator
 import sys
 import threading
 import weakref
@@ -26,26 +25,23 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
-from zmtf.distributed.futures import Deferred, then
+from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
+from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.channel import Channel
 from zmtf.distributed.listener import Listener
 from zmtf.distributed.worker import WorkerService
-from zmtf.framework.errors import (
-    CancelledError, InvalidArgumentError, UnavailableError, UnimplementedError,
-)
+from zmtf.framework.errors import CancelledError, InvalidArgumentError, UnavailableError
 from zmtf.kernels.cpu.blas import for_server as blas_for_server
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
-from zmtf.runtime.step_stats import from_plain, to_plain
+from zmtf.runtime.step_stats import to_plain
 from zmtf.wire import messages as m
 
 log = logging.getLogger("zmtf.server")
 
 DEFAULT_STEP_TIMEOUT = 600.0   # seconds a step may take when the client sets no deadline
-CONTROL_TIMEOUT = 30.0         # seconds for RegisterGraph and the like
-CLEANUP_TIMEOUT = 2.0          # CleanupStep is best effort: its target may be the task that died
 RUNNING_SWEEP_MIN = 64         # steps tracked for CancelStep before finished ones are dropped
 
 
@@ -65,6 +61,7 @@ class ServerCore:
         self._own_context = context is None
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
+        self._peers: dict[str, WorkerPeer] = {}
         self._running: dict[tuple[str, int], Any] = {}   # (session, RunStep id) -> step (cancel())
         self._running_limit = RUNNING_SWEEP_MIN   # its size at which finished steps are dropped
         self._closing: set[str] = set()   # sessions being closed by CloseSession
@@ -95,9 +92,8 @@ class ServerCore:
         set_blas_threads(self.config.intra_op_parallelism_threads)
         blas_for_server(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
-        self.master = MasterService(self.task, self.worker, self._cluster_devices, self._remote,
-                                    self._remote_run_graph, DEFAULT_STEP_TIMEOUT,
-                                    self.learn_cluster_devices)
+        self.master = MasterService(self.task, self.worker, self._cluster_devices, self.peer,
+                                    DEFAULT_STEP_TIMEOUT, self.learn_cluster_devices)
         bind = bind_endpoint(self.address)
         if self.keys is not None:
             security.start_authenticator(self.context, self.keys)
@@ -177,8 +173,8 @@ class ServerCore:
         return m.Ok(id=msg.id)
 
     def _run_step(self, msg: m.RunStep) -> Any:
-        """The master's step itself, settling with the RunStepResult (a task on a signature's
-        first run): no outcome of our own chained to it, one callback less per step."""
+        """The master's step itself, settling with the RunStepResult: the reply is sent from
+        the callback that finishes the step, with no outcome of ours in between."""
         trace: list | None = [] if msg.trace_level > 0 else None
         key = (msg.session, msg.id)
         running = self._running
@@ -189,9 +185,7 @@ class ServerCore:
 
         step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
                                     msg.timeout_ms, trace, finish)
-        if type(step) is not Deferred:   # a signature's first run: placement, registration
-            step = asyncio.ensure_future(self._first_run(step, key))
-        if not (step.settled if type(step) is Deferred else step.done()):
+        if not step.settled:
             running[key] = step   # for CancelStep and CloseSession
             if len(running) > self._running_limit:   # failed steps are dropped now and then
                 self._forget_finished_steps()
@@ -199,26 +193,15 @@ class ServerCore:
 
     def _forget_finished_steps(self) -> None:
         """Drop finished steps from ``_running``: a step that succeeds leaves it as it finishes,
-        one that fails now and then, here (no callback per step for that)."""
+        one that fails now and then, here (a failure is rare: no callback per step for it)."""
         running = self._running   # in place: each step's finish holds this dict
-        for key in [key for key, step in running.items()
-                    if (step.settled if type(step) is Deferred else step.done())]:
+        for key in [key for key, step in running.items() if step.settled]:
             del running[key]
         self._running_limit = max(RUNNING_SWEEP_MIN, 2 * len(running))
 
     def steps_in_flight(self) -> int:
         """How many RunSteps this master is running now."""
-        return sum(not step.done() for step in self._running.values())
-
-    async def _first_run(self, run: Any, key: tuple[str, int]) -> Any:
-        try:
-            return await run
-        except asyncio.CancelledError:
-            if key[0] in self._closing:
-                raise _closed_session() from None
-            raise
-        finally:
-            self._running.pop(key, None)
+        return sum(not step.settled for step in self._running.values())
 
     def _cancel_step(self, msg: m.CancelStep) -> None:
         """Abort a running step whose client gave up (no reply: the client is not waiting)."""
@@ -234,12 +217,8 @@ class ServerCore:
         self._closing.add(msg.session)
         try:
             for (session, _), step in list(self._running.items()):
-                if session != msg.session or step.done():
-                    continue
-                if type(step) is Deferred:
-                    step.set_exception(_closed_session())
-                else:
-                    step.cancel()   # _first_run turns it into _closed_session()
+                if session == msg.session and not step.settled:
+                    step.set_exception(_closed_session())   # aborts it, as a cancel would
             await self.master.close_session(msg.session)
         finally:
             self._closing.discard(msg.session)
@@ -249,8 +228,8 @@ class ServerCore:
         self.worker.reset()
         others = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]
         if not msg.containers or msg.containers != ["__local__"]:
-            await asyncio.gather(*[self._call(t, m.Reset(id=0, containers=["__local__"]), CONTROL_TIMEOUT)
-                                   for t in others if t != self.task], return_exceptions=True)
+            await asyncio.gather(*[self.peer(t).reset_own() for t in others if t != self.task],
+                                 return_exceptions=True)
         return m.Ok(id=msg.id)
 
     def _list_devices(self, msg: m.ListDevices) -> m.DeviceList:
@@ -281,8 +260,9 @@ class ServerCore:
             return m.RunGraphResult(id=msg.id, tensors=tensors,
                                     step_stats=to_plain(trace) if trace else [])
 
-        # it ran through here and now (a ps's read): the reply itself
-        return result(outputs) if type(outputs) is list else then(outputs, result)
+        if outputs.settled:   # it ran through here and now (a ps's read): the reply itself
+            return result(outputs.result())
+        return then(outputs, result)
 
     def _cleanup_step(self, msg: m.CleanupStep) -> m.Ok:
         self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")
@@ -327,10 +307,10 @@ class ServerCore:
         later); with ``filters`` (a session's device_filters), only the peers they match."""
         async def ask(task: str) -> None:
             try:
-                reply = await self._call(task, m.ListDevices(id=0), 2.0)
+                devices = await self.peer(task).list_devices(2.0)
             except Exception:  # noqa: BLE001 - a task that is down now gets CPU:0 for placement
                 return
-            mine = [d for d in reply.devices if d["name"].startswith(task + "/")]
+            mine = [d for d in devices if d["name"].startswith(task + "/")]
             self._peer_devices[task] = [d["name"] for d in mine]
 
         peers = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]
@@ -359,34 +339,15 @@ class ServerCore:
             self._channels[task] = channel
         return channel
 
-    async def _call(self, task: str, message: Any, timeout: float) -> Any:
-        return await self.channel(task).call(message, timeout)
+    def peer(self, task: str) -> WorkerPeer:
+        """Another task, to call: its channel is looked up on every call (``channel``)."""
+        peer = self._peers.get(task)
+        if peer is None:
+            peer = self._peers[task] = WorkerPeer(task, self.channel)
+        return peer
 
     def _push(self, task: str, step_id: int, keys: list[str], values: list[np.ndarray]) -> None:
-        self.channel(task).send_only(m.PushTensor(id=0, step_id=step_id, keys=keys, tensors=values))
-
-    def _remote_run_graph(self, task: str, fields: dict[str, Any]) -> Any:
-        """``fields``: RunGraph's, plus ``timeout`` and ``trace`` (taken out; the dict is ours)."""
-        timeout, trace = fields.pop("timeout"), fields.pop("trace", None)
-        run = fields
-        def traced(reply: Any) -> Any:   # the partition's node timings join the step's
-            from_plain(reply.step_stats, task)   # checked; kept plain (wall-clock already)
-            trace.extend(reply.step_stats)
-            return reply.tensors
-
-        unwrap = _tensors_of if trace is None else traced
-        return self.channel(task).request(
-            m.RunGraph(id=0, timeout_ms=int(timeout * 1000), trace_level=int(trace is not None), **run),
-            timeout + 1.0, unwrap=unwrap)
-
-    async def _remote(self, task: str, what: str, **fields: Any) -> Any:
-        if what == "register":
-            return await self._call(task, m.RegisterGraph(id=0, **fields), CONTROL_TIMEOUT)
-        if what == "cleanup":
-            return await self._call(task, m.CleanupStep(id=0, **fields), CLEANUP_TIMEOUT)
-        if what == "deregister":
-            return await self._call(task, m.DeregisterGraph(id=0, graph_key="", **fields), CONTROL_TIMEOUT)
-        raise UnimplementedError(None, None, f"unknown remote call {what}")
+        self.peer(task).push_tensors(step_id, keys, values)
 
 
 _FLAGS = ("allow_soft_placement", "log_device_placement")
@@ -433,9 +394,6 @@ def _tcp_names(address: str, bound: str) -> set[str]:
     if host in ("127.0.0.1", "0.0.0.0", "localhost") and port.isdigit():
         names.update({f"tcp://127.0.0.1:{port}", f"tcp://localhost:{port}"})
     return {n for n in names if n.startswith("tcp://")}
-
-
-_tensors_of = operator.attrgetter("tensors")   # a RunGraphResult's values, without a frame
 
 
 def _read_server_def(server_def: ServerDef, job_name: str | None, task_index: int | None,

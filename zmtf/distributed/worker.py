@@ -13,26 +13,28 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
 
 from zmtf.distributed.reactor import deadlines_for
-from zmtf.distributed.futures import Deferred, chain, outcome
+from zmtf.distributed.futures import Deferred, chain, outcome, resolved
 from zmtf.framework.device_spec import DeviceSpec
-from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgumentError, NotFoundError
+from zmtf.framework.errors import (
+    AbortedError, FetchNotFoundError, GraphNotRegisteredError, InvalidArgumentError,
+)
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
-from zmtf.placement.plan import plan_step
+from zmtf.placement.plan import StepPlanner
 from zmtf.runtime import functional  # noqa: F401  (registers the While kernels)
 from zmtf.runtime.context import KernelContext
 from zmtf.runtime.devices import DevicePools, LocalDevice
-from zmtf.runtime.executor import BoundStep, Executor, bind
+from zmtf.runtime.bound_steps import BoundSteps
+from zmtf.runtime.executor import BoundStep, Executor
 from zmtf.runtime.rendezvous import Rendezvous
-from zmtf.runtime.step_future import StepFuture
 from zmtf.runtime.resources import ResourceContainer
 
 log = logging.getLogger("zmtf.worker")
@@ -42,10 +44,9 @@ Pusher = Callable[[str, int, list, list], None]
 TRANSFER_OPS = ("_Send", "_Recv")
 CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are kept
 # Partitions whose kernels took less than this last time run on the event loop thread: every
-# Recv that arrives and every Send then continues without a thread hop. Measured on the
-# MLP training job (bench/train.py, 1 ps + 2 workers): 0.5 ms -> 5 ms took ~300 -> 320-370
-# steps/s and ~5.0 -> 4.1-4.7 ms of CPU per step. The price: the loop serves nothing else
-# for that long.
+# Recv that arrives and every Send then continues without a thread hop, which for small
+# partitions costs more than their kernels. The price: the loop serves nothing else for that
+# long, so the bound stays a few milliseconds (its measurement: notes, docs/design.md).
 INLINE_SECONDS = 0.005
 
 
@@ -103,8 +104,10 @@ def supports(op_type: str, device_type: str, dtype: str | None) -> bool:
 
 @dataclass
 class _Registered:
+    """A partition registered by a master: its graph and its steps, bound once per signature."""
+
     graph: Graph
-    steps: dict[tuple, BoundStep] = field(default_factory=dict)
+    steps: BoundSteps
 
 
 class WorkerService:
@@ -136,7 +139,11 @@ class WorkerService:
 
     # ---- graphs --------------------------------------------------------------------
     def register_graph(self, session: str, graph_key: str, graph: dict, arrays: list) -> None:
-        self._graphs[(session, graph_key)] = _Registered(graph_from_dict(graph, arrays))
+        # the master placed every node: the worker's plan only adds its host<->GPU copies
+        planner = StepPlanner(supports, self.task_spec, allow_soft_placement=True, sticky=False)
+        self._graphs[(session, graph_key)] = _Registered(
+            graph_from_dict(graph, arrays),
+            BoundSteps(planner, [d.name for d in self.devices], lookup, self.resources))
 
     def deregister_session(self, session: str) -> None:
         for key in [k for k in self._graphs if k[0] == session]:
@@ -145,19 +152,20 @@ class WorkerService:
     # ---- steps -----------------------------------------------------------------------
     def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
                   fetches: list[str], targets: list[str], values: list[np.ndarray],
-                  timeout: float | None, trace: list | None = None) -> list | Deferred:
-        """Start one partition for one step (on the loop thread): its fetched values (a list,
-        owned by the caller) if it ran through here and now, else a Deferred of them.
-        Cancelling that, or its deadline passing, aborts the step.
+                  timeout: float | None, trace: list | None = None) -> Deferred:
+        """Start one partition for one step (on the loop thread): a Deferred of its fetched
+        values (a list, owned by the caller), settled already if it ran through here and now.
+        Cancelling it, or its deadline passing, aborts the step.
 
         A Deferred rather than a coroutine: on the step path each task and each await costs a
         loop iteration, and the latency of a small step is made of those."""
         registered = self._graphs.get((session, graph_key))
         if registered is None:
-            raise NotFoundError(None, None, f"graph '{graph_key}' of session '{session}' is not "
-                                f"registered on {self.task}; the master must RegisterGraph first")
-        step = (registered.steps.get((tuple(feeds), tuple(fetches), tuple(targets)))
-                or self._bound(registered, feeds, fetches, targets))   # bound once per signature
+            raise GraphNotRegisteredError(
+                None, None, f"graph '{graph_key}' of session '{session}' is not registered on "
+                f"{self.task}; the master must RegisterGraph first")
+        key = (tuple(feeds), tuple(fetches), tuple(targets))
+        step = registered.steps.steps.get(key) or self._bind(registered, key)
         if len(values) != len(feeds):
             raise InvalidArgumentError(None, None, f"RunGraph carries {len(values)} tensors for "
                                        f"{len(feeds)} feeds")
@@ -166,16 +174,16 @@ class WorkerService:
         inline = self._last_compute.get(id(step), 1.0) < INLINE_SECONDS
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
                                     inline=inline, trace=trace)
-        if type(running) is StepFuture and running._state == "FINISHED" and running._exception is None:
-            # it ran through on this thread (no Recv waited): the values now, without the
-            # Deferred and callbacks below (a ps's read of a variable, a deferred partition)
-            outputs = running._result
-            if not self.copy_aliases or not _holds_any(self.resources, outputs):
+        ran = running.outcome()
+        if ran is not None:
+            # it ran through on this thread (no Recv waited: a ps's read of a variable, a
+            # deferred partition): settled now, with no deadline, callbacks or thread hop
+            cancelled, outputs, error = ran
+            if not cancelled and error is None and not (
+                    self.copy_aliases and _holds_any(self.resources, outputs)):
                 self._last_compute[id(step)] = getattr(running, "compute_seconds", 1.0)
-                self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
-                if self._sweep_timer is None:   # _cleanup_later, written out
-                    self._arm_sweep()
-                return list(map(np.asarray, outputs))
+                self._cleanup_later(step_id)
+                return resolved(list(map(np.asarray, outputs)))
         loop = self.loop
         result = Deferred()
         self._running[step_id] = running
@@ -219,18 +227,12 @@ class WorkerService:
         if not result.done():
             result.set_exception(_deadline(self.task, step_id, timeout))
 
-    def _bound(self, registered: _Registered, feeds: list[str], fetches: list[str],
-               targets: list[str]) -> BoundStep:
-        key = (tuple(feeds), tuple(fetches), tuple(targets))
-        step = registered.steps.get(key)
-        if step is None:
-            graph = registered.graph
-            plan = plan_step([_tensor(graph, n) for n in fetches], [_tensor(graph, n) for n in feeds],
-                             [_op(graph, n) for n in targets], [d.name for d in self.devices],
-                             supports, task=self.task_spec, allow_soft_placement=True)
-            step = bind(plan, lookup, self.resources)
-            registered.steps[key] = step
-        return step
+    def _bind(self, registered: _Registered, key: tuple) -> BoundStep:
+        """Plan and bind one signature of a registered partition (its first run)."""
+        feeds, fetches, targets = key
+        graph = registered.graph
+        return registered.steps.bind(key, [_tensor(graph, n) for n in fetches],
+                                     [_tensor(graph, n) for n in feeds], [_op(graph, n) for n in targets])
 
     def _owned(self, value: Any) -> np.ndarray:
         """A value safe to hand over in-process: never a view of a variable's storage.
@@ -298,7 +300,7 @@ class WorkerService:
     def _cleanup_later(self, step_id: int) -> None:
         """Forget a step's rendezvous entries CLEANUP_DELAY s from now (late pushes for it are
         dropped until then): one sweep timer for all steps instead of a timer per step."""
-        # time.monotonic is the loop's clock (asyncio's default), without loop.time()'s call
+        # time.monotonic is the loop's clock (asyncio's default): no loop to ask
         self._to_clean.append((time.monotonic() + CLEANUP_DELAY, step_id))
         if self._sweep_timer is None:
             self._arm_sweep()

@@ -35,6 +35,8 @@ class OpError(Exception):
     """
 
     error_code = UNKNOWN
+    #: set by the subclasses in ``REASON_TO_CLASS``: it crosses the wire next to the code
+    reason: str | None = None
 
     def __init__(
         self,
@@ -170,6 +172,14 @@ class FeedMismatchError(InvalidArgumentError, ValueError):
     """A fed value has the wrong shape or dtype; also a ValueError, as in TF."""
 
 
+class GraphNotRegisteredError(NotFoundError):
+    """RunGraph named a graph its task does not hold: the task restarted since the master
+    registered it. The master registers the graph again instead of failing the step, so it
+    must recognise this error by its class (or its wire ``reason``), never by its text."""
+
+    reason = "GRAPH_NOT_REGISTERED"
+
+
 _CLASSES: tuple[type[OpError], ...] = (
     CancelledError,
     UnknownError,
@@ -191,6 +201,23 @@ _CLASSES: tuple[type[OpError], ...] = (
 
 #: canonical code -> class, for errors arriving from the wire.
 CODE_TO_CLASS: dict[int, type[OpError]] = {cls.error_code: cls for cls in _CLASSES}
+
+
+#: wire reason -> class: the subclasses that a peer raises again as themselves, not as the
+#: plain class of their code (a caller dispatches on them).
+REASON_TO_CLASS: dict[str, type[OpError]] = {cls.reason: cls for cls in (GraphNotRegisteredError,)
+                                             if cls.reason is not None}
+
+
+def exception_type_from_error(error_code: int, reason: str | None) -> type[OpError]:
+    """The class of an error from the wire: its reason's class if that has the same code
+    (a reason unknown here, or one paired with another code, counts for nothing), else the
+    class of its code."""
+    if reason is not None:
+        cls = REASON_TO_CLASS.get(reason)
+        if cls is not None and cls.error_code == error_code:
+            return cls
+    return exception_type_from_error_code(error_code)
 
 
 def exception_type_from_error_code(error_code: int) -> type[OpError]:

@@ -1,12 +1,14 @@
 """plan_step: fetches + feeds + targets + devices -> a StepPlan that an executor can run.
 
-Pure: one function shared by the local session and (later) the master service. The plan
-numbers every needed node, gives each node output a value slot, and lists for each node
-its input slots, its consumers and how many predecessors it waits for.
+Pure: one function shared by the local session, the master and the workers, and
+``StepPlanner``, the one place that makes plans for them (sticky placements, placement log).
+The plan numbers every needed node, gives each node output a value slot, and lists for each
+node its input slots, its consumers and how many predecessors it waits for.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -58,8 +60,40 @@ def plan_step(fetches: Sequence[Tensor], feeds: Sequence[Tensor], targets: Seque
     for op in ops:
         builder.add_op(op, fed)
     fetch_slots = tuple(builder.host_slot(t) for t in fetches)
-    plan = builder.finish(fetch_slots, placement)
-    return plan
+    return builder.finish(fetch_slots, placement)
+
+
+placement_log = logging.getLogger("zmtf.placement")
+
+
+class StepPlanner:
+    """Plans the steps of one graph for its owner: a local session, a master's session, or a
+    worker's registered partition.
+
+    With ``sticky`` a node keeps the device an earlier plan gave it (TF places a node once
+    per session, so two runs never see a variable in two places); with ``log_placement``
+    (ConfigProto.log_device_placement) every plan's placement goes to the "zmtf.placement"
+    log."""
+
+    def __init__(self, supports: Supports, task: DeviceSpec, *, allow_soft_placement: bool,
+                 log_placement: bool = False, sticky: bool = True) -> None:
+        self.supports = supports
+        self.task = task
+        self.allow_soft_placement = allow_soft_placement
+        self.log_placement = log_placement
+        self.placements: dict[str, str] | None = {} if sticky else None
+
+    def plan(self, fetches: Sequence[Tensor], feeds: Sequence[Tensor],
+             targets: Sequence[Operation], devices: Sequence[str]) -> StepPlan:
+        plan = plan_step(fetches, feeds, targets, devices, self.supports, task=self.task,
+                         previous=self.placements, allow_soft_placement=self.allow_soft_placement)
+        if self.placements is not None:
+            for name, device in plan.placement.devices.items():
+                self.placements.setdefault(name, device)
+        if self.log_placement:
+            for line in plan.placement.log_lines:
+                placement_log.info("%s", line)
+        return plan
 
 
 #: The op types of the copy nodes a plan inserts on host<->GPU edges (not graph ops).

@@ -25,7 +25,7 @@ from zmtf.framework.errors import (
     InvalidArgumentError,
     OpError,
     error_code_from_exception_type,
-    exception_type_from_error_code,
+    exception_type_from_error,
 )
 from zmtf.wire.tensors import short_repr
 
@@ -247,11 +247,14 @@ class CancelStep(Message):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorReply(Message):
-    """A failed request: TF's canonical ``code``, the text, and the node that failed if known."""
+    """A failed request: TF's canonical ``code``, the text, and the node that failed if known;
+    ``reason`` names a subclass of the code's class the caller dispatches on (see
+    ``errors.REASON_TO_CLASS``), None for the plain class."""
 
     code: int
     message: str
     node: str | None = None
+    reason: str | None = None
 
 
 #: kind (the class name, as sent on the wire) -> message class.
@@ -401,19 +404,22 @@ def error_reply(id: int, exc: BaseException) -> ErrorReply:  # noqa: A002 (the m
     A non-OpError is a bug or an unexpected failure on the remote side, so its type name
     goes into the text (``"UNKNOWN: KeyError: 'x'"`` reads better than ``"'x'"``).
     """
+    reason = None
     if isinstance(exc, OpError):
         code = error_code_from_exception_type(type(exc))
-        text, node = str(exc.message), exc.node_name
+        text, node, reason = str(exc.message), exc.node_name, type(exc).reason
     else:
         code, text, node = UNKNOWN, f"{type(exc).__name__}: {exc}", None
     if len(text) > MAX_ERROR_MESSAGE:
         text = text[:MAX_ERROR_MESSAGE] + f"... ({len(text) - MAX_ERROR_MESSAGE} characters cut)"
-    return ErrorReply(id=id, code=code, message=text, node=node if isinstance(node, str) else None)
+    return ErrorReply(id=id, code=code, message=text, node=node if isinstance(node, str) else None,
+                      reason=reason if isinstance(reason, str) else None)
 
 
 def error_from(reply: ErrorReply) -> Exception:
-    """The TF error of ``reply.code`` (UnknownError for unknown codes), node set."""
-    cls = exception_type_from_error_code(reply.code)
+    """The TF error of ``reply.code`` and ``reply.reason`` (UnknownError for unknown codes),
+    node set."""
+    cls = exception_type_from_error(reply.code, reply.reason)
     return cls(None, None, reply.message, node_name=reply.node)
 
 

@@ -1,0 +1,98 @@
+"""WorkerPeer: another task of the cluster as this one calls it, one method per request.
+
+The master registers partitions with a peer's worker, runs them, cleans a failed step up and
+forgets a closed session; a worker pushes tensors to a peer; a server asks a peer for its
+devices or has it clear its variables. Each is a typed method here (its message, its timeout
+and how its reply is read), so the callers never build wire messages or choose calls by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+
+import numpy as np
+
+from zmtf.runtime.step_stats import from_plain
+from zmtf.wire import messages as m
+
+if TYPE_CHECKING:
+    from zmtf.distributed.futures import Deferred
+
+CONTROL_TIMEOUT = 30.0   # seconds for RegisterGraph and the like
+CLEANUP_TIMEOUT = 2.0    # CleanupStep is best effort: its target may be the task that died
+
+
+class Calls(Protocol):
+    """What a peer needs of a channel to its task (the transport's Channel)."""
+
+    def call(self, message: Any, timeout: float) -> Awaitable[Any]: ...
+
+    def request(self, message: Any, timeout: float,
+                unwrap: Callable[[Any], Any] | None = None) -> Deferred: ...
+
+    def send_only(self, message: Any) -> None: ...
+
+
+class WorkerPeer:
+    """One other task, reached through ``channel(task)`` (asked on every call: a channel is
+    replaced when its peer's server restarts in this process)."""
+
+    __slots__ = ("task", "_channel")
+
+    def __init__(self, task: str, channel: Callable[[str], Calls]) -> None:
+        self.task = task
+        self._channel = channel
+
+    # ---- the worker service ---------------------------------------------------------
+    async def register_graph(self, session: str, graph_key: str, graph: dict,
+                             arrays: list[np.ndarray]) -> None:
+        await self._channel(self.task).call(
+            m.RegisterGraph(session=session, graph_key=graph_key, graph=graph, tensors=arrays),
+            CONTROL_TIMEOUT)
+
+    async def deregister_session(self, session: str) -> None:
+        """Forget every graph the session registered there."""
+        await self._channel(self.task).call(m.DeregisterGraph(session=session, graph_key=""),
+                                            CONTROL_TIMEOUT)
+
+    async def cleanup_step(self, step_id: int) -> None:
+        await self._channel(self.task).call(m.CleanupStep(step_id=step_id), CLEANUP_TIMEOUT)
+
+    def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
+                  fetches: list[str], targets: list[str], values: list[np.ndarray],
+                  timeout: float, trace: list | None = None) -> Deferred:
+        """A Deferred of the partition's output tensors. With ``trace`` (a list) the peer's
+        node timings are added to it. The peer keeps the deadline; ours is a second later,
+        for a peer that never answers."""
+        unwrap = _tensors_of if trace is None else functools.partial(_traced, self.task, trace)
+        return self._channel(self.task).request(
+            m.RunGraph(session=session, graph_key=graph_key, step_id=step_id, feeds=feeds,
+                       fetches=fetches, targets=targets, tensors=values,
+                       timeout_ms=int(timeout * 1000), trace_level=int(trace is not None)),
+            timeout + 1.0, unwrap=unwrap)
+
+    def push_tensors(self, step_id: int, keys: list[str], values: list[np.ndarray]) -> None:
+        """Hand tensors for the peer's Recvs to the socket; no reply is awaited."""
+        self._channel(self.task).send_only(m.PushTensor(step_id=step_id, keys=keys, tensors=values))
+
+    # ---- the server -------------------------------------------------------------------
+    async def list_devices(self, timeout: float) -> list[dict[str, Any]]:
+        """The devices the peer knows of, its own first."""
+        reply = await self._channel(self.task).call(m.ListDevices(), timeout)
+        return list(reply.devices)
+
+    async def reset_own(self) -> None:
+        """Clear the peer's variables, not asking it to pass it on to the cluster."""
+        await self._channel(self.task).call(m.Reset(containers=["__local__"]), CONTROL_TIMEOUT)
+
+
+_tensors_of = operator.attrgetter("tensors")   # a RunGraphResult's values: the untraced reply
+
+
+def _traced(task: str, trace: list, reply: Any) -> Any:
+    """A traced RunGraphResult's values; its node timings join the step's ``trace``."""
+    from_plain(reply.step_stats, task)   # checked; kept plain (wall-clock already)
+    trace.extend(reply.step_stats)
+    return reply.tensors
