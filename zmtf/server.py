@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 # The runtime (numba, zmq) loads after the flags are parsed, so that --help answers at once.
 if TYPE_CHECKING:
     from zmtf.distributed.cluster_spec import ClusterSpec
-    from zmtf.distributed.server import Server
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

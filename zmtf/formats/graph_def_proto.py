@@ -17,7 +17,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import DATATYPE_ENUMS, DType, as_dtype
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.formats.data_type_names import DATA_TYPE_NAMES, enum_of_name
+from zmtf.formats.data_type_names import DATA_TYPE_NAMES
 from zmtf.formats.proto_message import Field, Message
 
 #: the GraphDef version of TF 2.21, whose op semantics zmtf's exported graphs follow
