@@ -59,6 +59,7 @@ class AsyncSession:
         self.check_open()
         if self._remote is not None:
             return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout)
+        assert self._core is not None   # a session without a remote core has a local one
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         limit = timeout if timeout is not None else call.timeout
         step_future = self._core.start(call, inline=False)
@@ -83,6 +84,9 @@ class AsyncSession:
         return self.local_devices()
 
     def local_devices(self) -> list[Any]:
+        if self._core is None:
+            raise RuntimeError(f"a session on {self.target!r} has no local devices; "
+                               f"use list_devices()")
         return [DeviceAttributes(d.name, d.device_type, d.memory_limit) for d in self._core.devices]
 
     async def reset(self) -> None:
@@ -90,6 +94,7 @@ class AsyncSession:
         if self._remote is not None:
             await self._remote.reset()
         else:
+            assert self._core is not None   # a session without a remote core has a local one
             self._core.resources.clear()
 
     def check_open(self) -> None:
@@ -102,6 +107,7 @@ class AsyncSession:
             if self._remote is not None:
                 await self._remote.close()
             else:
+                assert self._core is not None   # a session without a remote core has a local one
                 self._core.close()
 
     def close_blocking(self) -> None:
@@ -111,6 +117,7 @@ class AsyncSession:
             if self._remote is not None:
                 self._remote.close_blocking()
             else:
+                assert self._core is not None   # a session without a remote core has a local one
                 self._core.close()
 
     async def __aenter__(self) -> AsyncSession:

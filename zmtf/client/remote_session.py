@@ -139,8 +139,8 @@ class RemoteSessionCore:
         return self._handle
 
     def _run_calls(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
-                   timeout: float | None,
-                   run_metadata: RunMetadata | None = None) -> Generator[Call, Any, Any]:
+                   timeout: float | None, run_metadata: RunMetadata | None = None
+                   ) -> Generator[Call | SessionNeeded, Any, Any]:
         """One run(): the session first if needed, then a RunStep; returns the fetch structure.
         Traced (``options.trace_level`` with a ``run_metadata``), every task's node timings
         come back into ``run_metadata.step_stats``."""
@@ -154,14 +154,17 @@ class RemoteSessionCore:
         if handle is None or self.graph.version != self._sent_version:   # else: no round of
             # the driver and no lock for a session that is open and current (the usual run)
             handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit))
-        traced = options is not None and options.trace_level > 0 and run_metadata is not None
+        trace_level = 0
+        if options is not None and options.trace_level > 0 and run_metadata is not None:
+            trace_level = options.trace_level   # traced: the step's timings come back
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
                             fetches=plan.fetch_names, targets=plan.target_names,
-                            timeout_ms=timeout_ms, trace_level=options.trace_level if traced else 0,
+                            timeout_ms=timeout_ms, trace_level=trace_level,
                             tensors=feed_values)
         reply = yield Call(request, limit + 1.0,
                            lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
-        if traced:
+        if trace_level:
+            assert run_metadata is not None   # traced only with one
             run_metadata.step_stats = from_plain(reply.step_stats, self.target)
         tensors, values = reply.tensors, []
         for k in plan.picks:

@@ -17,9 +17,8 @@ from typing import Any, Iterator
 
 from zmtf.client.async_session import AsyncSession, DeviceAttributes
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
-from zmtf.framework import graph as graph_module
 from zmtf.framework.errors import DeadlineExceededError
-from zmtf.framework.graph import Graph
+from zmtf.framework.graph import Graph, set_default_session_getter
 
 
 class _DefaultSessionStack(threading.local):
@@ -35,7 +34,7 @@ def get_default_session() -> Session | None:
     return _default_sessions.stack[-1] if _default_sessions.stack else None
 
 
-graph_module.default_session_getter[0] = get_default_session
+set_default_session_getter(get_default_session)
 
 
 def _refuse_inside_running_loop() -> None:
@@ -82,6 +81,7 @@ class Session:
             if asyncio._get_running_loop() is not None:
                 _refuse_inside_running_loop()   # raises
             return self._remote.run_blocking(fetches, feed_dict, options, run_metadata)
+        assert self._core is not None   # a session without a remote core has a local one
         call = self._core.begin(fetches, feed_dict, options, run_metadata)
         # With a deadline the step runs on a pool thread so this thread can stop waiting.
         future = self._core.start(call, inline=call.timeout is None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable, Hashable
 
 import zmq
 
@@ -28,7 +28,8 @@ from zmtf.wire.connection_state import SERVER_EVENTS, PeerTable
 
 log = logging.getLogger("zmtf.transport")
 
-Handler = Callable[[Any], "Any | Awaitable[Any]"]
+#: a request -> its reply, None (no reply), or a coroutine, Deferred or future settling with it
+Handler = Callable[[Any], Any]
 
 
 class _PeerWatch:
@@ -126,7 +127,7 @@ class Listener:
         for request in requests:
             request.cancel()
 
-    def _stream_expired(self, identity: bytes, error: BaseException, message_id: int) -> None:
+    def _stream_expired(self, identity: Hashable, error: BaseException, message_id: int) -> None:
         """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
         self._reply(identity, messages.error_reply(message_id, error))
 

@@ -15,7 +15,7 @@ import asyncio
 import itertools
 import random
 import uuid
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 import numpy as np
 
@@ -218,7 +218,7 @@ def _forget(pending: set[asyncio.Future]) -> Callable[[asyncio.Future], None]:
     return done
 
 
-async def _first_error(calls: list[Awaitable[Any]]) -> None:
+async def _first_error(calls: Sequence[Awaitable[Any]]) -> None:
     """Await all calls; raise the first error as soon as it happens (cancelling the rest)."""
     if len(calls) == 1:
         await calls[0]

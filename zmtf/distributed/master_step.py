@@ -31,7 +31,8 @@ class StepHost(Protocol):
     """What a step needs of its master (``MasterService``): step ids, partition starts and
     re-registration, outputs taken in, and the abort of a failed step on every task."""
 
-    step_ids: Iterator[int]
+    @property
+    def step_ids(self) -> Iterator[int]: ...
 
     def start_partition(self, session: MasterSession, setup: StepSetup, part: TaskPartition,
                         step_id: int, feed_values: dict[str, np.ndarray], timeout: float,
@@ -107,6 +108,7 @@ class MasterStep:
     def launch(self, part: TaskPartition, received: dict | None = None) -> None:
         """Start one partition; its outcome comes to ``on_partition_done`` (at once when it
         is this task's and ran through). ``received``: the values a deferred one is fed."""
+        assert self.setup is not None   # partitions start only from ``start``
         try:
             call = self.master.start_partition(self.session, self.setup, part, self.step_id,
                                                self.feed_values, self.timeout, self.trace,
@@ -138,6 +140,7 @@ class MasterStep:
                 self.outcome.set_exception(error)
             return
         setup = self.setup
+        assert setup is not None   # partitions report only once ``start`` started them
         try:
             self.master.take_outputs(part, value, self.step_id, self.results,
                                      setup.deferred is not None)
@@ -162,8 +165,10 @@ class MasterStep:
         self.watch(part, rerun)
 
     async def _rerun(self, part: TaskPartition) -> list[np.ndarray]:
-        await self.master.register_again(self.session, self.setup, part)
-        return await self.master.start_partition(self.session, self.setup, part, self.step_id,
+        setup = self.setup
+        assert setup is not None   # a partition that ran is being rerun
+        await self.master.register_again(self.session, setup, part)
+        return await self.master.start_partition(self.session, setup, part, self.step_id,
                                                  self.feed_values, self.timeout, self.trace)
 
     # ---- the outcome -------------------------------------------------------------------------

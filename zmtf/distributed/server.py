@@ -14,7 +14,7 @@ import logging
 import sys
 import threading
 import weakref
-from typing import Any
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import zmq
@@ -108,23 +108,24 @@ class ServerCore:
         if bind.startswith("inproc://"):
             inproc.register(bind, self.context)
         elif self.keys is None:   # under CURVE every client shows its key, in-process ones too
-            self._serve_in_process(loop)
+            self._serve_in_process(loop, self.worker, self._listener.endpoint)
         self.started = True
         log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d; "
                  "%s)", self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
                  self._pools.threads, intra,
                  f"CURVE with the keys in {self.keys.directory}" if self.keys else "plaintext, no CURVE")
 
-    def _serve_in_process(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _serve_in_process(self, loop: asyncio.AbstractEventLoop, worker: WorkerService,
+                          bound: str) -> None:
         """Also listen on a private inproc:// endpoint, the alias of the tcp one for Sessions
         in this process (TF1's ``tf.Session(server.target)`` in a worker's own process): no
         loopback network, no zmq I/O thread between them. Its replies never share a
         variable's memory with the client (zero-copy inproc would otherwise hand it over)."""
         local = f"inproc://zmtf-local{self.task}#{id(self):x}"
         self._local_listener = Listener(self.context, local, self.handle, loop,
-                                        prepare_reply=self.worker.private_reply)
+                                        prepare_reply=worker.private_reply)
         inproc.register(local, self.context)
-        for name in _tcp_names(self.address, self._listener.endpoint):
+        for name in _tcp_names(self.address, bound):
             inproc.register_alias(name, local)
 
     async def stop(self) -> None:
@@ -153,6 +154,8 @@ class ServerCore:
         return self._listener.endpoint if self._listener else bind_endpoint(self.address)
 
     # ---- serving -----------------------------------------------------------------------------
+    # Requests come through the listeners, which start() opens after it made the worker and
+    # master services: the handlers assert that (an invariant, not a check of the request).
     def handle(self, message: Any) -> Any:
         """Dispatch one request; returns a reply or a coroutine that makes one."""
         handler = self._HANDLERS.get(type(message))
@@ -166,9 +169,11 @@ class ServerCore:
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
         await self.learn_cluster_devices(filters)
+        assert self.master is not None
         return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
+        assert self.master is not None
         self.master.extend_session(msg.session, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
 
@@ -178,6 +183,7 @@ class ServerCore:
         trace: list | None = [] if msg.trace_level > 0 else None
         key = (msg.session, msg.id)
         running = self._running
+        assert self.master is not None
 
         def finish(values: list) -> m.RunStepResult:
             running.pop(key, None)   # done: no CancelStep for it now (and its values not kept)
@@ -219,12 +225,14 @@ class ServerCore:
             for (session, _), step in list(self._running.items()):
                 if session == msg.session and not step.settled:
                     step.set_exception(_closed_session())   # aborts it, as a cancel would
+            assert self.master is not None
             await self.master.close_session(msg.session)
         finally:
             self._closing.discard(msg.session)
         return m.Ok(id=msg.id)
 
     async def _reset(self, msg: m.Reset) -> m.Ok:
+        assert self.worker is not None
         self.worker.reset()
         others = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]
         if not msg.containers or msg.containers != ["__local__"]:
@@ -243,16 +251,19 @@ class ServerCore:
         return m.DeviceList(id=msg.id, devices=own + others)
 
     def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
+        assert self.worker is not None
         self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
 
     def _deregister_graph(self, msg: m.DeregisterGraph) -> m.Ok:
+        assert self.worker is not None
         self.worker.deregister_session(msg.session)
         return m.Ok(id=msg.id)
 
     def _run_graph(self, msg: m.RunGraph) -> Any:
         timeout = msg.timeout_ms / 1000.0 if msg.timeout_ms > 0 else None
         trace: list | None = [] if msg.trace_level > 0 else None
+        assert self.worker is not None
         outputs = self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
                                         msg.fetches, msg.targets, msg.tensors, timeout, trace)
 
@@ -265,12 +276,14 @@ class ServerCore:
         return then(outputs, result)
 
     def _cleanup_step(self, msg: m.CleanupStep) -> m.Ok:
+        assert self.worker is not None
         self.worker.abort_step(msg.step_id, f"step {msg.step_id} was aborted by its master")
         return m.Ok(id=msg.id)
 
     def _push_tensor(self, msg: m.PushTensor) -> None:
         """Tensors for a step's Recvs. No reply (the sender does not wait); a malformed push
         fails that step here with the reason, instead of an error reply nobody reads."""
+        assert self.worker is not None
         if len(msg.tensors) != len(msg.keys):
             reason = (f"PushTensor for {msg.keys} carries {len(msg.tensors)} tensors, expected "
                       f"{len(msg.keys)}")
@@ -284,7 +297,7 @@ class ServerCore:
     def _ping(self, msg: m.Ping) -> m.Pong:
         return m.Pong(id=msg.id, task=self.task, incarnation=0)
 
-    _HANDLERS = {
+    _HANDLERS: ClassVar[dict[type[m.Message], Callable[[ServerCore, Any], Any]]] = {
         m.CreateSession: _create_session, m.ExtendSession: _extend_session, m.RunStep: _run_step,
         m.CloseSession: _close_session, m.Reset: _reset, m.ListDevices: _list_devices,
         m.RegisterGraph: _register_graph, m.DeregisterGraph: _deregister_graph,
@@ -328,10 +341,11 @@ class ServerCore:
         context = self.context
         if address.startswith("inproc://"):
             # inproc reaches only sockets of the same Context: the peer server's, if it runs
-            context = inproc.context_for(address)
-            if context is None:
+            peer_context = inproc.context_for(address)
+            if peer_context is None:
                 raise UnavailableError(None, None, f"no server for {task} is running in this "
                                        f"process at {address}")
+            context = peer_context
         if channel is None or channel.closed or channel.context is not context:
             if channel is not None:
                 channel.close()
@@ -397,7 +411,7 @@ def _tcp_names(address: str, bound: str) -> set[str]:
 
 
 def _read_server_def(server_def: ServerDef, job_name: str | None, task_index: int | None,
-                     protocol: str | None) -> tuple[ClusterDef, str, int, str | None]:
+                     protocol: str | None) -> tuple[ClusterDef, str | None, int, str | None]:
     """The cluster, job, task and protocol of a ServerDef; arguments given override it (TF)."""
     if server_def.port:
         raise ValueError(f"ServerDef.port ({server_def.port}) is not supported: a zmtf server binds "

@@ -271,7 +271,7 @@ class Estimator:
                 raise ValueError("There should be a CheckpointSaverHook to use saving_listeners. Please "
                                  "set one of the RunConfig.save_checkpoints_steps or "
                                  "RunConfig.save_checkpoints_secs.")
-            savers[0]._listeners.extend(listener for listener in listeners if listener not in savers[0]._listeners)
+            savers[0].add_listeners(listeners)
         return chief_hooks
 
     def _train_with_spec(self, spec: EstimatorSpec, hooks: list, global_step: Any,

@@ -10,7 +10,7 @@ when parsing, as unknown fields are; pass ``config=`` to ``tf.train.Server`` ins
 
 from __future__ import annotations
 
-from zmtf.formats.proto_message import Field, Message
+from zmtf.formats.proto_message import Field, Message, RepeatedMessages
 
 
 class JobDef(Message):
@@ -24,6 +24,8 @@ class ClusterDef(Message):
     """The jobs of a cluster; ``tf.train.ClusterSpec(cluster_def)`` reads one."""
 
     FIELDS = (Field(1, "job", "message", repeated=True, message=JobDef),)
+    # the fields' types, for type checkers (Message.__init__ sets the attributes from FIELDS)
+    job: RepeatedMessages
 
 
 class ServerDef(Message):
@@ -32,6 +34,11 @@ class ServerDef(Message):
     FIELDS = (Field(1, "cluster", "message", message=ClusterDef), Field(2, "job_name", "string"),
               Field(3, "task_index", "int32"), Field(5, "protocol", "string"),
               Field(6, "port", "int32"))
+    cluster: ClusterDef
+    job_name: str
+    task_index: int
+    protocol: str
+    port: int
 
 
 __all__ = ["ClusterDef", "JobDef", "ServerDef"]

@@ -136,6 +136,8 @@ class Operation:
     control_inputs = property(lambda self: list(self._control_inputs))
     device = property(lambda self: self._device)
     attrs = property(lambda self: self._attrs)
+    #: its place in its graph's creation order (``Graph.get_operations()``'s): a stable sort key
+    creation_index = property(lambda self: self._id)
 
     @property
     def node_def(self) -> dict[str, Any]:
@@ -526,6 +528,11 @@ def reset_default_graph() -> None:
 
 # Installed by the client layer: returns the innermost default session or None.
 default_session_getter: list[Callable[[], Any]] = [lambda: None]
+
+
+def set_default_session_getter(getter: Callable[[], Any]) -> None:
+    """Install the client layer's ``get_default_session`` (this layer cannot import it)."""
+    default_session_getter[0] = getter
 
 
 def session_for(graph: Graph, session: Any) -> Any:

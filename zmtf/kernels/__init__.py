@@ -10,9 +10,12 @@ until a numba kernel is first called)::
 
 from zmtf.kernels import cpu
 from zmtf.kernels.cpu.state import VariableRef
-from zmtf.kernels.registry import KernelFn, lookup, register, registered_device_types, supports
+from zmtf.kernels.registry import (
+    AnyKernelFn, AsyncKernelFn, KernelFn, lookup, register, registered_device_types, supports)
 
 __all__ = [
+    "AnyKernelFn",
+    "AsyncKernelFn",
     "KernelFn",
     "VariableRef",
     "cpu",

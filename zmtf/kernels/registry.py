@@ -1,6 +1,8 @@
 """Kernel registry: (op_type, device_type, dtype) -> kernel function.
 
-A kernel is ``fn(ctx, inputs, attrs) -> list of outputs``. ``dtype`` is a dtype *name*
+A kernel is ``fn(ctx, inputs, attrs) -> list of outputs``; an async one (marked
+``fn.is_async = True``: a Recv, a loop) is ``fn(ctx, inputs, attrs, done) -> None`` and
+hands its outputs to ``done`` when they are ready. ``dtype`` is a dtype *name*
 ("float32"): the dtype of the op's first input, or of its first output when it has no
 inputs. A kernel registered with ``dtypes=None`` serves every dtype of its op and device.
 
@@ -12,21 +14,25 @@ without paying for a compiler.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import AlreadyExistsError, NotFoundError
 
 KernelFn = Callable[[Any, list, dict], list]
+#: an ``is_async`` kernel: ``fn(ctx, inputs, attrs, done)``; the executor tells the two apart
+AsyncKernelFn = Callable[[Any, list, dict, Any], None]
+AnyKernelFn = KernelFn | AsyncKernelFn
+_Kernel = TypeVar("_Kernel", bound=AnyKernelFn)
 _KernelKey = tuple[str, str, "str | None"]
 
 #: (op_type, device_type, dtype name or None for "any dtype") -> kernel.
-_KERNELS: dict[_KernelKey, KernelFn] = {}
+_KERNELS: dict[_KernelKey, AnyKernelFn] = {}
 
 
 def register(
     op_type: str, device_type: str = "CPU", dtypes: Iterable[Any] | None = None
-) -> Callable[[KernelFn], KernelFn]:
+) -> Callable[[_Kernel], _Kernel]:
     """Decorator: register ``fn`` as the ``op_type`` kernel on ``device_type`` for ``dtypes``.
 
     ``dtypes`` holds names or DTypes; None registers one kernel for every dtype.
@@ -34,7 +40,7 @@ def register(
     """
     names: list[str | None] = [None] if dtypes is None else [as_dtype(d).name for d in dtypes]
 
-    def decorate(fn: KernelFn) -> KernelFn:
+    def decorate(fn: _Kernel) -> _Kernel:
         for name in names:
             key = (op_type, device_type, name)
             if key in _KERNELS:
@@ -48,14 +54,14 @@ def register(
     return decorate
 
 
-def _find(op_type: str, device_type: str, dtype: str | None) -> KernelFn | None:
+def _find(op_type: str, device_type: str, dtype: str | None) -> AnyKernelFn | None:
     fn = _KERNELS.get((op_type, device_type, dtype))
     if fn is None:
         fn = _KERNELS.get((op_type, device_type, None))
     return fn
 
 
-def lookup(op_type: str, device_type: str, dtype: str | None) -> KernelFn:
+def lookup(op_type: str, device_type: str, dtype: str | None) -> AnyKernelFn:
     """The kernel for ``op_type`` on ``device_type`` and ``dtype``; NotFoundError if none."""
     fn = _find(op_type, device_type, dtype)
     if fn is None:

@@ -72,7 +72,7 @@ def place(ops: Sequence[Operation], devices: Sequence[str], supports: Supports, 
     moved = _follow_control_inputs(ops, chosen, previous)
     lines = [f"{name}: {chosen[name]}" if name in moved else line
              for line in lines for name in [line.split(":", 1)[0]]]
-    order = {op.name: op._id for op in ops}
+    order = {op.name: op.creation_index for op in ops}
     lines.sort(key=lambda line: order.get(line.split(":", 1)[0], 0))
     return Placement(chosen, lines)
 

@@ -41,7 +41,7 @@ def predecessors(op: Operation, fed: set[Tensor]) -> list[Operation]:
 
 def topological_order(ops: list[Operation], fed: set[Tensor]) -> list[Operation]:
     """Kahn's algorithm over ``ops`` (stable by creation order); cycle -> InvalidArgumentError."""
-    ops = sorted(ops, key=lambda o: o._id)
+    ops = sorted(ops, key=lambda o: o.creation_index)
     members = {id(o) for o in ops}
     pending = {id(o): 0 for o in ops}
     consumers: dict[int, list[Operation]] = {id(o): [] for o in ops}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import weakref
-from concurrent.futures import Future
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Callable, Sequence
@@ -28,12 +27,16 @@ from zmtf.framework.op_signatures import explain
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.dead import DEAD
 from zmtf.kernels.fp import quiet_section
+from zmtf.kernels.registry import AnyKernelFn
 from zmtf.placement.plan import StepPlan
 from zmtf.runtime.devices import DevicePools
 from zmtf.runtime.gpu_memory import on_gpu_thread
 from zmtf.runtime.step_future import StepFuture
 
-KernelLookup = Callable[[str, str, "str | None"], Callable[..., list]]
+KernelLookup = Callable[[str, str, "str | None"], AnyKernelFn]
+#: a bound kernel, sync or async: the executor tells them apart by ``is_async`` at run time
+#: (a flag no type checker follows), so it calls them as the one or the other
+Kernel = Callable[..., Any]
 
 # A node whose inputs hold at least this many elements in total is worth a thread hop.
 EXPENSIVE_ELEMENTS = 1 << 15
@@ -53,7 +56,7 @@ class BoundStep:
     """A StepPlan with kernels looked up and everything laid out as flat tuples."""
 
     plan: StepPlan
-    kernels: tuple[Callable[..., list], ...]
+    kernels: tuple[Kernel, ...]
     attrs: tuple[dict[str, Any], ...]
     input_slots: tuple[tuple[int, ...], ...]
     output_slots: tuple[tuple[int, ...], ...]
@@ -108,7 +111,7 @@ def bind(plan: StepPlan, lookup: KernelLookup, resources: Any = None) -> BoundSt
     )
 
 
-def _evaluate_at_bind(plan: StepPlan, kernels: Sequence[Callable[..., list]], resources: Any
+def _evaluate_at_bind(plan: StepPlan, kernels: Sequence[Kernel], resources: Any
                       ) -> tuple[list[tuple[int, Any]], set[int], list[int]]:
     """The values known before any step runs: (slot, value) presets, the nodes that gave
     them, and every node's pending count once those nodes are done.
@@ -155,7 +158,7 @@ class Executor:
         self._pools = pools
 
     def run(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, *, inline: bool,
-            trace: list[NodeTrace] | None = None, here_only: bool = False) -> Future:
+            trace: list[NodeTrace] | None = None, here_only: bool = False) -> StepFuture:
         """Start a step; the Future gives the fetched values (a list) or the step's first error.
 
         ``inline=True`` drives the step on the calling thread until it has nothing left to
@@ -172,7 +175,7 @@ class Executor:
             if live is not None:
                 live.abort(error)
 
-        run.future.abort = abort  # type: ignore[attr-defined]
+        run.future.abort = abort
         if inline:
             run.inline = True
             run.start()
@@ -324,11 +327,11 @@ class _StepRun:
         except BaseException as exc:  # noqa: BLE001
             self._fail(i, exc)
             return
-        done._starter = None   # the kernel call returned: later calls finish the node
-        if done._early is not None:   # the outcome came already
-            self._async_outputs(i, *done._early, ready)
+        done.starter = None   # the kernel call returned: later calls finish the node
+        if done.early is not None:   # the outcome came already
+            self._async_outputs(i, *done.early, ready)
 
-    def _async_done(self, i: int, outputs: list[Any] | None, error: BaseException | None) -> None:
+    def async_done(self, i: int, outputs: list[Any] | None, error: BaseException | None) -> None:
         """An async kernel finished after its start returned: go on with what it made ready."""
         ready: list[int] = []
         self._async_outputs(i, outputs, error, ready)
@@ -385,7 +388,7 @@ class _StepRun:
             self.future.settle("FINISHED", None, exc)
             return
         self.slots = []  # drop intermediates now: their buffers go back to the pool
-        self.future.compute_seconds = self.busy  # type: ignore[attr-defined]
+        self.future.compute_seconds = self.busy
         self.future.settle("FINISHED", result, None)
 
     def _fetched_values(self) -> list[Any]:
@@ -444,19 +447,19 @@ class _AsyncDone:
     error)`` for a kernel of one output (a Recv: the rendezvous calls it as is), and
     ``done.on_cancel(fn)``."""
 
-    __slots__ = ("_run", "_node", "_starter", "_early")
+    __slots__ = ("_run", "_node", "starter", "early")   # the last two: _start_async's to read
 
     def __init__(self, run: _StepRun, node: int) -> None:
         self._run = run
         self._node = node
-        self._starter: int | None = threading.get_ident()   # the thread in _start_async
-        self._early: tuple[list[Any] | None, BaseException | None] | None = None
+        self.starter: int | None = threading.get_ident()   # the thread in _start_async
+        self.early: tuple[list[Any] | None, BaseException | None] | None = None
 
     def __call__(self, outputs: list[Any] | None, error: BaseException | None) -> None:
-        if self._starter == threading.get_ident():   # inside the kernel call: the caller goes on
-            self._early = (outputs, error)
+        if self.starter == threading.get_ident():   # inside the kernel call: the caller goes on
+            self.early = (outputs, error)
             return
-        self._run._async_done(self._node, outputs, error)
+        self._run.async_done(self._node, outputs, error)
 
     def one(self, value: Any, error: BaseException | None) -> None:
         self(None if error is not None else [value], error)

@@ -30,7 +30,7 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_from_dict
-from zmtf.kernels.registry import lookup, register, supports
+from zmtf.kernels.registry import AsyncKernelFn, lookup, register, supports
 from zmtf.placement.plan import plan_step
 from zmtf.runtime.executor import BoundStep, bind
 
@@ -270,7 +270,7 @@ class _WhileGradLoop(_Driver):
 
 
 def _async(driver: Callable[[Any, list[Any], dict[str, Any], Any], _Driver]
-           ) -> Callable[..., None]:
+           ) -> AsyncKernelFn:
     def kernel(ctx: Any, inputs: list[Any], attrs: dict[str, Any], done: Any) -> None:
         if getattr(ctx, "executor", None) is None:
             raise UnimplementedError(None, None, "this context cannot run a loop's subgraph")
@@ -280,7 +280,5 @@ def _async(driver: Callable[[Any, list[Any], dict[str, Any], Any], _Driver]
     return kernel
 
 
-# The registry's KernelFn names only synchronous kernels, fn(ctx, inputs, attrs) -> outputs; an
-# is_async kernel takes ``done`` too and returns None, which the executor checks at run time.
-register("While", "CPU")(_async(_WhileLoop))  # type: ignore[arg-type]
-register("WhileGrad", "CPU")(_async(_WhileGradLoop))  # type: ignore[arg-type]
+register("While", "CPU")(_async(_WhileLoop))
+register("WhileGrad", "CPU")(_async(_WhileGradLoop))

@@ -18,6 +18,12 @@ class StepFuture(Future):
     plain lock guards the state; an Event is made only when a thread blocks.
     ``concurrent.futures.wait``/``as_completed`` are not supported (nothing calls them)."""
 
+    # Set by the executor that runs the step (declared here for type checkers, not made per
+    # step): ``abort(error=None)`` stops the step, failing it with ``error``; and, once it
+    # succeeded, the seconds it spent inside kernels (the worker's choice to run it inline).
+    abort: Callable[..., None]
+    compute_seconds: float
+
     def __init__(self) -> None:   # deliberately not Future.__init__: no Condition
         self._state = "PENDING"
         self._result: Any = None

@@ -183,6 +183,12 @@ class CheckpointSaverHook(SessionRunHook):
         self._listeners = list(listeners or ())
         self._save_graph_def = save_graph_def
 
+    def add_listeners(self, listeners: Any) -> None:
+        """Also notify ``listeners`` (those not listening yet) around each save: the
+        Estimator's saving_listeners join a CheckpointSaverHook the caller passed."""
+        self._listeners.extend(listener for listener in listeners
+                               if listener not in self._listeners)
+
     def begin(self) -> None:
         self._step = _global_step_tensor()
         if self._saver is None:   # the scaffold's (finalized by now), or one of our own

@@ -60,7 +60,7 @@ class Message:
 
     id: int = 0
 
-    def __post_init__(self) -> None:   # only subclasses outside KINDS; ``validate`` itself below
+    def __post_init__(self) -> None:   # only subclasses outside KINDS (KINDS get ``_compile``'s)
         validate(self)
 
     @property
@@ -369,9 +369,10 @@ def _compile(cls: type[Message]) -> tuple[Callable[..., None], Callable[[Message
     for f in dataclasses.fields(cls):   # the source holds our classes' identifiers, nothing else
         if not f.name.isidentifier():
             raise TypeError(f"{cls.__name__}.{f.name} is not an identifier")
-    namespace = {"MAX_ID": MAX_ID, "_INT64_MIN": _INT64_MIN, "_INT64_END": _INT64_END,
-                 "_ARRAY_TYPES": _ARRAY_TYPES, "_bad_id": _bad_id, "_bad_field": _bad_field,
-                 "_FACTORY": _FACTORY, "_set": object.__setattr__}
+    namespace: dict[str, Any] = {
+        "MAX_ID": MAX_ID, "_INT64_MIN": _INT64_MIN, "_INT64_END": _INT64_END,
+        "_ARRAY_TYPES": _ARRAY_TYPES, "_bad_id": _bad_id, "_bad_field": _bad_field,
+        "_FACTORY": _FACTORY, "_set": object.__setattr__}
     lines = _init_lines(cls, namespace)
     lines += ["def check(m):\n", *_check_lines(cls, "m.{}")]
     fields = ", ".join(f"{name!r}: m.{name}" for name in BODY_FIELDS[cls])
@@ -392,9 +393,9 @@ VALIDATORS: dict[type[Message], Callable[[Message], None]] = {
 #: message class -> a function giving the header body: {field: value} for ``BODY_FIELDS``
 BODY_OF: dict[type[Message], Callable[[Message], dict]] = {
     cls: body for cls, (_, _, body) in _COMPILED.items()}
-for _cls, (_init, _, _) in _COMPILED.items():
-    _cls.__init__ = _init  # type: ignore[method-assign]
-Message.__post_init__ = validate  # type: ignore[method-assign]  # unregistered subclasses
+for _cls, _compiled in _COMPILED.items():
+    # replacing a class's __init__ after its definition is what this is for (as dataclass does)
+    _cls.__init__ = _compiled[0]  # type: ignore[method-assign]
 
 
 # ---- errors across the wire -----------------------------------------------------------

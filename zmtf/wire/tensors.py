@@ -362,10 +362,10 @@ class StreamedTensors:
 
     def __init__(self, descriptors: Any, limits: Limits = DEFAULT_LIMITS,
                  allocate: Allocate | None = None) -> None:
-        self._tensors = [TensorParts(i, spec, allocate)
-                         for i, spec in enumerate(_check_descriptors(descriptors, limits))]
+        specs = _check_descriptors(descriptors, limits)
+        self._tensors = [TensorParts(i, spec, allocate) for i, spec in enumerate(specs)]
         self._current = 0
-        self.remaining = sum(t._spec[2] for t in self._tensors)   # parts still to come
+        self.remaining = sum(spec[2] for spec in specs)   # parts still to come
         self._limits = limits
 
     def add(self, frame: Frame) -> None:
