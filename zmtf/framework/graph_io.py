@@ -67,7 +67,7 @@ def graph_to_dict(graph: Graph, ops: Sequence[Operation] | None = None,
     References to ops outside ``ops`` are written by name; ``graph_from_dict`` resolves them
     in the graph it extends, or refuses them.
     """
-    selected = graph.get_operations() if ops is None else sorted(ops, key=lambda op: op._id)
+    selected = graph.get_operations() if ops is None else sorted(ops, key=lambda op: op.creation_index)
     arrays: list[np.ndarray] = []
     nodes = []
     for op in selected:

@@ -69,7 +69,7 @@ class Subgraph:
     """Ops of one WhileContext (or several), cut out of their graph with captures explicit."""
 
     def __init__(self, ops: Sequence[Operation]) -> None:
-        self.ops = sorted(set(ops), key=lambda op: op._id)
+        self.ops = sorted(set(ops), key=lambda op: op.creation_index)
         members = set(self.ops)
         self.captures: list[Tensor] = []     # outside tensors the ops read, in first-use order
         self.control: list[Operation] = []   # outside ops they wait for
