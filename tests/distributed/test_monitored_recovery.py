@@ -4,14 +4,12 @@ restored from the newest checkpoint, hooks kept (TF1's recoverable session; issu
 import os
 import pathlib
 import queue
-import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
 
-import pytest
 
 import zmtf as tf
 from server_processes import free_ports, start_server_process, stop_process
@@ -99,3 +97,62 @@ def test_monitored_training_session_recovers_from_a_ps_restart_at_its_checkpoint
     after = [int(line) for line in out_seen[killed_at:] if line.isdigit()]
     assert after[0] > checkpoint_step and after[-1] >= 399, after[:5]
     assert "Traceback" not in "\n".join(err_seen)
+
+
+def test_stop_iteration_from_an_input_is_a_clean_stop_that_runs_the_end_hooks(tmp_path):
+    graph = tf.Graph()
+    with graph.as_default():
+        step = tf.train.get_or_create_global_step()
+        train = step.assign_add(1)
+        batches = iter(range(3))
+        with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                               log_step_count_steps=None) as sess:
+            while not sess.should_stop():
+                next(batches)   # the input runs dry: StopIteration ends the block cleanly
+                sess.run(train)
+    # the CheckpointSaverHook's end() ran: the final checkpoint is at step 3
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("-3")
+
+
+SAVER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import zmtf as tf
+    big = tf.Variable(np.ones((32, 1024, 1024), np.float32))   # 128 MB: a save takes a while
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(big.initializer)
+        print("saving", flush=True)
+        while True:
+            saver.save(sess, sys.argv[1], global_step=7)
+""")
+
+
+def test_the_next_save_removes_the_temp_files_of_a_saver_killed_mid_write(tmp_path):
+    prefix = str(tmp_path / "model.ckpt")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    saver = subprocess.Popen([sys.executable, "-c", SAVER, prefix], env=env, text=True,
+                             stdout=subprocess.PIPE)
+    try:
+        assert saver.stdout.readline().strip() == "saving"
+        deadline = time.monotonic() + 60
+        while not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]:
+            assert time.monotonic() < deadline and saver.poll() is None
+            time.sleep(0.005)
+    finally:
+        saver.kill()
+        saver.wait()
+        saver.stdout.close()
+    left = sorted(n for n in os.listdir(tmp_path) if n.endswith(".tmp"))
+    assert left and all(n.startswith(".model.ckpt-7.") for n in left), left
+    strangers = [".model.ckpt-7.index.notapid-abcdefgh.tmp", ".other.data.1-abcdefgh.tmp", "mine.tmp"]
+    for name in strangers:
+        (tmp_path / name).write_bytes(b"not the Saver's")
+    graph = tf.Graph()
+    with graph.as_default():
+        v = tf.Variable(1.0)
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            tf.train.Saver().save(sess, prefix, global_step=8)
+    remaining = sorted(n for n in os.listdir(tmp_path) if n.endswith(".tmp"))
+    assert remaining == sorted(strangers)
