@@ -51,6 +51,7 @@ def test_close_returns_within_a_bound_after_its_server_died_or_froze(fault):
 
 
 def test_the_servers_default_operation_timeout_fails_a_dequeue_that_never_gets_data():
+    before = set(threading.enumerate())   # (local sessions' process-wide pools may be there)
     server = tf.train.Server.create_local_server(config=tf.ConfigProto(operation_timeout_in_ms=300))
     try:
         graph = tf.Graph()
@@ -63,7 +64,7 @@ def test_the_servers_default_operation_timeout_fails_a_dequeue_that_never_gets_d
             assert time.monotonic() - start < 10.0
     finally:
         server.stop()
-    assert [t for t in threading.enumerate() if not t.daemon] == [threading.main_thread()]
+    assert [t for t in threading.enumerate() if not t.daemon and t not in before] == []
 
 
 def test_server_flag_sets_the_default_operation_timeout():
@@ -152,3 +153,29 @@ def test_ctrl_c_on_train_mlp_saves_a_checkpoint_and_the_next_run_restores_it(tmp
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0, err
     assert f"chief: restored {tf.train.latest_checkpoint(str(tmp_path))}" in out or "restored" in out, out
+
+
+def test_stopping_the_server_under_a_blocked_step_fails_it_typed_and_leaves_no_thread():
+    before = set(threading.enumerate())
+    server = tf.train.Server.create_local_server()
+    graph = tf.Graph()
+    with graph.as_default():
+        dequeue = tf.FIFOQueue(2, tf.float32).dequeue()
+    sess = tf.Session(server.target, graph=graph)
+    errors = []
+
+    def blocked():
+        try:
+            sess.run(dequeue)
+        except Exception as error:  # noqa: BLE001 - recorded for the assertion
+            errors.append(error)
+
+    client = threading.Thread(target=blocked)
+    client.start()
+    time.sleep(0.5)   # the dequeue waits on the server's inter-op pool
+    server.stop()
+    client.join(10)
+    assert not client.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], tf.errors.UnavailableError), errors
+    sess.close()
+    assert [t for t in threading.enumerate() if not t.daemon and t not in before] == []
