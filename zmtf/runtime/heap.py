@@ -42,3 +42,19 @@ def keep_freed_memory() -> bool:
                and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1)
     log.debug("malloc tuning %s", "applied" if applied else "refused")
     return applied
+
+
+def release_freed_memory() -> bool:
+    """Hand the heap's free pages back to the OS now (glibc ``malloc_trim``), whatever the
+    trim threshold: for a server that just freed much at once (closed sessions' graphs), so
+    that its RSS falls back. True if it applied."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim(0)
+    return True
