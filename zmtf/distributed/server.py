@@ -33,6 +33,7 @@ from zmtf.distributed.session_gc import DEFAULT_SESSION_GC_SECS, SessionCollecto
 from zmtf.distributed.task_wait import DEFAULT_LOG_SECS, DEFAULT_WAIT_SECS, wait_for_tasks
 from zmtf.distributed.channel import Channel
 from zmtf.distributed.listener import Listener
+from zmtf.distributed.sockets import RECEIVE_BUFFERS
 from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import CancelledError, InvalidArgumentError, UnavailableError
 from zmtf.kernels.cpu.blas import for_server as blas_for_server
@@ -119,7 +120,8 @@ class ServerCore:
             self._serve_in_process(loop, self.worker, self._listener.endpoint)
         if self.session_gc_secs > 0:
             self._collector = SessionCollector(loop, self.master, self.session_gc_secs,
-                                               self._session_busy, self._collect_session)
+                                               self._session_busy, self._collect_session,
+                                               self._release_buffers)
             self._collector.start()
         self.started = True
         log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d; "
@@ -255,6 +257,12 @@ class ServerCore:
             del self._running[key]
         assert self.master is not None
         await self.master.close_session(handle)
+
+    def _release_buffers(self) -> None:
+        """Hand back received and output buffers nothing uses (kept for reuse otherwise)."""
+        RECEIVE_BUFFERS.release_free()
+        if self.worker is not None:
+            self.worker.release_free_buffers()
 
     def open_sessions(self) -> list[str]:
         """The sessions open on this task's master (read-only)."""

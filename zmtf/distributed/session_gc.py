@@ -6,7 +6,8 @@ servers. TF's master has the same collector (``Master(env, session_gc_seconds)``
 not used for that long are closed). Here a session is idle when no request named it for
 ``idle`` seconds and none of its steps is running; it is then closed as CloseSession would
 close it (its partitions deregistered on every task), and the freed memory is handed back
-to the OS (a server keeps freed heap otherwise: ``runtime.heap``).
+to the OS (a server otherwise keeps received buffers for reuse, ``runtime.buffer_pool``, and
+freed heap, ``runtime.heap``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import gc
 import logging
 from typing import Any, Awaitable, Callable, Protocol
 
-from zmtf.runtime.heap import release_freed_memory
+from zmtf.runtime.heap import returning_freed_memory
 
 log = logging.getLogger("zmtf.master")
 
@@ -34,16 +35,19 @@ class Sessions(Protocol):
 
 class SessionCollector:
     """Every ``min(idle / 2, 30)`` s, closes (``close(handle)``) the sessions idle for ``idle`` s
-    whose steps are not running (``busy(handle)``: a long step is not idleness)."""
+    whose steps are not running (``busy(handle)``: a long step is not idleness), then
+    ``release()``s the buffers the server keeps for reuse and trims the heap."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, sessions: Sessions, idle: float,
-                 busy: Callable[[str], bool], close: Callable[[str], Awaitable[Any]]) -> None:
+                 busy: Callable[[str], bool], close: Callable[[str], Awaitable[Any]],
+                 release: Callable[[], Any] = lambda: None) -> None:
         self.idle = idle
         self.period = max(min(idle / 2, LONGEST_SWEEP_PERIOD), 0.05)
         self._loop = loop
         self._sessions = sessions
         self._busy = busy
         self._close = close
+        self._release = release   # drops the buffers kept for reuse that nothing uses now
         self._timer: asyncio.TimerHandle | None = None
         self._collecting: asyncio.Future | None = None
         self._stopped = False
@@ -76,12 +80,14 @@ class SessionCollector:
             for handle in handles:
                 log.info("closing session %s: no request from its client for %.1f s "
                          "(--session-gc-secs)", handle, self.idle)
-            results = await asyncio.gather(*[self._close(h) for h in handles], return_exceptions=True)
+            with returning_freed_memory():
+                results = await asyncio.gather(*[self._close(h) for h in handles],
+                                               return_exceptions=True)
+                gc.collect()   # a graph is cyclic (ops <-> graph): its arrays go with it
+                self._release()
             for handle, result in zip(handles, results):
                 if isinstance(result, Exception):
                     log.warning("closing idle session %s: %s", handle, result)
-            gc.collect()   # a graph is cyclic (ops <-> graph): its arrays go with the collection
-            release_freed_memory()
         finally:
             self._collecting = None
             if not self._stopped:

@@ -323,6 +323,10 @@ class WorkerService:
     def reset(self) -> None:
         self.resources.clear()
 
+    def release_free_buffers(self) -> None:
+        """Give back the big output buffers no step uses now (after sessions were closed)."""
+        self.context.pool.release_free()
+
 
 def _holds_any(resources: ResourceContainer, values: list) -> bool:
     """Whether any of ``values`` is a variable's storage (to be copied before it leaves)."""
