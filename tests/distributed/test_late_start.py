@@ -3,10 +3,8 @@ task it waits for and where), within the server's --wait-for-tasks-secs and the 
 own deadline; a task that device_filters leave out is not waited for."""
 
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest

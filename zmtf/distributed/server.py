@@ -383,16 +383,15 @@ class ServerCore:
                                  self.wait_log_secs)
 
     def _address_of(self, task: str) -> str:
-        spec = DeviceSpec.from_string(task)
-        return endpoint(self.cluster.task_address(spec.job, spec.task))
+        """The endpoint of a task named "/job:J/replica:0/task:I"."""
+        spec = task.split("/")
+        return endpoint(self.cluster.task_address(spec[1].split(":")[1], int(spec[3].split(":")[1])))
 
     def channel(self, task: str) -> Channel:
         channel = self._channels.get(task)
         if channel is not None and channel.remote:
             return channel   # the hot path: a tcp/ipc peer's address never changes
-        spec = task.split("/")
-        job, index = spec[1].split(":")[1], int(spec[3].split(":")[1])
-        address = endpoint(self.cluster.task_address(job, index))
+        address = self._address_of(task)
         context = self.context
         if address.startswith("inproc://"):
             # inproc reaches only sockets of the same Context: the peer server's, if it runs
