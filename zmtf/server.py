@@ -30,6 +30,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--curve-dir", help="the cluster's CURVE key directory (python -m zmtf.keys "
                         "DIR makes one): encrypt, and admit only its keys (default: ZMTF_CURVE_DIR)")
+    # the defaults are session_gc's and task_wait's (not imported here: --help answers at once)
     parser.add_argument("--session-gc-secs", type=float, default=3600.0,
                         help="close a session whose client sent no request for this long, and free "
                         "its partitions on every task (0: never; default: %(default)s)")

@@ -478,7 +478,11 @@ def _read_server_def(server_def: ServerDef, job_name: str | None, task_index: in
 class Server:
     """``tf.train.Server(cluster, job_name="ps", task_index=0)``: serves on its own thread.
 
-    Unlike TF, ``stop()`` really stops it and ``join()`` then returns.
+    Unlike TF, ``stop()`` really stops it and ``join()`` then returns. zmtf's own settings
+    (``python -m zmtf.server`` flags of the same names): ``session_gc_secs`` closes sessions
+    no request named for that long (0: never; ``session_gc``), ``wait_for_tasks_secs`` is how
+    long a step's first run waits for tasks not started yet, logging every ``wait_log_secs``
+    (``task_wait``).
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
