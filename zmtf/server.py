@@ -30,6 +30,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--curve-dir", help="the cluster's CURVE key directory (python -m zmtf.keys "
                         "DIR makes one): encrypt, and admit only its keys (default: ZMTF_CURVE_DIR)")
+    parser.add_argument("--liveness-timeout", type=float, metavar="SECONDS",
+                        help="how long a task that stops answering (dead, paused, cut off) is "
+                        "given before the steps that need it fail with UnavailableError; use the "
+                        "same on every task (default: ZMTF_LIVENESS_TIMEOUT, else 5)")
     return parser.parse_args(argv)
 
 
@@ -51,6 +55,7 @@ def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from zmtf.distributed.liveness import liveness_seconds
     from zmtf.distributed.server import Server
     from zmtf.distributed.serving import serve_until_signalled
     from zmtf.formats.config_proto import ConfigProto
@@ -58,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    if args.liveness_timeout is not None:   # this server, its calls to peers, its pause watch
+        os.environ["ZMTF_LIVENESS_TIMEOUT"] = repr(args.liveness_timeout)
     try:
         cluster, job, task = resolve(args)
+        liveness_seconds()   # a bad bound is refused at start, not at the first call
     except ValueError as error:
         print(f"zmtf.server: {error}", file=sys.stderr)
         return 2

@@ -159,6 +159,10 @@ class WorkerService:
 
         A Deferred rather than a coroutine: on the step path each task and each await costs a
         loop iteration, and the latency of a small step is made of those."""
+        aborted = self.rendezvous.aborted(step_id)
+        if aborted is not None:   # its master gave up on it before this request came
+            raise AbortedError(None, None, f"step {step_id} was aborted on {self.task} before its "
+                               f"partition started ({aborted}); not run")
         registered = self._graphs.get((session, graph_key))
         if registered is None:
             raise GraphNotRegisteredError(
