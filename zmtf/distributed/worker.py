@@ -333,7 +333,8 @@ def _deadline(task: str, step_id: int, timeout: float | None) -> Exception:
     from zmtf.framework.errors import DeadlineExceededError
 
     return DeadlineExceededError(None, None, f"step {step_id} did not finish on {task} within "
-                                 f"{timeout} s")
+                                 f"{timeout:.3g} s" if timeout is not None else
+                                 f"step {step_id} did not finish on {task}")
 
 
 def _tensor(graph: Graph, name: str) -> Tensor:

@@ -99,9 +99,9 @@ class ClientConnection:
                 self.connected = True
         elif kind == EVENT_HANDSHAKE_SUCCEEDED:
             self.connected, self.refused = True, None
-        elif kind == EVENT_HANDSHAKE_FAILED_NO_DETAIL and not self.secured:
-            # plaintext refuses nobody: the greeting went unanswered (a stopped peer) or the
-            # link closed mid-handshake (a plaintext client of a CURVE server fails PROTOCOL)
+        elif kind == EVENT_HANDSHAKE_FAILED_NO_DETAIL and self.lost_once and not self.secured:
+            # a plaintext peer that served us before: the greeting went unanswered (it is
+            # stopped) or the link closed mid-handshake; not a refusal
             return self._lost()
         elif kind in HANDSHAKE_FAILED:
             self.connected = False
