@@ -19,7 +19,8 @@ from zmtf.distributed import liveness, security
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
 from zmtf.distributed.sockets import (
-    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, new_streams, next_monitor_event,
+    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, new_streams,
+    next_monitor_event,
 )
 from zmtf.framework.errors import (
     DeadlineExceededError, OpError, UnauthenticatedError, UnavailableError,
@@ -94,7 +95,7 @@ class Channel:
             security.secure_client(sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
         if self.remote:  # monitor before connect, or a fast CONNECTED event is lost
-            liveness.heartbeats(sock, self._liveness)
+            heartbeats(sock, self._liveness)
             self._monitor = sock.get_monitor_socket(CLIENT_EVENTS)
             self._monitor_fd = self._monitor.FD
             loop.add_reader(self._monitor_fd, self._on_monitor)

@@ -4,7 +4,7 @@ task that was paused tells the work queued meanwhile (which its senders failed) 
 Two halves, because neither sees the other's fault:
 
 * ZeroMQ's own connection heartbeats (``ZMQ_HEARTBEAT_IVL/TIMEOUT/TTL`` and
-  ``ZMQ_HANDSHAKE_IVL``) on every channel to another task: the peer's I/O thread answers
+  ``ZMQ_HANDSHAKE_IVL``, set by ``sockets.heartbeats``) on every channel to another task: the peer's I/O thread answers
   them, so a dead process, a closed link and a SIGSTOPped process (its I/O thread stops too)
   all drop the connection within the liveness bound, and the calls waiting on it fail with
   UnavailableError naming the task. They cost no message of ours and nothing on the step path.
@@ -24,8 +24,6 @@ import math
 import os
 import threading
 import time
-
-import zmq
 
 from zmtf.framework.errors import DeadlineExceededError, OpError, UnavailableError
 
@@ -49,20 +47,6 @@ def liveness_seconds() -> float:
         raise ValueError(f"{LIVENESS_ENV}={text!r}: the liveness bound must be a number of "
                          f"seconds in [0.05, 3600]")
     return seconds
-
-
-def heartbeats(sock: zmq.Socket, seconds: float) -> None:
-    """Have ZeroMQ drop ``sock``'s connection when its peer stops answering for ``seconds``.
-
-    A ping every third of the bound, and the connection dropped two thirds after a ping that
-    nothing answered: a silent peer is found within the bound. The TTL makes the peer drop
-    us too if we go silent; the handshake limit catches a peer that accepts connections
-    (its kernel does, even while it is stopped) but never answers the greeting."""
-    ms = max(int(seconds * 1000), 50)
-    sock.setsockopt(zmq.HEARTBEAT_IVL, max(ms // 3, 10))
-    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, max(2 * ms // 3, 20))
-    sock.setsockopt(zmq.HEARTBEAT_TTL, min(max(ms, 100), 6_553_500))   # deciseconds on the wire
-    sock.setsockopt(zmq.HANDSHAKE_IVL, ms)
 
 
 class PauseWatch:
@@ -157,5 +141,5 @@ def unwatch_pauses() -> None:
     watch.stop()
 
 
-__all__ = ["DEFAULT_LIVENESS_SECONDS", "LIVENESS_ENV", "PauseWatch", "heartbeats",
+__all__ = ["DEFAULT_LIVENESS_SECONDS", "LIVENESS_ENV", "PauseWatch",
            "liveness_seconds", "unwatch_pauses", "watch_pauses"]
