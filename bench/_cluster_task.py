@@ -21,31 +21,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from _procs import serve_tf, stop_on_signals  # noqa: E402 - bench/ is on sys.path (run as a script)
+
 CHUNK = 1 << 20
-
-
-def _stop_on_signals() -> None:
-    def stop(_signum: int, _frame: object) -> None:
-        os._exit(0)  # the task holds no state worth flushing
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
-
-def run_tf(cluster: str, job: str, task: int) -> None:
-    import json
-
-    import tensorflow as tf
-
-    spec = tf.train.ClusterSpec(json.loads(cluster))
-    server = tf.distribute.Server(spec, job_name=job, task_index=task, protocol="grpc", start=True)
-    _stop_on_signals()
-    server.join()
 
 
 def run_zmtf(cluster: str, job: str, task: int) -> None:
@@ -58,7 +40,7 @@ def run_raw_ps(port: int) -> None:
     import numpy as np
     import zmq
 
-    _stop_on_signals()
+    stop_on_signals()
     ctx = zmq.Context()
     sock = ctx.socket(zmq.ROUTER)
     sock.setsockopt(zmq.LINGER, 0)
@@ -82,7 +64,7 @@ def run_raw_worker(port: int, ps_port: int) -> None:
     import numpy as np
     import zmq
 
-    _stop_on_signals()
+    stop_on_signals()
     ctx = zmq.Context()
     front = ctx.socket(zmq.ROUTER)
     front.setsockopt(zmq.LINGER, 0)
@@ -114,7 +96,7 @@ def main() -> None:
     parser.add_argument("--ps-port", type=int, help="the raw ps's port (raw-worker)")
     args = parser.parse_args()
     if args.role == "tf":
-        run_tf(args.cluster, args.job, args.task)
+        serve_tf(args.cluster, args.job, args.task)
     elif args.role == "zmtf":
         run_zmtf(args.cluster, args.job, args.task)
     elif args.role == "raw-ps":

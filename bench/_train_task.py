@@ -29,8 +29,6 @@ import argparse
 import importlib.util
 import json
 import os
-import signal
-import sys
 import time
 from pathlib import Path
 
@@ -38,24 +36,9 @@ os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from _procs import commands, say, serve_tf  # noqa: E402 - bench/ is on sys.path (run as a script)
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_mlp.py"
-
-
-def _stop_on_signals() -> None:
-    def stop(_signum: int, _frame: object) -> None:
-        os._exit(0)  # the task holds no state worth flushing
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
-
-def run_tf_server(cluster: str, job: str, task: int) -> None:
-    import tensorflow as tf
-
-    spec = tf.train.ClusterSpec(json.loads(cluster))
-    server = tf.distribute.Server(spec, job_name=job, task_index=task, protocol="grpc", start=True)
-    _stop_on_signals()
-    server.join()
 
 
 def load_example(framework: str):
@@ -106,11 +89,6 @@ def serve_worker(framework: str, cluster: str, task: int):
                              task_index=task)
 
 
-def say(obj: object) -> None:
-    sys.stdout.write("@@ " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n")
-    sys.stdout.flush()
-
-
 def run_client(args) -> None:
     mlp = load_example(args.framework)
     tf = mlp.tf
@@ -148,12 +126,7 @@ def run_client(args) -> None:
 
     steps(args.warmup)
     say("ready")
-    for line in sys.stdin:
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == "quit":
-            break
+    for words in commands():
         n = int(words[1])
         profiler = None
         if words[0] == "profile":
@@ -188,7 +161,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     args = parser.parse_args()
     if args.role == "tf-server":
-        run_tf_server(args.cluster, args.job, args.task)
+        serve_tf(args.cluster, args.job, args.task)
     else:
         run_client(args)
 

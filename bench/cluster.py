@@ -31,10 +31,7 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,13 +46,14 @@ import numpy as np  # noqa: E402
 import zmq  # noqa: E402
 
 import zmtf  # noqa: E402
-from zmtf.testing import free_tcp_ports as free_ports
+from _procs import Processes, cpu_seconds, exit_on_sigterm, free_ports, rotated, timed, zmtf_server_argv  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TASK_SCRIPT = str(HERE / "_cluster_task.py")
 KiB, MiB = 1 << 10, 1 << 20
 SIZES = [4 * KiB, 64 * KiB, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB]
 PS, WORKER = "/job:ps/task:0", "/job:worker/task:0"
+LISTEN_TIMEOUT = 90.0
 
 
 def load_tensorflow():
@@ -73,64 +71,6 @@ def tf_version() -> str | None:
     except ImportError:
         return None
     return tf.__version__
-
-
-# ---- processes ------------------------------------------------------------------------------
-_handed_out: set[int] = set()
-
-
-
-
-class Processes:
-    """Subprocesses of this bench: stderr to temp files, all terminated by ``stop_all``."""
-
-    def __init__(self) -> None:
-        self.procs: list[tuple[str, subprocess.Popen, Any]] = []
-
-    def spawn(self, label: str, argv: list[str]) -> subprocess.Popen:
-        log = tempfile.TemporaryFile()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                cwd=str(HERE.parent))
-        self.procs.append((label, proc, log))
-        return proc
-
-    def wait_listening(self, proc: subprocess.Popen, label: str, port: int, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{label} exited with {proc.returncode} before listening:\n{self.tail(proc)}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"{label} is not listening on port {port} after {timeout:.0f} s:\n{self.tail(proc)}")
-
-    def tail(self, proc: subprocess.Popen, n: int = 2000) -> str:
-        for _, p, log in self.procs:
-            if p is proc:
-                log.seek(0)
-                return log.read().decode(errors="replace")[-n:]
-        return ""
-
-    def check_alive(self) -> None:
-        for label, proc, _ in self.procs:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{label} died with {proc.returncode}:\n{self.tail(proc)}")
-
-    def stop_all(self) -> None:
-        for _, proc, _ in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        deadline = time.monotonic() + 10
-        for _, proc, log in self.procs:
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.close()
-        self.procs.clear()
 
 
 # ---- the systems ------------------------------------------------------------------------------
@@ -153,7 +93,7 @@ class RawSystem:
 
     def connect(self, sizes: list[int]) -> None:
         for proc, label, port in self._pending:
-            self._procs.wait_listening(proc, label, port)
+            self._procs.wait_listening(proc, label, port, LISTEN_TIMEOUT)
         self.sock = self.ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.connect(f"tcp://127.0.0.1:{self.worker_port}")
@@ -192,7 +132,7 @@ class GraphSystem:
 
     def connect(self, sizes: list[int]) -> None:
         for proc, label, port in self._pending:
-            self._procs.wait_listening(proc, label, port)
+            self._procs.wait_listening(proc, label, port, LISTEN_TIMEOUT)
         tf = self.tf
         self.graph = tf.Graph()
         with self.graph.as_default():
@@ -221,8 +161,7 @@ class GraphSystem:
 
 
 def zmtf_argv(spec: str, job: str) -> list[str]:
-    return [sys.executable, "-m", "zmtf.server", "--cluster", spec, "--job", job, "--task", "0",
-            "--log-level", "WARNING"]
+    return zmtf_server_argv(spec, job, 0)
 
 
 def tf_argv(spec: str, job: str) -> list[str]:
@@ -230,25 +169,6 @@ def tf_argv(spec: str, job: str) -> list[str]:
 
 
 # ---- measuring --------------------------------------------------------------------------------
-def cpu_seconds(pids: dict[str, int]) -> dict[str, float] | None:
-    """CPU time used so far by each task process (all its threads, ns-precise schedstat) and this client."""
-    out = {}
-    try:
-        for role, pid in pids.items():
-            total = 0
-            for task in os.listdir(f"/proc/{pid}/task"):
-                try:
-                    with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                        total += int(f.read().split()[0])
-                except FileNotFoundError:  # a thread that just ended
-                    pass
-            out[role] = total / 1e9
-    except (OSError, IndexError, ValueError):
-        return None  # not Linux: CPU accounting is left out
-    out["client"] = time.process_time()
-    return out
-
-
 class CpuMeter:
     """Accumulates the CPU seconds of one system's processes over its timed intervals."""
 
@@ -271,21 +191,6 @@ class CpuMeter:
 
     def per_step(self) -> dict[str, float] | None:
         return {role: t / self.steps for role, t in self.total.items()} if self.ok and self.steps else None
-
-
-def timed(fn: Callable[[], Any], count: int) -> list[float]:
-    samples = []
-    clock = time.perf_counter
-    for _ in range(count):
-        start = clock()
-        fn()
-        samples.append(clock() - start)
-    return samples
-
-
-def rotated(systems: list, round_index: int) -> list:
-    k = round_index % len(systems)
-    return systems[k:] + systems[:k]
 
 
 def summary(samples: list[float], meter: CpuMeter) -> dict[str, Any]:
@@ -432,10 +337,7 @@ def main() -> None:
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # children inherit it
 
-    def interrupted(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, interrupted)
+    exit_on_sigterm()
     tf_ver = None if args.no_tf else tf_version()
     facts(args, tf_ver)
     tf1 = load_tensorflow() if tf_ver else None
@@ -443,7 +345,7 @@ def main() -> None:
         print("  TensorFlow not measured (" + ("--no-tf" if args.no_tf else "import tensorflow failed; "
               "use a venv with tensorflow-cpu") + "): comparing zmtf with raw pyzmq only")
 
-    procs = Processes()
+    procs = Processes(HERE.parent)
     systems: list = []
     started = time.monotonic()
     try:

@@ -39,7 +39,6 @@ import os
 import platform
 import pstats
 import re
-import select
 import shutil
 import signal
 import statistics
@@ -57,23 +56,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 import zmtf  # noqa: E402
+from _procs import LineClient, Processes, cpu_seconds, exit_on_sigterm, free_ports, rotated, zmtf_server_argv  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SPY_HZ = 200
 TASK_SCRIPT = str(HERE / "_train_task.py")
+LISTEN_TIMEOUT = 90.0
 BATCH = 64
-
-
-def _load_cluster_bench():
-    """bench/cluster.py's process helpers (free_ports, Processes, cpu_seconds), by file path."""
-    spec = importlib.util.spec_from_file_location("zmtf_bench_cluster", HERE / "cluster.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_cb = _load_cluster_bench()
-free_ports, Processes, cpu_seconds = _cb.free_ports, _cb.Processes, _cb.cpu_seconds
 
 
 def tf_version() -> str | None:
@@ -91,47 +80,6 @@ def tf_version() -> str | None:
 
 
 # ---- processes ------------------------------------------------------------------------------
-class Client:
-    """A client subprocess (bench/_train_task.py client) driven by lines on its stdin."""
-
-    def __init__(self, procs: Processes, label: str, argv: list[str]) -> None:
-        self.label = label
-        log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                     cwd=str(HERE.parent))
-        procs.procs.append((label, self.proc, log))  # stop_all terminates it with the servers
-        self._procs = procs
-        self._buffer = b""
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def receive(self, timeout: float) -> Any:
-        """The next ``@@ `` line (other output is skipped), decoded; raises on exit or timeout."""
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
-        while True:
-            while b"\n" in self._buffer:
-                line, self._buffer = self._buffer.split(b"\n", 1)
-                if line.startswith(b"@@ "):
-                    body = line[3:].decode()
-                    return body if body == "ready" else json.loads(body)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RuntimeError(f"{self.label}: no answer after {timeout:.0f} s:\n{self.stderr_tail()}")
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    self.proc.wait(5)
-                    raise RuntimeError(f"{self.label} exited with {self.proc.returncode}:\n{self.stderr_tail()}")
-                self._buffer += chunk
-
-    def stderr_tail(self) -> str:
-        return self._procs.tail(self.proc)
-
-
 class System:
     """One framework in one configuration: its server processes (none when local) and clients."""
 
@@ -140,7 +88,7 @@ class System:
         self.serve = serve   # each client process runs its worker task's server (TF1's idiom)
         self.name = "zmtf" if framework == "zmtf" else "tf"
         self.pids: dict[str, int] = {}
-        self.clients: list[Client] = []
+        self.clients: list[LineClient] = []
         self._pending: list[tuple[subprocess.Popen, str, int]] = []
         self.cluster = None
         if workers:
@@ -151,8 +99,7 @@ class System:
             tasks = [("ps", 0, ports[0])] + [("worker", i, p) for i, p in enumerate(ports[1:])]
             for job, task, port in tasks[:1] if serve else tasks:
                 if framework == "zmtf":
-                    argv = [sys.executable, "-m", "zmtf.server", "--cluster", spec, "--job", job,
-                            "--task", str(task), "--log-level", "WARNING"]
+                    argv = zmtf_server_argv(spec, job, task)
                 else:
                     argv = [sys.executable, TASK_SCRIPT, "tf-server", "--cluster", spec, "--job", job,
                             "--task", str(task)]
@@ -164,23 +111,22 @@ class System:
     def start_clients(self) -> None:
         """Waits for the servers, then starts one client per worker (or the local one)."""
         for proc, label, port in self._pending:
-            self.procs.wait_listening(proc, label, port)
+            self.procs.wait_listening(proc, label, port, LISTEN_TIMEOUT)
         base = [sys.executable, TASK_SCRIPT, "client", "--framework", self.framework,
                 "--batch-size", str(BATCH), "--warmup", str(self.args.warmup)]
         if not self.workers:
-            self.clients.append(Client(self.procs, f"{self.name} local client", base + ["--mode", "local"]))
+            self.clients.append(self.procs.client(f"{self.name} local client", base + ["--mode", "local"]))
             return
         spec = json.dumps(self.cluster)
         for task in range(self.workers):
-            self.clients.append(Client(self.procs, f"{self.name} client{task}",
-                                       base + ["--mode", "cluster", "--cluster", spec, "--task", str(task)]
-                                       + (["--serve"] if self.serve else [])))
+            self.clients.append(self.procs.client(f"{self.name} client{task}",
+                                                  base + ["--mode", "cluster", "--cluster", spec,
+                                                          "--task", str(task)]
+                                                  + (["--serve"] if self.serve else [])))
 
     def wait_ready(self) -> None:
         for client in self.clients:
-            got = client.receive(timeout=90)
-            if got != "ready":
-                raise RuntimeError(f"{client.label}: expected ready, got {got!r}")
+            client.wait_ready(timeout=90)
 
     def round(self, steps: int, profile: str | None = None) -> dict[str, Any]:
         """Every client runs ``steps`` steps at once; the rate and CPU of this round."""
@@ -200,31 +146,11 @@ class System:
         return {"rate": total_steps / span, "per_client": [steps / (r["end"] - r["start"]) for r in results],
                 "cpu": cpu, "loss": [r["loss"] for r in results], "span": span}
 
-    def quit(self) -> None:
-        """Lets the clients close their sessions (5 s at most); stop_all then ends everything."""
-        for client in self.clients:
-            if client.proc.poll() is None:
-                try:
-                    client.send("quit")
-                except OSError:
-                    pass
-        deadline = time.monotonic() + 5
-        for client in self.clients:
-            try:
-                client.proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass  # stop_all kills it
-
 
 # ---- measuring --------------------------------------------------------------------------------
-def rotated(items: list, k: int) -> list:
-    k %= len(items)
-    return items[k:] + items[:k]
-
-
 def measure_config(label: str, workers: int, frameworks: list[str], args,
                    serve: bool = False) -> dict[str, dict[str, Any]]:
-    procs = Processes()
+    procs = Processes(HERE.parent)
     systems: list[System] = []
     started = time.monotonic()
     ok = False
@@ -248,10 +174,7 @@ def measure_config(label: str, workers: int, frameworks: list[str], args,
         print(f"  {label}: measured in {time.monotonic() - started:.1f} s", flush=True)
         ok = True
     finally:
-        if ok:  # after a failure a client may hang in a run: terminate at once
-            for system in systems:
-                system.quit()
-        procs.stop_all()
+        procs.stop_all(quit_clients=ok)  # after a failure a client may hang in a run: terminate at once
     out = {name: summarize(got, per_round) for name, got in rounds.items()}
     if profile:
         out["zmtf"]["profile"] = profile
@@ -490,10 +413,7 @@ def main() -> None:
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # children inherit it
 
-    def interrupted(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, interrupted)
+    exit_on_sigterm()
     tf_ver = None if args.no_tf else tf_version()
     facts(args, tf_ver)
     frameworks = ["zmtf"] + (["tf"] if tf_ver else [])

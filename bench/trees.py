@@ -32,25 +32,23 @@ Run: python bench/trees.py --base /work/baseline --new . [--rounds N] [--quick] 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import platform
-import select
-import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # set before any child starts: the children inherit them (bench/cluster.py's settings)
 os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+from _procs import (  # noqa: E402 - bench/ is on sys.path; _procs imports no zmtf
+    LineClient, Processes, commands, exit_on_sigterm, free_ports, rotated, say, timed, zmtf_server_argv)
 
 THIS = Path(__file__).resolve()
 TRANSFER_BYTES = 64 << 20
@@ -66,24 +64,6 @@ QUICK = {"rounds": 2, "latency_runs": 30, "transfer_steps": 2, "train_steps": 10
 
 
 # ---- the client role (runs in a subprocess, under the tree's PYTHONPATH) -----------------------
-def say(message: object) -> None:
-    """One ``@@ `` line for the driver, in bench/_train_task.py's protocol."""
-    body = message if isinstance(message, str) else json.dumps(message)
-    sys.stdout.write("@@ " + body + "\n")
-    sys.stdout.flush()
-
-
-def timed(fn: Callable[[], Any], count: int) -> list[float]:
-    """Seconds taken by each of ``count`` calls of ``fn``."""
-    samples = []
-    clock = time.perf_counter
-    for _ in range(count):
-        start = clock()
-        fn()
-        samples.append(clock() - start)
-    return samples
-
-
 def run_client(argv: list[str]) -> None:
     """Builds bench/cluster.py's graph, warms it up, then answers ``latency N`` /
     ``transfer N`` lines with the N step times, until ``quit`` or the end of stdin."""
@@ -113,12 +93,7 @@ def run_client(argv: list[str]) -> None:
     timed(lambda: sess.run(total), 2)  # the first runs of a fetch set up its partitions
     say("ready")
     fetches = {"latency": b, "transfer": total}
-    for line in sys.stdin:
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == "quit":
-            break
+    for words in commands():
         fetch = fetches[words[0]]
         say(timed(lambda: sess.run(fetch), int(words[1])))
     sess.close()
@@ -139,151 +114,18 @@ class Tree:
         return str(self.path / "bench" / "_train_task.py")
 
 
-def die_with_parent() -> None:
-    """Runs in each child before exec: SIGTERM when this driver dies, even by SIGKILL
-    (Linux prctl PR_SET_PDEATHSIG), so a killed run leaves no servers behind."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass  # not Linux: the finally clauses are the only clean-up
+def start_server(procs: Processes, tree: Tree, cluster: dict[str, list[str]], job: str,
+                 task: int) -> None:
+    """Starts ``python -m zmtf.server`` as /job:<job>/task:<task>; returns once it listens."""
+    label = f"{tree.name} {job}{task}"
+    proc = procs.spawn(label, zmtf_server_argv(json.dumps(cluster), job, task), env=tree.env(),
+                       cwd=tree.path)
+    procs.wait_listening(proc, label, int(cluster[job][task].rsplit(":", 1)[1]), LISTEN_TIMEOUT)
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports on 127.0.0.1 (all held until all are chosen)."""
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            socks.append(sock)
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
-class Client:
-    """A client subprocess driven by lines on its stdin; it answers with ``@@ `` lines."""
-
-    def __init__(self, label: str, proc: subprocess.Popen, tail: Callable[[], str]) -> None:
-        self.label, self.proc, self._tail = label, proc, tail
-        self._buffer = b""
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def receive(self, timeout: float) -> Any:
-        """The next ``@@ `` line (other output is skipped), decoded; raises on exit or timeout."""
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
-        while True:
-            while b"\n" in self._buffer:
-                line, self._buffer = self._buffer.split(b"\n", 1)
-                if line.startswith(b"@@ "):
-                    body = line[3:].decode()
-                    return body if body == "ready" else json.loads(body)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise RuntimeError(f"{self.label}: no answer after {timeout:.0f} s:\n"
-                                   + self._tail())
-            if select.select([fd], [], [], min(left, 1.0))[0]:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    self.proc.wait(5)
-                    raise RuntimeError(f"{self.label} exited with {self.proc.returncode}:\n"
-                                       + self._tail())
-                self._buffer += chunk
-
-    def wait_ready(self) -> None:
-        got = self.receive(READY_TIMEOUT)
-        if got != "ready":
-            raise RuntimeError(f"{self.label}: expected ready, got {got!r}")
-
-
-class Processes:
-    """Every subprocess of one phase, their output in temp files; ``stop_all`` ends them all."""
-
-    def __init__(self) -> None:
-        self._procs: list[tuple[str, subprocess.Popen, Any]] = []
-        self._clients: list[Client] = []
-
-    def _spawn(self, label: str, tree: Tree, argv: list[str], piped: bool) -> subprocess.Popen:
-        log = tempfile.TemporaryFile()
-        proc = subprocess.Popen(argv, env=tree.env(), cwd=str(tree.path),
-                                preexec_fn=die_with_parent,
-                                stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE if piped else log, stderr=log)
-        self._procs.append((label, proc, log))
-        return proc
-
-    def server(self, tree: Tree, cluster: dict[str, list[str]], job: str, task: int) -> None:
-        """Starts ``python -m zmtf.server`` as /job:<job>/task:<task>; returns once it listens."""
-        argv = [sys.executable, "-m", "zmtf.server", "--cluster", json.dumps(cluster), "--job", job,
-                "--task", str(task), "--log-level", "WARNING"]
-        label = f"{tree.name} {job}{task}"
-        proc = self._spawn(label, tree, argv, piped=False)
-        port = int(cluster[job][task].rsplit(":", 1)[1])
-        deadline = time.monotonic() + LISTEN_TIMEOUT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{label} exited with {proc.returncode}:\n{self.tail(proc)}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"{label} is not listening on port {port} after {LISTEN_TIMEOUT:.0f} s")
-
-    def client(self, label: str, tree: Tree, argv: list[str]) -> Client:
-        proc = self._spawn(label, tree, argv, piped=True)
-        client = Client(label, proc, lambda: self.tail(proc))
-        self._clients.append(client)
-        return client
-
-    def tail(self, proc: subprocess.Popen, n: int = 3000) -> str:
-        for _, known, log in self._procs:
-            if known is proc:
-                log.seek(0)
-                return log.read().decode(errors="replace")[-n:]
-        return ""
-
-    def check_alive(self) -> None:
-        for label, proc, _ in self._procs:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{label} died with {proc.returncode}:\n{self.tail(proc)}")
-
-    def stop_all(self) -> None:
-        """Asks the clients to close their sessions (5 s at most), then terminates every
-        process (and kills what has not exited 10 s later)."""
-        for client in self._clients:
-            if client.proc.poll() is None:
-                try:
-                    client.send("quit")
-                except OSError:
-                    pass
-        deadline = time.monotonic() + 5
-        for client in self._clients:
-            try:
-                client.proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        for _, proc, _ in self._procs:
-            if proc.poll() is None:
-                proc.terminate()
-        deadline = time.monotonic() + 10
-        for _, proc, log in self._procs:
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            for pipe in (proc.stdin, proc.stdout):
-                if pipe is not None:
-                    pipe.close()
-            log.close()
-        self._procs.clear()
-        self._clients.clear()
+def start_client(procs: Processes, label: str, tree: Tree, argv: list[str]) -> LineClient:
+    """A client process of ``tree``: its PYTHONPATH names the tree, so it imports the tree's zmtf."""
+    return procs.client(label, argv, env=tree.env(), cwd=tree.path)
 
 
 def local_cluster(workers: int, ports: list[int]) -> dict[str, list[str]]:
@@ -292,29 +134,24 @@ def local_cluster(workers: int, ports: list[int]) -> dict[str, list[str]]:
             "worker": [f"127.0.0.1:{port}" for port in ports[1:1 + workers]]}
 
 
-def rotated(items: list, k: int) -> list:
-    k %= len(items)
-    return items[k:] + items[:k]
-
-
 # ---- the two phases -------------------------------------------------------------------------
 def run_cluster_phase(trees: list[Tree],
                       args: argparse.Namespace) -> dict[str, dict[str, list[list[float]]]]:
     """Latency and transfer step times: {"latency"|"transfer": {tree: [round's samples, ...]}}."""
-    procs = Processes()
+    procs = Processes(THIS.parent, die_with_parent=True)
     started = time.monotonic()
     try:
         ports = free_ports(2 * len(trees))
         clients = {}
         for i, tree in enumerate(trees):
             cluster = local_cluster(1, ports[2 * i:2 * i + 2])
-            procs.server(tree, cluster, "ps", 0)
-            procs.server(tree, cluster, "worker", 0)
+            start_server(procs, tree, cluster, "ps", 0)
+            start_server(procs, tree, cluster, "worker", 0)
             argv = [sys.executable, str(THIS), "client", "--warmup", str(args.warmup_runs),
                     "--target", f"grpc://{cluster['worker'][0]}"]
-            clients[tree.name] = procs.client(f"{tree.name} client", tree, argv)
+            clients[tree.name] = start_client(procs, f"{tree.name} client", tree, argv)
         for client in clients.values():
-            client.wait_ready()
+            client.wait_ready(READY_TIMEOUT)
         print(f"  cluster phase: started and warmed up in {time.monotonic() - started:.1f} s",
               flush=True)
         samples: dict[str, dict[str, list[list[float]]]] = {
@@ -334,25 +171,25 @@ def run_cluster_phase(trees: list[Tree],
 
 def run_train_phase(trees: list[Tree], args: argparse.Namespace) -> dict[str, list[float]]:
     """2-worker training rates of every round: {tree: [steps/s, ...]}."""
-    procs = Processes()
+    procs = Processes(THIS.parent, die_with_parent=True)
     started = time.monotonic()
     try:
         ports = free_ports(3 * len(trees))
-        clients: dict[str, list[Client]] = {}
+        clients: dict[str, list[LineClient]] = {}
         for i, tree in enumerate(trees):
             cluster = local_cluster(2, ports[3 * i:3 * i + 3])
-            procs.server(tree, cluster, "ps", 0)
+            start_server(procs, tree, cluster, "ps", 0)
             for task in range(2):
-                procs.server(tree, cluster, "worker", task)
+                start_server(procs, tree, cluster, "worker", task)
             argv = [sys.executable, tree.train_task(), "client", "--framework", "zmtf",
                     "--mode", "cluster", "--cluster", json.dumps(cluster),
                     "--batch-size", str(BATCH), "--warmup", str(args.warmup_steps)]
             clients[tree.name] = [
-                procs.client(f"{tree.name} trainer{task}", tree, argv + ["--task", str(task)])
+                start_client(procs, f"{tree.name} trainer{task}", tree, argv + ["--task", str(task)])
                 for task in range(2)]
         for pair in clients.values():
             for client in pair:
-                client.wait_ready()
+                client.wait_ready(READY_TIMEOUT)
         print(f"  train phase: started and warmed up in {time.monotonic() - started:.1f} s",
               flush=True)
         rates: dict[str, list[float]] = {tree.name: [] for tree in trees}
@@ -366,7 +203,7 @@ def run_train_phase(trees: list[Tree], args: argparse.Namespace) -> dict[str, li
         procs.stop_all()
 
 
-def train_round(clients: list[Client], steps: int) -> float:
+def train_round(clients: list[LineClient], steps: int) -> float:
     """Every client runs ``steps`` steps at once; the steps of all of them per second of the
     round (their perf_counter is CLOCK_MONOTONIC, comparable across processes)."""
     for client in clients:
@@ -531,10 +368,7 @@ def main() -> None:
     for tree in trees:
         check_tree(tree, need_train=args.only in (None, "train"))
 
-    def interrupted(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)  # so the finally clauses stop every process
-
-    signal.signal(signal.SIGTERM, interrupted)
+    exit_on_sigterm()
     started = time.monotonic()
     print_facts(trees, args)
     samples: dict[str, Any] = {}

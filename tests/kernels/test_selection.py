@@ -141,6 +141,6 @@ def test_boolean_mask_is_numpys_mask_indexing():
 
 
 def test_a_tf1_name_zmtf_lacks_says_so_and_what_to_use():
-    with pytest.raises(AttributeError, match="README.md lists what is built"):
+    with pytest.raises(AttributeError, match="docs/supported.md lists what is built"):
         tf.no_such_thing
     assert not hasattr(tf, "no_such_thing") and hasattr(tf, "boolean_mask")

@@ -26,4 +26,4 @@ __all__ = ["cluster_resolver", "data", "framework", "layers", "lookup", "mixed_p
 
 def __getattr__(name: str) -> Any:
     raise AttributeError(f"tf.contrib.{name} is not in zmtf: of tf.contrib, zmtf has only "
-                         f"{', '.join(__all__)} (README.md lists what is built)")
+                         f"{', '.join(__all__)} (docs/supported.md lists what is built)")

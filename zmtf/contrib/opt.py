@@ -149,4 +149,4 @@ def _named(cls: type, args: tuple, kwargs: dict) -> dict:
 
 def __getattr__(name: str) -> Any:
     raise AttributeError(f"tf.contrib.opt.{name} is not in zmtf: of tf.contrib.opt, zmtf has only "
-                         f"{', '.join(__all__)} (README.md lists what is built)")
+                         f"{', '.join(__all__)} (docs/supported.md lists what is built)")

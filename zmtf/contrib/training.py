@@ -12,4 +12,4 @@ __all__ = ["HParams", "parse_values"]
 
 def __getattr__(name: str) -> Any:
     raise AttributeError(f"tf.contrib.training.{name} is not in zmtf: of tf.contrib.training, "
-                         f"zmtf has only {', '.join(__all__)} (README.md lists what is built)")
+                         f"zmtf has only {', '.join(__all__)} (docs/supported.md lists what is built)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import time
 import uuid
 from typing import Any, Awaitable, Callable, Sequence
 
@@ -38,8 +39,10 @@ class MasterService:
 
     def __init__(self, task: str, worker: WorkerService, cluster_devices: Callable[[], list[str]],
                  peer: Callable[[str], WorkerPeer], default_timeout: float,
-                 learn_devices: Callable[[list[str] | None], Awaitable[None]] | None = None) -> None:
+                 learn_devices: Callable[[list[str] | None], Awaitable[None]] | None = None,
+                 wait_for: Callable[[list[str], float], Awaitable[None]] | None = None) -> None:
         self._learn_devices = learn_devices
+        self._wait_for = wait_for   # (tasks, seconds): returns once they are up (task_wait)
         self.task = task
         self.task_spec = DeviceSpec.from_string(task)
         self.worker = worker
@@ -62,6 +65,7 @@ class MasterService:
 
     def extend_session(self, handle: str, graph: dict, arrays: list) -> None:
         session = self._session(handle)
+        session.last_used = time.monotonic()
         session.graph = graph_from_dict(graph, arrays)
         session.setups.clear()
 
@@ -74,11 +78,27 @@ class MasterService:
         await asyncio.gather(*[self.peer(task).deregister_session(handle) for task in tasks],
                              return_exceptions=True)
 
+    def session_handles(self) -> list[str]:
+        """The sessions open on this master (read-only: for status and tests)."""
+        return list(self._sessions)
+
+    def idle_sessions(self, idle: float) -> list[str]:
+        """The sessions no request named for ``idle`` s (session_gc closes them)."""
+        since = time.monotonic() - idle
+        return [h for h, s in self._sessions.items() if s.last_used <= since]
+
+    def touch(self, handle: str) -> None:
+        session = self._sessions.get(handle)
+        if session is not None:
+            session.last_used = time.monotonic()
+
     def _session(self, handle: str) -> MasterSession:
         session = self._sessions.get(handle)
         if session is None:
             raise NotFoundError(None, None, f"session '{handle}' is not open on the master "
-                                f"{self.task}; it was closed, or the server restarted. Open a new Session.")
+                                f"{self.task}; it was closed (or collected after no request for the "
+                                f"server's --session-gc-secs), or the server restarted. Open a "
+                                f"new Session.")
         return session
 
     # ---- steps ---------------------------------------------------------------------------
@@ -93,13 +113,15 @@ class MasterService:
         runs start them at once, and a step that ran through here settles before this
         returns."""
         session = self._sessions.get(handle) or self._session(handle)   # the latter raises
+        session.last_used = time.monotonic()
         timeout = timeout_ms / 1000.0 if timeout_ms > 0 else self._timeout
         step = MasterStep(self, session, fetches, dict(zip(feeds, values)), timeout, trace, finish)
         setup = session.setups.get((tuple(feeds), tuple(fetches), tuple(targets)))
         if setup is not None:
             step.start(setup)
         else:
-            step.start_after(asyncio.ensure_future(self._setup(session, feeds, fetches, targets)))
+            step.start_after(asyncio.ensure_future(self._setup(session, feeds, fetches, targets,
+                                                               timeout)))
         return step.outcome
 
     def start_partition(self, session: MasterSession, setup: StepSetup, part: TaskPartition,
@@ -165,7 +187,7 @@ class MasterService:
         return error
 
     async def _setup(self, session: MasterSession, feeds: list[str], fetches: list[str],
-                     targets: list[str]) -> StepSetup:
+                     targets: list[str], timeout: float) -> StepSetup:
         key = (tuple(feeds), tuple(fetches), tuple(targets))
         setup = session.setups.get(key)
         if setup is not None:
@@ -176,6 +198,8 @@ class MasterService:
                 if self._learn_devices is not None:   # the tasks this session may use only
                     await self._learn_devices(session.config.get("device_filters"))
                 setup = self._plan(session, feeds, fetches, targets)
+                if self._wait_for is not None:   # tasks that start late: waited for, and logged
+                    await self._wait_for(list(setup.peers), timeout)
                 await self._register(session, setup)
                 session.setups[key] = setup
         return setup

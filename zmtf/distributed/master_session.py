@@ -4,6 +4,7 @@ the partitions it registered with the tasks (``StepSetup``)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,3 +44,4 @@ class MasterSession:
     setups: dict[tuple, StepSetup] = field(default_factory=dict)
     registered: set[tuple[str, str]] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    last_used: float = field(default_factory=time.monotonic)   # its client's last request

@@ -88,6 +88,10 @@ class WorkerPeer:
         self._channel(self.task).send_only(m.PushTensor(step_id=step_id, keys=keys, tensors=values))
 
     # ---- the server -------------------------------------------------------------------
+    async def ping(self, timeout: float) -> None:
+        """Whether the task is up: UnavailableError if it cannot be reached in ``timeout`` s."""
+        await self._channel(self.task).call(m.Ping(), timeout)
+
     async def list_devices(self, timeout: float) -> list[dict[str, Any]]:
         """The devices the peer knows of, its own first."""
         reply = await self._channel(self.task).call(m.ListDevices(), timeout)

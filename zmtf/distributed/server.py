@@ -29,8 +29,11 @@ from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.session_cluster import check_session_cluster
+from zmtf.distributed.session_gc import DEFAULT_SESSION_GC_SECS, SessionCollector
+from zmtf.distributed.task_wait import DEFAULT_LOG_SECS, DEFAULT_WAIT_SECS, wait_for_tasks
 from zmtf.distributed.channel import Channel
 from zmtf.distributed.listener import Listener
+from zmtf.distributed.sockets import RECEIVE_BUFFERS
 from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import CancelledError, InvalidArgumentError, UnavailableError
 from zmtf.kernels.cpu.blas import for_server as blas_for_server
@@ -50,8 +53,14 @@ class ServerCore:
 
     def __init__(self, cluster: Any, job_name: str, task_index: int,
                  config: ConfigProto | None = None, context: zmq.Context | None = None,
-                 curve_dir: str | None = None) -> None:
+                 curve_dir: str | None = None, session_gc_secs: float = DEFAULT_SESSION_GC_SECS,
+                 wait_for_tasks_secs: float = DEFAULT_WAIT_SECS,
+                 wait_log_secs: float = DEFAULT_LOG_SECS) -> None:
         self.cluster = ClusterSpec(cluster)
+        # sessions idle this long are closed (0: never); tasks not up are waited for this long
+        self.session_gc_secs = float(session_gc_secs)
+        self.wait_for_tasks_secs, self.wait_log_secs = float(wait_for_tasks_secs), float(wait_log_secs)
+        self._collector: SessionCollector | None = None
         if job_name not in self.cluster.jobs:
             raise ValueError(f"job '{job_name}' is not in the cluster spec (jobs: {self.cluster.jobs})")
         self.address = self.cluster.task_address(job_name, task_index)
@@ -94,7 +103,7 @@ class ServerCore:
         blas_for_server(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self.peer,
-                                    DEFAULT_STEP_TIMEOUT, self.learn_cluster_devices)
+                                    DEFAULT_STEP_TIMEOUT, self.learn_cluster_devices, self._wait_for)
         bind = bind_endpoint(self.address)
         if self.keys is not None:
             security.start_authenticator(self.context, self.keys)
@@ -111,6 +120,11 @@ class ServerCore:
             inproc.register(bind, self.context)
         elif self.keys is None:   # under CURVE every client shows its key, in-process ones too
             self._serve_in_process(loop, self.worker, self._listener.endpoint)
+        if self.session_gc_secs > 0:
+            self._collector = SessionCollector(loop, self.master, self.session_gc_secs,
+                                               self._session_busy, self._collect_session,
+                                               self._release_buffers)
+            self._collector.start()
         self.started = True
         log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d; "
                  "%s)", self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
@@ -135,6 +149,8 @@ class ServerCore:
         if not self.started:
             return
         self.started = False
+        if self._collector is not None:
+            self._collector.stop()
         for listener in (self._listener, self._local_listener):
             if listener is not None:
                 await listener.close()
@@ -243,6 +259,31 @@ class ServerCore:
         finally:
             self._closing.discard(msg.session)
         return m.Ok(id=msg.id)
+
+    def _session_busy(self, handle: str) -> bool:
+        """Whether a step of the session is running (it is not idle, however long it takes)."""
+        return any(key[0] == handle and not step.settled for key, step in self._running.items())
+
+    async def _collect_session(self, handle: str) -> None:
+        """Close a session whose client is gone (session_gc): as CloseSession, with no reply."""
+        for key in [key for key in self._running if key[0] == handle]:
+            del self._running[key]
+        assert self.master is not None
+        await self.master.close_session(handle)
+
+    def _release_buffers(self) -> None:
+        """Hand back received and output buffers nothing uses (kept for reuse otherwise)."""
+        RECEIVE_BUFFERS.release_free()
+        if self.worker is not None:
+            self.worker.release_free_buffers()
+
+    def open_sessions(self) -> list[str]:
+        """The sessions open on this task's master (read-only)."""
+        return self.master.session_handles() if self.master is not None else []
+
+    def registered_sessions(self) -> set[str]:
+        """The sessions with partitions registered on this task's worker (read-only)."""
+        return self.worker.registered_sessions() if self.worker is not None else set()
 
     async def _reset(self, msg: m.Reset) -> m.Ok:
         assert self.worker is not None
@@ -355,13 +396,26 @@ class ServerCore:
             peers = [t for t in peers if any(_names_task(f, t) for f in filters)]
         await asyncio.gather(*[ask(t) for t in peers if t != self.task and t not in self._peer_devices])
 
+    async def _wait_for(self, tasks: list[str], limit: float) -> None:
+        """Wait for tasks that have not started yet (task_wait), up to ``limit`` s and the
+        server's wait_for_tasks_secs. An in-process (inproc://) peer is not waited for: it
+        fails at once, as it always did."""
+        remote = [t for t in tasks if not self._address_of(t).startswith("inproc://")]
+        if remote:
+            await wait_for_tasks(lambda task, timeout: self.peer(task).ping(timeout), remote,
+                                 self._address_of, min(limit, self.wait_for_tasks_secs),
+                                 self.wait_log_secs)
+
+    def _address_of(self, task: str) -> str:
+        """The endpoint of a task named "/job:J/replica:0/task:I"."""
+        spec = task.split("/")
+        return endpoint(self.cluster.task_address(spec[1].split(":")[1], int(spec[3].split(":")[1])))
+
     def channel(self, task: str) -> Channel:
         channel = self._channels.get(task)
         if channel is not None and channel.remote:
             return channel   # the hot path: a tcp/ipc peer's address never changes
-        spec = task.split("/")
-        job, index = spec[1].split(":")[1], int(spec[3].split(":")[1])
-        address = endpoint(self.cluster.task_address(job, index))
+        address = self._address_of(task)
         context = self.context
         if address.startswith("inproc://"):
             # inproc reaches only sockets of the same Context: the peer server's, if it runs
@@ -448,13 +502,19 @@ def _read_server_def(server_def: ServerDef, job_name: str | None, task_index: in
 class Server:
     """``tf.train.Server(cluster, job_name="ps", task_index=0)``: serves on its own thread.
 
-    Unlike TF, ``stop()`` really stops it and ``join()`` then returns.
+    Unlike TF, ``stop()`` really stops it and ``join()`` then returns. zmtf's own settings
+    (``python -m zmtf.server`` flags of the same names): ``session_gc_secs`` closes sessions
+    no request named for that long (0: never; ``session_gc``), ``wait_for_tasks_secs`` is how
+    long a step's first run waits for tasks not started yet, logging every ``wait_log_secs``
+    (``task_wait``).
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
                  task_index: int | None = None, protocol: str | None = None,
                  config: ConfigProto | None = None, start: bool = True,
-                 curve_dir: str | None = None) -> None:
+                 curve_dir: str | None = None, session_gc_secs: float = DEFAULT_SESSION_GC_SECS,
+                 wait_for_tasks_secs: float = DEFAULT_WAIT_SECS,
+                 wait_log_secs: float = DEFAULT_LOG_SECS) -> None:
         if isinstance(server_or_cluster_def, ServerDef):
             server_or_cluster_def, job_name, task_index, protocol = _read_server_def(
                 server_or_cluster_def, job_name, task_index, protocol)
@@ -471,7 +531,9 @@ class Server:
             if len(indices) != 1:
                 raise ValueError(f"task_index must be given: job '{job_name}' has tasks {indices}")
             task_index = indices[0]
-        self._core = ServerCore(cluster, job_name, task_index, config, curve_dir=curve_dir)
+        self._core = ServerCore(cluster, job_name, task_index, config, curve_dir=curve_dir,
+                                session_gc_secs=session_gc_secs,
+                                wait_for_tasks_secs=wait_for_tasks_secs, wait_log_secs=wait_log_secs)
         self._loop: LoopThread | None = None
         _live_servers.add(self)
         self._stopped = threading.Event()
@@ -489,6 +551,14 @@ class Server:
         """This server as a ``tf.train.ServerDef``: its cluster, job, task and protocol."""
         return ServerDef(cluster=self._core.cluster.as_cluster_def(), job_name=self._core.job_name,
                          task_index=self._core.task_index, protocol="grpc")
+
+    def open_sessions(self) -> list[str]:
+        """The sessions open on this server's master (read-only)."""
+        return self._core.open_sessions()
+
+    def registered_sessions(self) -> set[str]:
+        """The sessions with partitions registered on this server's worker (read-only)."""
+        return self._core.registered_sessions()
 
     def start(self) -> None:
         if self._loop is None:

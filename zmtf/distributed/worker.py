@@ -145,6 +145,10 @@ class WorkerService:
             graph_from_dict(graph, arrays),
             BoundSteps(planner, [d.name for d in self.devices], lookup, self.resources))
 
+    def registered_sessions(self) -> set[str]:
+        """The sessions with partitions registered here (read-only: for status and tests)."""
+        return {key[0] for key in list(self._graphs)}   # list(): one step, whichever thread reads
+
     def deregister_session(self, session: str) -> None:
         for key in [k for k in self._graphs if k[0] == session]:
             del self._graphs[key]
@@ -322,6 +326,10 @@ class WorkerService:
 
     def reset(self) -> None:
         self.resources.clear()
+
+    def release_free_buffers(self) -> None:
+        """Give back the big output buffers no step uses now (after sessions were closed)."""
+        self.context.pool.release_free()
 
 
 def _holds_any(resources: ResourceContainer, values: list) -> bool:

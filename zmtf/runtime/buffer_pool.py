@@ -78,6 +78,15 @@ class BufferPool:
                 self._held -= owner.nbytes
         self._free.clear()
 
+    def release_free(self) -> int:
+        """Hand the buffers nobody uses back to the allocator; the bytes released. For a
+        server that just closed sessions whose received tensors they were."""
+        with self._lock:
+            self._collect()
+            held = self._held
+            self._drop_free()
+            return held - self._held
+
     def stats(self) -> dict[str, int]:
         with self._lock:
             return {"held_bytes": self._held, "lent": len(self._lent),

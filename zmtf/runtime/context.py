@@ -19,14 +19,15 @@ SIMULATOR_LAUNCH_LOCK = threading.Lock()
 class KernelContext:
     """Per-session state shared by kernels: the variable store and per-node random generators."""
 
-    __slots__ = ("resources", "intra_op_threads", "empty", "gpu_const_cache", "executor",
+    __slots__ = ("resources", "intra_op_threads", "pool", "empty", "gpu_const_cache", "executor",
                  "_generators", "_lock")
 
     def __init__(self, resources: ResourceContainer, intra_op_threads: int,
                  pool: BufferPool | None = None) -> None:
         self.resources = resources
         self.intra_op_threads = intra_op_threads
-        self.empty = (pool or BufferPool()).empty  # output buffers: big ones reuse memory
+        self.pool = pool or BufferPool()
+        self.empty = self.pool.empty  # output buffers: big ones reuse memory
         self.gpu_const_cache: dict[tuple[str, int], object] = {}
         #: the Executor that runs this context's steps: loop kernels run subgraphs on it
         self.executor: object = None

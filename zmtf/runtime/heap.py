@@ -14,14 +14,17 @@ C libraries it does nothing.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import logging
 import sys
+from typing import Any, Iterator
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 
+DEFAULT_TRIM_THRESHOLD_BYTES = 128 << 10   # glibc's own
 TRIM_THRESHOLD_BYTES = 1 << 30   # return freed memory to the OS only beyond 1 GiB at the top
 MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's own maximum for its dynamic threshold
 
@@ -40,5 +43,42 @@ def keep_freed_memory() -> bool:
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     applied = (mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
                and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1)
+    global _kept
+    _kept = applied
     log.debug("malloc tuning %s", "applied" if applied else "refused")
     return applied
+
+
+_kept = False   # whether keep_freed_memory() applied in this process
+
+
+@contextlib.contextmanager
+def returning_freed_memory() -> Iterator[None]:
+    """Within it, memory freed goes back to the OS (glibc's default trim threshold), and on
+    leaving, the heap's free pages go back too (``malloc_trim``): for a server that frees
+    much at once (closed sessions' graphs). Freed chunks that merge into a thread arena's top
+    are handed back only as they are freed, under a low threshold; malloc_trim does not
+    trim those tops. The server's threshold is restored on leaving."""
+    libc = _libc()
+    if _kept and libc is not None:
+        libc.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD_BYTES)
+    try:
+        yield
+    finally:
+        if libc is not None:
+            libc.malloc_trim(0)
+            if _kept:
+                libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+
+
+def _libc() -> Any:
+    """glibc with mallopt and malloc_trim typed, or None (another C library, another OS)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt.argtypes, libc.mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        libc.malloc_trim.argtypes, libc.malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+    return libc

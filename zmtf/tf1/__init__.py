@@ -228,6 +228,6 @@ def __getattr__(name: str) -> object:
     """A TF1 name zmtf lacks: say so, and what to use instead, rather than a bare AttributeError."""
     if name.startswith("__"):
         raise AttributeError(f"module 'zmtf' has no attribute {name!r}")
-    hint = _NOT_BUILT.get(name, "zmtf implements a subset of TensorFlow 1.x; README.md lists what "
+    hint = _NOT_BUILT.get(name, "zmtf implements a subset of TensorFlow 1.x; docs/supported.md lists what "
                                  "is built")
     raise AttributeError(f"module 'zmtf' has no attribute {name!r}: tf.{name} is not in zmtf ({hint})")

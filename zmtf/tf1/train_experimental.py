@@ -16,4 +16,4 @@ __all__ = ["DynamicLossScale", "FixedLossScale", "LossScale", "MixedPrecisionLos
 def __getattr__(name: str) -> Any:
     raise AttributeError(f"tf.train.experimental.{name} is not in zmtf: of "
                          f"tf.train.experimental, zmtf has only {', '.join(__all__)} "
-                         f"(README.md lists what is built)")
+                         f"(docs/supported.md lists what is built)")

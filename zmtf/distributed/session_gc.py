@@ -1,0 +1,94 @@
+"""The master's session garbage collector: sessions that nobody closes are closed here.
+
+A client that dies (kill -9, a lost machine) never sends CloseSession, and its session's
+graph, its partitions on every task and their constants would stay for the life of the
+servers. TF's master has the same collector (``Master(env, session_gc_seconds)``: sessions
+not used for that long are closed). Here a session is idle when no request named it for
+``idle`` seconds and none of its steps is running; it is then closed as CloseSession would
+close it (its partitions deregistered on every task), and the freed memory is handed back
+to the OS (a server otherwise keeps received buffers for reuse, ``runtime.buffer_pool``, and
+freed heap, ``runtime.heap``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from typing import Any, Awaitable, Callable, Protocol
+
+from zmtf.runtime.heap import returning_freed_memory
+
+log = logging.getLogger("zmtf.master")
+
+DEFAULT_SESSION_GC_SECS = 3600.0   # an hour without a request: a client would have sent one
+LONGEST_SWEEP_PERIOD = 30.0
+
+
+class Sessions(Protocol):
+    """What the collector needs of a master."""
+
+    def idle_sessions(self, idle: float) -> list[str]: ...
+
+    def touch(self, handle: str) -> None: ...
+
+
+class SessionCollector:
+    """Every ``min(idle / 2, 30)`` s, closes (``close(handle)``) the sessions idle for ``idle`` s
+    whose steps are not running (``busy(handle)``: a long step is not idleness), then
+    ``release()``s the buffers the server keeps for reuse and trims the heap."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sessions: Sessions, idle: float,
+                 busy: Callable[[str], bool], close: Callable[[str], Awaitable[Any]],
+                 release: Callable[[], Any] = lambda: None) -> None:
+        self.idle = idle
+        self.period = max(min(idle / 2, LONGEST_SWEEP_PERIOD), 0.05)
+        self._loop = loop
+        self._sessions = sessions
+        self._busy = busy
+        self._close = close
+        self._release = release   # drops the buffers kept for reuse that nothing uses now
+        self._timer: asyncio.TimerHandle | None = None
+        self._collecting: asyncio.Future | None = None
+        self._stopped = False
+
+    def start(self) -> None:
+        self._timer = self._loop.call_later(self.period, self._sweep)
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._collecting is not None:
+            self._collecting.cancel()
+
+    def _sweep(self) -> None:
+        self._timer = None
+        idle = []
+        for handle in self._sessions.idle_sessions(self.idle):
+            if self._busy(handle):
+                self._sessions.touch(handle)   # idle from the end of its step on, not its start
+            else:
+                idle.append(handle)
+        if idle:
+            self._collecting = asyncio.ensure_future(self._collect(idle))
+        else:
+            self.start()
+
+    async def _collect(self, handles: list[str]) -> None:
+        try:
+            for handle in handles:
+                log.info("closing session %s: no request from its client for %.1f s "
+                         "(--session-gc-secs)", handle, self.idle)
+            with returning_freed_memory():
+                results = await asyncio.gather(*[self._close(h) for h in handles],
+                                               return_exceptions=True)
+                gc.collect()   # a graph is cyclic (ops <-> graph): its arrays go with it
+                self._release()
+            for handle, result in zip(handles, results):
+                if isinstance(result, Exception):
+                    log.warning("closing idle session %s: %s", handle, result)
+        finally:
+            self._collecting = None
+            if not self._stopped:
+                self.start()
