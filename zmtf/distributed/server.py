@@ -401,6 +401,12 @@ class ServerCore:
         server's wait_for_tasks_secs. An in-process (inproc://) peer is not waited for: it
         fails at once, as it always did."""
         remote = [t for t in tasks if not self._address_of(t).startswith("inproc://")]
+        # a task that was up and whose connection dropped did not start late: it died or was
+        # cut off; it gets the liveness bound to come back (its channel's), then the step fails
+        lost = [t for t in remote if self.peer(t).unavailable() is not None]
+        if lost:
+            await asyncio.gather(*[self.peer(t).ping(limit) for t in lost])
+            remote = [t for t in remote if t not in lost]
         if remote:
             await wait_for_tasks(lambda task, timeout: self.peer(task).ping(timeout), remote,
                                  self._address_of, min(limit, self.wait_for_tasks_secs),
