@@ -4,7 +4,9 @@ By default it starts a local cluster in this process (1 ps + 2 workers on 127.0.
 runs between-graph replication: each worker has its own client thread, graph and session,
 and applies its gradients asynchronously to the parameters on the ps. Worker 0 is the
 chief: it initializes the variables (or restores the latest checkpoint) while the others
-wait for it, and it saves a checkpoint at the end. ``--sync-replicas`` keeps that layout
+wait for it; it says which it did, saves a checkpoint every ``--save-secs`` and at the
+end. Ctrl-C stops every worker after its current step, saves a checkpoint and exits (130)
+with one line saying where; the next run continues from it. ``--sync-replicas`` keeps that layout
 but makes the updates synchronous with tf.train.SyncReplicasOptimizer: every update
 averages one gradient per worker, stale gradients are dropped, and the chief runs the sync
 op in a QueueRunner thread; training stops when the global step reaches ``--steps``.
@@ -109,7 +111,18 @@ def start_sync_replicas(task: int, sess, sync: dict, coord) -> list:
     return opt.get_chief_queue_runner().create_threads(sess, coord=coord, start=True)
 
 
-def run_worker(task: int, target: str, args, report: dict) -> None:
+def run_worker(task: int, target: str, args, report: dict, stop: threading.Event) -> None:
+    try:
+        train_worker(task, target, args, report, stop)
+    except tf.errors.OpError:
+        if not stop.is_set():
+            raise
+        # interrupted twice: the servers stopped under this worker; the main thread says so
+    finally:
+        report[f"done-{task}"] = True
+
+
+def train_worker(task: int, target: str, args, report: dict, stop: threading.Event) -> None:
     graph, images, labels, loss, accuracy, train_op, init, ready, saver, sync = \
         build_worker_graph(task, args.ps, args.learning_rate, args.workers if args.sync_replicas else 0)
     test_x, test_y = make_data(seed=999, n=512)
@@ -119,9 +132,11 @@ def run_worker(task: int, target: str, args, report: dict) -> None:
             latest = tf.train.latest_checkpoint(args.checkpoint_dir)
             if latest and not args.fresh:
                 saver.restore(sess, latest)
-                print(f"chief: restored {latest}")
+                print(f"chief: restored {latest}", flush=True)
             else:
                 sess.run(init)
+                print(f"chief: no checkpoint in {args.checkpoint_dir}"
+                      f"{' used (--fresh)' if latest else ''}: starting fresh", flush=True)
         else:
             wait_for_chief(sess, ready)
         if sync:
@@ -130,8 +145,9 @@ def run_worker(task: int, target: str, args, report: dict) -> None:
         first_step = int(sess.run(global_step))
         rng_seed = 100 + task
         start = time.perf_counter()
+        last_save = time.monotonic()
         step = 0
-        while True:
+        while not stop.is_set():
             xs, ys = make_data(seed=rng_seed * 100000 + step, n=args.batch_size)
             _, step_loss = sess.run([train_op, loss], {images: xs, labels: ys})
             step += 1
@@ -144,7 +160,10 @@ def run_worker(task: int, target: str, args, report: dict) -> None:
                       f"test loss {test_loss:.3f}  test accuracy {test_acc:.3f}", flush=True)
             if done:
                 break
-        report[task] = (step / (time.perf_counter() - start), float(step_loss))
+            if task == 0 and time.monotonic() - last_save >= args.save_secs:
+                saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"), global_step=global_step)
+                last_save = time.monotonic()
+        report[task] = (step / (time.perf_counter() - start), float(step_loss) if step else 0.0)
         if sync and task == 0:
             sess.run(sync["tokens"])   # a worker may still wait for a token: let it finish
         if task == 0:
@@ -156,7 +175,7 @@ def run_worker(task: int, target: str, args, report: dict) -> None:
     coord.join(threads)   # the session closed: that cancelled the sync op waiting for gradients
 
 
-def run_sync(target: str, args, report: dict) -> None:
+def run_sync(target: str, args, report: dict, stop: threading.Event) -> None:
     """In-graph replication: one client, a tower per worker, averaged gradients, one update."""
     graph = tf.Graph()
     with graph.as_default():
@@ -180,26 +199,73 @@ def run_sync(target: str, args, report: dict) -> None:
         init = tf.global_variables_initializer()
     test_x, test_y = make_data(seed=999, n=512)
     with tf.Session(target, graph=graph) as sess:
-        sess.run(init)
+        latest = tf.train.latest_checkpoint(args.checkpoint_dir)
+        if latest and not args.fresh:
+            saver.restore(sess, latest)
+            print(f"restored {latest}", flush=True)
+        else:
+            sess.run(init)
+            print(f"no checkpoint in {args.checkpoint_dir}"
+                  f"{' used (--fresh)' if latest else ''}: starting fresh", flush=True)
+
+        def save() -> None:
+            report["global_step"] = int(sess.run(params["global_step"]))
+            report["checkpoint"] = saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"),
+                                              global_step=report["global_step"])
+
         start = time.perf_counter()
-        for step in range(args.steps):
-            feed = {}
-            for task, (images, labels) in enumerate(feeds):
-                xs, ys = make_data(seed=(100 + task) * 100000 + step, n=args.batch_size)
-                feed[images], feed[labels] = xs, ys
-            _, step_loss = sess.run([train_op, mean_loss], feed)
-            if step % args.log_every == 0 or step == args.steps - 1:
-                test_acc = sess.run(accuracy, {feeds[-1][0]: test_x, feeds[-1][1]: test_y})
-                bar = "#" * int(20 * (step + 1) / args.steps)
-                print(f"[{bar:<20}] step {step + 1:4d}/{args.steps}  mean batch loss {step_loss:.3f}  "
-                      f"test accuracy {test_acc:.3f}", flush=True)
+        last_save = time.monotonic()
+        try:
+            for step in range(args.steps):
+                feed = {}
+                for task, (images, labels) in enumerate(feeds):
+                    xs, ys = make_data(seed=(100 + task) * 100000 + step, n=args.batch_size)
+                    feed[images], feed[labels] = xs, ys
+                _, step_loss = sess.run([train_op, mean_loss], feed)
+                if step % args.log_every == 0 or step == args.steps - 1:
+                    test_acc = sess.run(accuracy, {feeds[-1][0]: test_x, feeds[-1][1]: test_y})
+                    bar = "#" * int(20 * (step + 1) / args.steps)
+                    print(f"[{bar:<20}] step {step + 1:4d}/{args.steps}  mean batch loss {step_loss:.3f}  "
+                          f"test accuracy {test_acc:.3f}", flush=True)
+                if time.monotonic() - last_save >= args.save_secs:
+                    save()
+                    last_save = time.monotonic()
+        except KeyboardInterrupt:   # the step in flight was cancelled on the cluster: save
+            stop.set()
+            save()
+            raise
         report[0] = (args.steps / (time.perf_counter() - start), float(step_loss))
         report["accuracy"] = float(sess.run(accuracy, {feeds[-1][0]: test_x, feeds[-1][1]: test_y}))
-        report["global_step"] = int(sess.run(params["global_step"]))
-        report["checkpoint"] = saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"),
-                                          global_step=report["global_step"])
+        save()
 
 
+def wait_for(threads: list, report: dict, timeout: float | None = None) -> None:
+    """Wait until every worker thread has finished. (Not Thread.join: on Python 3.11 a join
+    interrupted by Ctrl-C can return at once when called again, the thread still running.)"""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not all(report.get(f"done-{i}") for i in range(len(threads))):
+        if deadline is not None and time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+
+
+def interrupted(args, report: dict, stop: threading.Event, threads: list, servers: list) -> int:
+    """Ctrl-C: every worker finishes its step and leaves its loop; the chief saves a
+    checkpoint on its way out. One line says where; a second Ctrl-C quits at once."""
+    stop.set()
+    try:
+        wait_for(threads, report, timeout=30)
+        saved = report.get("checkpoint")
+    except KeyboardInterrupt:
+        saved = None
+    for server in servers:
+        server.stop()
+    if saved:
+        print(f"interrupted: saved {saved} (global step {report.get('global_step')}); "
+              f"run again to continue from it", file=sys.stderr)
+    else:
+        print("interrupted: no checkpoint saved", file=sys.stderr)
+    return 130
 
 
 def main() -> int:
@@ -216,6 +282,8 @@ def main() -> int:
     parser.add_argument("--checkpoint-dir", default=os.path.join(tempfile.gettempdir(), "zmtf-mlp"))
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
     parser.add_argument("--log-every", type=int, default=25)
+    parser.add_argument("--save-secs", type=float, default=60.0,
+                        help="the chief saves a checkpoint this often (and at the end, and on Ctrl-C)")
     parser.add_argument("--gpu", action="store_true",
                         help="let the servers this starts use their GPUs (TF's default). Off: "
                              "this MLP is too small to gain, each zmtf GPU op costing 100-300 us "
@@ -240,19 +308,23 @@ def main() -> int:
           f"batch {args.batch_size}")
     targets = [f"zmtf://{spec.task_address('worker', i)}" for i in range(args.workers)]
     report: dict = {}
+    stop = threading.Event()
     try:
         if args.sync:
-            run_sync(targets[0], args, report)
+            run_sync(targets[0], args, report, stop)
         else:
-            threads = [threading.Thread(target=run_worker, args=(i, targets[i], args, report))
+            threads = [threading.Thread(target=run_worker, args=(i, targets[i], args, report, stop),
+                                        name=f"worker-{i}", daemon=True)
                        for i in range(args.workers)]
             for t in threads:
                 t.start()
-            for t in threads:
-                t.join()
+            wait_for(threads, report)
+    except KeyboardInterrupt:
+        return interrupted(args, report, stop, [] if args.sync else threads, servers)
     finally:
-        for server in servers:
-            server.stop()
+        if not stop.is_set():   # (interrupted() stops them after the last save)
+            for server in servers:
+                server.stop()
     if "checkpoint" not in report:
         print("training failed", file=sys.stderr)
         return 1

@@ -27,6 +27,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--task", type=int, help="this task's index (default: from TF_CONFIG)")
     parser.add_argument("--inter-op-threads", type=int, default=0)
     parser.add_argument("--intra-op-threads", type=int, default=0)
+    parser.add_argument("--operation-timeout-ms", type=int, default=0,
+                        help="deadline of a step whose client sets none (ConfigProto's "
+                             "operation_timeout_in_ms; default 0: 600 s)")
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--curve-dir", help="the cluster's CURVE key directory (python -m zmtf.keys "
                         "DIR makes one): encrypt, and admit only its keys (default: ZMTF_CURVE_DIR)")
@@ -81,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zmtf.server: {error}", file=sys.stderr)
         return 2
     config = ConfigProto(inter_op_parallelism_threads=args.inter_op_threads,
-                         intra_op_parallelism_threads=args.intra_op_threads)
+                         intra_op_parallelism_threads=args.intra_op_threads,
+                         operation_timeout_in_ms=args.operation_timeout_ms)
     if args.curve_dir:
         os.environ["ZMTF_CURVE_DIR"] = args.curve_dir   # this server and its calls to peers
     try:

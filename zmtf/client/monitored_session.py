@@ -15,16 +15,25 @@ the same ``sess.run``. On the chief, a CheckpointSaverHook (``save_checkpoint_se
 ``save_checkpoint_steps``), a StepCounterHook and, when the graph has summaries, a
 SummarySaverHook writing to ``summary_dir`` (default ``checkpoint_dir``) are added, as TF
 adds them.
+
+As TF1's recoverable session: a run (or the creation of a session) that fails with
+AbortedError or UnavailableError (a ps or worker died, restarted or was preempted) closes
+the session and makes a fresh one with the same creator: the chief restores the newest
+checkpoint, the others wait for it; the hooks are kept (``after_create_session`` runs again)
+and the run is tried again. OutOfRangeError or StopIteration ending the ``with`` block is a
+clean stop: the hooks' ``end`` runs (the final checkpoint).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from zmtf.client.session import Session
 from zmtf.client.session_manager import SessionManager
 from zmtf.formats.config_proto import RunMetadata, RunOptions
-from zmtf.framework.errors import OutOfRangeError
+from zmtf.framework.errors import AbortedError, OutOfRangeError, UnavailableError
 from zmtf.framework.graph import GraphKeys, get_default_graph
 from zmtf.ops.control_flow_ops import group
 from zmtf.ops.variables import (
@@ -72,6 +81,21 @@ class Scaffold:
         """TF's default local init op: initialize local variables and lookup tables."""
         return group(local_variables_initializer(), tables_initializer())
 
+
+_log = logging.getLogger("zmtf.client")
+
+#: The errors after which TF1's MonitoredSession makes a fresh session: a task died,
+#: restarted or was preempted, and its state may be gone
+PREEMPTION_ERRORS = (AbortedError, UnavailableError)
+
+#: Pause between attempts to create a session while a task is unreachable
+RECREATE_PAUSE_SECS = 0.5
+
+#: How long a session being abandoned after a preemption gets for its queue runner threads
+RECOVERY_GRACE_SECS = 5.0
+
+#: Clean ends of a ``with MonitoredSession(...)`` block: the input is exhausted
+CLEAN_STOP_ERRORS = (OutOfRangeError, StopIteration)
 
 #: How often a non-chief asks whether the chief has initialized the model (TF's
 #: SessionManager default is 30 s; a poll costs one small step here)
@@ -140,9 +164,23 @@ class MonitoredSession:
         self._hooks = list(hooks or [])
         for hook in self._hooks:
             hook.begin()
-        self._session = creator.create_session()
+        self._creator = creator
         self._grace = stop_grace_period_secs
         self._stop = False
+        self._create()
+
+    def _create(self) -> None:
+        """A new session from the creator (again while a task is unreachable), with its
+        coordinator, queue runners and hooks' ``after_create_session``."""
+        while True:
+            try:
+                self._session = self._creator.create_session()
+                break
+            except PREEMPTION_ERRORS as error:
+                _log.info("An error was raised while a session was being created; a task may be "
+                          "down or restarting. A new session will be created in %.1f s. Error: %s",
+                          RECREATE_PAUSE_SECS, _first_line(error))
+                time.sleep(RECREATE_PAUSE_SECS)
         try:
             self._coord = Coordinator(clean_stop_exception_types=[OutOfRangeError])
             start_queue_runners(self._session, coord=self._coord)   # tf.train.batch & co.
@@ -151,6 +189,18 @@ class MonitoredSession:
         except BaseException:
             self._session.close()
             raise
+
+    def _recover(self, error: BaseException) -> None:
+        _log.info("An error was raised. This may be due to a preemption in a connected worker "
+                  "or parameter server. The current session will be closed and a new session "
+                  "will be created. Error: %s", _first_line(error))
+        self._coord.request_stop()
+        self._session.close()
+        try:
+            self._coord.join(stop_grace_period_secs=min(self._grace, RECOVERY_GRACE_SECS))
+        except Exception:  # noqa: BLE001 - the old session's threads failed with it
+            pass
+        self._create()
 
     @property
     def graph(self) -> Any:
@@ -164,6 +214,14 @@ class MonitoredSession:
             run_metadata: Any = None) -> Any:
         if self.should_stop():
             raise RuntimeError("Run called even after should_stop requested.")
+        while True:
+            try:
+                return self._run_hooked(fetches, feed_dict, options, run_metadata)
+            except PREEMPTION_ERRORS as error:
+                self._recover(error)
+
+    def _run_hooked(self, fetches: Any, feed_dict: dict | None, options: Any,
+                    run_metadata: Any) -> Any:
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._session)
         extra, feeds = {}, dict(feed_dict or {})
         hook_options = []
@@ -212,8 +270,14 @@ class MonitoredSession:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        self.close(run_end_hooks=exc_type is None or issubclass(exc_type, OutOfRangeError))
-        return exc_type is not None and issubclass(exc_type, OutOfRangeError)
+        clean = exc_type is not None and issubclass(exc_type, CLEAN_STOP_ERRORS)
+        self.close(run_end_hooks=exc_type is None or clean)
+        return clean
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def _merged_options(options: Any, hook_options: list[Any]) -> RunOptions:

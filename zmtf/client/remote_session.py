@@ -28,6 +28,9 @@ from zmtf.wire import messages as m
 
 CONNECT_TIMEOUT = 10.0   # seconds to reach the master before UnavailableError
 DEFAULT_RUN_TIMEOUT = 3600.0
+# seconds close() waits for the master to confirm CloseSession: the master closes the session
+# whether or not we wait, and one that is dead or paused must not hold up the client's exit
+CLOSE_TIMEOUT = 1.0
 
 
 def endpoint_of(target: str) -> str:
@@ -240,7 +243,7 @@ class RemoteSessionCore:
         """Close the sync Session's sockets (after telling the master, from this thread)."""
         if self._handle is not None and self._blocking:
             try:
-                self._blocking_chan().call(m.CloseSession(id=0, session=self._handle), 5.0)
+                self._blocking_chan().call(m.CloseSession(id=0, session=self._handle), CLOSE_TIMEOUT)
             except Exception:  # noqa: BLE001 - the server may be gone; closing still succeeds
                 pass
             self._handle = None
@@ -265,7 +268,7 @@ class RemoteSessionCore:
         if self._channel is not None:
             if self._handle is not None:
                 try:
-                    await self._channel.call(m.CloseSession(id=0, session=self._handle), 5.0)
+                    await self._channel.call(m.CloseSession(id=0, session=self._handle), CLOSE_TIMEOUT)
                 except Exception:  # noqa: BLE001 - the server may be gone; closing still succeeds
                     pass
             self._channel.close()

@@ -18,6 +18,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+import logging
+
 import numpy as np
 
 from zmtf.client.session import Session
@@ -25,6 +27,9 @@ from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import get_default_graph
 from zmtf.ops.variables import global_variables, report_uninitialized_variables
 from zmtf.training.saver import latest_checkpoint
+
+
+_log = logging.getLogger("zmtf.client")
 
 
 class SessionManager:
@@ -61,6 +66,8 @@ class SessionManager:
                     session.run(init_op, feed_dict=init_feed_dict)
                 if init_fn is not None:
                     init_fn(session)
+                _log.info("No checkpoint to restore%s: the model was initialized",
+                          f" in {checkpoint_dir}" if checkpoint_dir else "")
             self._local_init(session)
             not_ready = self._not_ready(session)
             if not_ready:
@@ -84,6 +91,7 @@ class SessionManager:
             if path is None:
                 return session, False
             saver.restore(session, path)
+            _log.info("Restored the model from %s", path)
             self._local_init(session)
             return session, not self._not_ready(session)
         except BaseException:

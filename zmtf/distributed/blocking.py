@@ -94,6 +94,11 @@ class BlockingChannel:
             if on_cancel is not None:
                 self._sock.send_multipart(codec.encode(on_cancel(call_id), id=next(CALL_IDS)))
             raise
+        except zmq.ZMQError as error:   # the server of this process stopped: its context is gone
+            self._calls.match(call_id)
+            self._outcome = None
+            raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
+                                   f"was closed during the call ({error}); its server stopped") from None
         except BaseException:
             self._calls.match(call_id)   # (a reply or its deadline has removed it already)
             self._outcome = None

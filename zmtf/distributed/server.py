@@ -44,8 +44,15 @@ from zmtf.wire import messages as m
 
 log = logging.getLogger("zmtf.server")
 
-DEFAULT_STEP_TIMEOUT = 600.0   # seconds a step may take when the client sets no deadline
+DEFAULT_STEP_TIMEOUT = 600.0   # seconds a step may take when neither client nor server config sets one
 RUNNING_SWEEP_MIN = 64         # steps tracked for CancelStep before finished ones are dropped
+
+
+def default_step_timeout(config: ConfigProto) -> float:
+    """The deadline of a step whose client sets none: the server config's
+    ``operation_timeout_in_ms`` (TF's default session config of a server), else 600 s."""
+    ms = config.operation_timeout_in_ms
+    return ms / 1000.0 if ms > 0 else DEFAULT_STEP_TIMEOUT
 
 
 class ServerCore:
@@ -103,7 +110,8 @@ class ServerCore:
         blas_for_server(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self.peer,
-                                    DEFAULT_STEP_TIMEOUT, self.learn_cluster_devices, self._wait_for)
+                                    default_step_timeout(self.config), self.learn_cluster_devices,
+                                    self._wait_for)
         bind = bind_endpoint(self.address)
         if self.keys is not None:
             security.start_authenticator(self.context, self.keys)

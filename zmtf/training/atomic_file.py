@@ -1,12 +1,16 @@
 """Atomic file replacement: a temp file beside the target, fsynced, then renamed over it.
 
 Checkpoints, the "checkpoint" state file and ``.meta`` graphs are all written this way, so
-a crash leaves the old file or the new one under the final name, never a partial one.
+a crash leaves the old file or the new one under the final name, never a partial one. A
+process killed mid-write leaves its temp file, named ``.<target>.<pid>-<random>.tmp``: the
+writer's pid in the name lets ``remove_stale_temps`` (the Saver's next save) tell a dead
+writer's leftovers from a live writer's file in progress.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from typing import IO, Any
@@ -24,7 +28,7 @@ def atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
             write(f)
         return
     folder = os.path.dirname(path) or "."
-    prefix = f".{os.path.basename(path)}."
+    prefix = f".{os.path.basename(path)}.{os.getpid()}-"
     fd, temp_path = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -41,6 +45,44 @@ def atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
     _fsync_folder(folder)
 
 
+# exactly what mkstemp makes of atomic_write's prefix and suffix (its 8 random characters)
+_TEMP_NAME = re.compile(r"\.(?P<target>.+)\.(?P<pid>[0-9]+)-[a-z0-9_]{8}\.tmp")
+
+
+def remove_stale_temps(folder: str, is_target: Callable[[str], bool]) -> list[str]:
+    """Remove the temp files of writers that died mid-write, in ``folder``: only files
+    atomic_write names, for targets ``is_target(name)`` accepts, whose writer process is
+    gone from this host. Returns the paths removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder or "."))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.fullmatch(entry.name)
+        if match is None or not is_target(match["target"]) or _alive(int(match["pid"])):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+                removed.append(entry.path)
+        except OSError:
+            pass   # another saver removed it first, or it is not ours to remove
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid < 2**31   # another user's live process (a huge number is no pid at all)
+    return True
+
+
 def _fsync_folder(folder: str) -> None:
     """Make the rename itself durable (POSIX); a no-op where folders cannot be opened."""
     try:
@@ -55,4 +97,4 @@ def _fsync_folder(folder: str) -> None:
         os.close(fd)
 
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "remove_stale_temps"]

@@ -53,6 +53,7 @@ from zmtf.ops.control_flow_ops import group
 from zmtf.ops.variable_scope import PartitionedVariable, partitioned_owner
 from zmtf.ops.variables import global_variables
 from zmtf.training.atomic_file import atomic_write as _atomic_write
+from zmtf.training.atomic_file import remove_stale_temps
 from zmtf.interop.meta_graph import meta_graph_from_dict
 from zmtf.training.meta_graph import _not_supported, export_meta_graph, meta_graph_filename, \
     read_meta_graph_file
@@ -164,6 +165,19 @@ def update_checkpoint_state(save_dir: str, model_checkpoint_path: str,
                            f"checkpoint state. Please use a different save path.")
     text = _format_state(CheckpointState(store(model_checkpoint_path), tuple(map(store, kept))))
     _atomic_write(state_file, lambda f: f.write(text.encode("utf-8")))
+
+
+def _remove_stale_temps(save_path: str, latest_filename: str, meta_graph_suffix: str) -> None:
+    """Temp files a chief killed during an earlier save left beside the checkpoints: only
+    those of files this save would write (``<save_path>[-<step>]`` checkpoints and .meta, the
+    state file), matched exactly."""
+    checkpoint = re.compile(re.escape(os.path.basename(save_path)) + r"(-[0-9]+)?"
+                            r"(\.index|\.data-[0-9]{5}-of-[0-9]{5}|" + re.escape(DATA_SUFFIX) +
+                            r"|\." + re.escape(meta_graph_suffix) + ")")
+    for path in remove_stale_temps(os.path.dirname(save_path),
+                                   lambda name: name == latest_filename or
+                                   checkpoint.fullmatch(name) is not None):
+        _logger.info("Removed %s, left by a save that did not finish", path)
 
 
 def _data_path(prefix: str) -> str:
@@ -480,6 +494,7 @@ class Saver:
         save_dir = os.path.dirname(save_path)
         if not os.path.isdir(save_dir or "."):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+        _remove_stale_temps(save_path, latest_filename, meta_graph_suffix)
         if global_step is not None:
             if not isinstance(global_step, numbers.Integral):
                 global_step = sess.run(global_step)
