@@ -42,6 +42,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "started yet (a client's deadline bounds it too; default: %(default)s)")
     parser.add_argument("--wait-log-secs", type=float, default=10.0,
                         help="log the tasks still waited for this often (default: %(default)s)")
+    parser.add_argument("--liveness-timeout", type=float, metavar="SECONDS",
+                        help="how long a task that stops answering (dead, paused, cut off) is "
+                        "given before the steps that need it fail with UnavailableError; use the "
+                        "same on every task (default: ZMTF_LIVENESS_TIMEOUT, else 5)")
     return parser.parse_args(argv)
 
 
@@ -63,6 +67,7 @@ def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from zmtf.distributed.liveness import liveness_seconds
     from zmtf.distributed.server import Server
     from zmtf.distributed.serving import serve_until_signalled
     from zmtf.formats.config_proto import ConfigProto
@@ -70,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
+    if args.liveness_timeout is not None:   # this server, its calls to peers, its pause watch
+        os.environ["ZMTF_LIVENESS_TIMEOUT"] = repr(args.liveness_timeout)
     try:
         cluster, job, task = resolve(args)
+        liveness_seconds()   # a bad bound is refused at start, not at the first call
     except ValueError as error:
         print(f"zmtf.server: {error}", file=sys.stderr)
         return 2

@@ -112,3 +112,19 @@ def test_events_other_than_a_disconnect_leave_the_peers_alone():
     for kind in (EVENT_CONNECTED, EVENT_HANDSHAKE_SUCCEEDED, EVENT_HANDSHAKE_FAILED_AUTH):
         assert peers.on_event(MonitorEvent(kind, 7, b"")) is None
     assert peers.fd_of == {b"client": 7}
+
+
+def test_a_plaintext_client_that_lost_its_server_is_back_only_once_a_handshake_succeeded():
+    """A stopped process's kernel still accepts connections (CONNECTED), but nothing answers
+    the greeting (HANDSHAKE_FAILED_NO_DETAIL after the handshake limit): that peer is not back,
+    and its silence is not a refusal."""
+    connection = ClientConnection("/job:ps/task:0", "tcp://h:1", secured=False)
+    assert connection.on_event(EVENT_CONNECTED) is None and connection.connected
+    assert connection.on_event(EVENT_DISCONNECTED) == Lost()
+    assert connection.on_event(EVENT_CONNECTED) is None
+    assert not connection.connected
+    assert connection.on_event(EVENT_HANDSHAKE_FAILED_NO_DETAIL) is None
+    assert (connection.connected, connection.refused) == (False, None)
+    assert connection.on_event(EVENT_HANDSHAKE_SUCCEEDED) is None
+    assert connection.connected
+    assert connection.on_event(EVENT_HANDSHAKE_FAILED_NO_DETAIL) == Lost()

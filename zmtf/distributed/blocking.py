@@ -16,10 +16,11 @@ from typing import Any, Callable
 
 import zmq
 
-from zmtf.distributed import security
+from zmtf.distributed import liveness, security
 from zmtf.distributed.channel import CALL_IDS, no_reply_error, unreachable_error
 from zmtf.distributed.sockets import (
-    NOBLOCK, close_monitor, configure_socket, new_streams, next_monitor_event, poll, recv_frames,
+    NOBLOCK, close_monitor, configure_socket, heartbeats, new_streams, next_monitor_event, poll,
+    recv_frames,
     send_frames,
 )
 from zmtf.framework.errors import CancelledError, UnauthenticatedError, UnavailableError
@@ -44,6 +45,7 @@ class BlockingChannel:
             security.secure_client(self._sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
         if remote:  # monitor before connect, or a fast CONNECTED event is lost
+            heartbeats(self._sock, liveness.liveness_seconds())
             self._monitor = self._sock.get_monitor_socket(CLIENT_EVENTS)
         self._sock.connect(endpoint)
         # what a wait polls (zmq.zmq_poll itself: zmq.Poller.poll is a Python layer over it)

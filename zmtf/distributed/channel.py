@@ -15,11 +15,12 @@ from typing import Any, Callable
 
 import zmq
 
-from zmtf.distributed import security
+from zmtf.distributed import liveness, security
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
 from zmtf.distributed.sockets import (
-    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, new_streams, next_monitor_event,
+    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, new_streams,
+    next_monitor_event,
 )
 from zmtf.framework.errors import (
     DeadlineExceededError, OpError, UnauthenticatedError, UnavailableError,
@@ -49,6 +50,16 @@ def unreachable_error(peer: str, endpoint: str, timeout: float, kind: type) -> U
         f"'python -m zmtf.server --cluster ... --job ... --task ...') or fix the address.")
 
 
+def lost_error(peer: str, endpoint: str, lost_for: float, bound: float,
+               kind: type | None = None) -> UnavailableError:
+    """The error of a call to a peer whose connection dropped and did not come back."""
+    what = f" ({kind.__name__} not sent)" if kind is not None else ""
+    return UnavailableError(
+        None, None, f"{peer} at {endpoint} is unavailable: its connection was lost "
+        f"{lost_for:.1f} s ago and has not come back (liveness bound {bound:g} s){what}; the "
+        f"task died, was stopped, or the network between us is down")
+
+
 class Channel:
     """A DEALER socket to one peer: ``await call(message, timeout)`` returns the reply message.
 
@@ -68,6 +79,8 @@ class Channel:
         self._loop = loop
         secured = keys is not None and security.applies(endpoint)
         self._connection = ClientConnection(self.peer, endpoint, secured, connected=not self.remote)
+        self._liveness = liveness.liveness_seconds()
+        self._lost_at: float | None = None   # when a live connection dropped, until it is back
         # call id -> (future or Deferred of the reply, what to make of the reply or None for
         # the message itself, its timeout, its message class)
         self._calls = Calls(ids=CALL_IDS)
@@ -82,6 +95,7 @@ class Channel:
             security.secure_client(sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
         if self.remote:  # monitor before connect, or a fast CONNECTED event is lost
+            heartbeats(sock, self._liveness)
             self._monitor = sock.get_monitor_socket(CLIENT_EVENTS)
             self._monitor_fd = self._monitor.FD
             loop.add_reader(self._monitor_fd, self._on_monitor)
@@ -132,10 +146,13 @@ class Channel:
                 return
             change = self._connection.on_event(event.kind)
             if change is None:
+                if self._connection.connected:
+                    self._lost_at = None
                 continue
             if type(change) is Refused:
                 self._fail_all(UnauthenticatedError(None, None, change.reason))
             else:
+                self._lost_at = time.monotonic()
                 self._fail_all(UnavailableError(
                     None, None, f"lost the connection to {self.peer} at {self.endpoint} while "
                     f"waiting for a reply; the task may have died or been stopped"))
@@ -212,6 +229,13 @@ class Channel:
         # an id from the same source, registered nowhere: a reply to it matches no call
         self._reactor.send(codec.encode_messages(message, id=next(CALL_IDS)))
 
+    def unavailable(self) -> UnavailableError | None:
+        """UnavailableError naming the peer if its live connection dropped and is not back."""
+        if self._lost_at is None or self._connection.connected:
+            return None
+        return lost_error(self.peer, self.endpoint, time.monotonic() - self._lost_at,
+                          self._liveness)
+
     async def _wait_connected(self, timeout: float, message: Any) -> None:
         deadline = self._loop.time() + timeout
         connection = self._connection
@@ -219,7 +243,14 @@ class Channel:
         while not connection.connected:
             if connection.refused is not None:
                 raise UnauthenticatedError(None, None, connection.refused)
-            if self._loop.time() >= deadline:
+            now = self._loop.time()
+            lost_at = self._lost_at
+            # a peer that was up and went away gets the liveness bound to come back (a
+            # restarted task does); its calls fail naming it, not at their own deadline
+            if lost_at is not None and (now >= lost_at + self._liveness or now >= deadline):
+                raise lost_error(self.peer, self.endpoint, now - lost_at, self._liveness,
+                                 type(message))
+            if now >= deadline:
                 raise unreachable_error(self.peer, self.endpoint, timeout, type(message))
             await asyncio.sleep(0.002)
             self._on_monitor()

@@ -175,6 +175,17 @@ class MasterService:
                 self._background.add(cleanup)
                 cleanup.add_done_callback(_forget(self._background))
 
+    def blame(self, setup: StepSetup, error: BaseException) -> BaseException:
+        """The error to report for a step that ran out of time: UnavailableError naming a
+        task of the step whose connection is lost (that is why it did not finish), else
+        ``error`` itself."""
+        for task in setup.parts:
+            if task != self.task:
+                unavailable = self.peer(task).unavailable()
+                if unavailable is not None:
+                    return unavailable
+        return error
+
     async def _setup(self, session: MasterSession, feeds: list[str], fetches: list[str],
                      targets: list[str], timeout: float) -> StepSetup:
         key = (tuple(feeds), tuple(fetches), tuple(targets))

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
 from zmtf.distributed.futures import Deferred, chain, failed, outcome
 from zmtf.distributed.master_session import MasterSession, StepSetup
-from zmtf.framework.errors import GraphNotRegisteredError
+from zmtf.framework.errors import DeadlineExceededError, GraphNotRegisteredError
 from zmtf.placement.partition import TaskPartition
 
 
@@ -46,13 +47,15 @@ class StepHost(Protocol):
 
     def abort(self, setup: StepSetup, step_id: int, error: BaseException) -> None: ...
 
+    def blame(self, setup: StepSetup, error: BaseException) -> BaseException: ...
+
 
 class MasterStep:
     """One step of one session; ``outcome`` is the Deferred the caller holds: it settles with
     the fetched values (or ``finish(values)``) or the step's first error, and cancelling it,
     or failing it from outside, aborts the step."""
 
-    __slots__ = ("master", "session", "fetches", "feed_values", "timeout", "trace", "finish",
+    __slots__ = ("master", "session", "fetches", "feed_values", "timeout", "deadline", "trace", "finish",
                  "step_id", "outcome", "setup", "results", "running", "remaining", "retried",
                  "_setting_up")
 
@@ -64,6 +67,9 @@ class MasterStep:
         self.fetches = fetches
         self.feed_values = feed_values
         self.timeout = timeout
+        # every partition gets what is left of the budget when it starts (a signature's first
+        # run registers its partitions first): no task runs it past the client's deadline
+        self.deadline = time.monotonic() + timeout
         self.trace = trace
         self.finish = finish
         self.step_id = next(master.step_ids)
@@ -111,8 +117,8 @@ class MasterStep:
         assert self.setup is not None   # partitions start only from ``start``
         try:
             call = self.master.start_partition(self.session, self.setup, part, self.step_id,
-                                               self.feed_values, self.timeout, self.trace,
-                                               received)
+                                               self.feed_values, self.remaining_time(part),
+                                               self.trace, received)
         except Exception as error:  # noqa: BLE001 - e.g. the peer's channel is closed
             call = failed(error)
         self.watch(part, call)
@@ -137,6 +143,8 @@ class MasterStep:
             if isinstance(error, GraphNotRegisteredError) and part.task not in self.retried:
                 self.register_again(part)
             else:
+                if isinstance(error, DeadlineExceededError) and self.setup is not None:
+                    error = self.master.blame(self.setup, error)   # a task is gone: say which
                 self.outcome.set_exception(error)
             return
         setup = self.setup
@@ -169,7 +177,17 @@ class MasterStep:
         assert setup is not None   # a partition that ran is being rerun
         await self.master.register_again(self.session, setup, part)
         return await self.master.start_partition(self.session, setup, part, self.step_id,
-                                                 self.feed_values, self.timeout, self.trace)
+                                                 self.feed_values, self.remaining_time(part),
+                                                 self.trace)
+
+    def remaining_time(self, part: TaskPartition) -> float:
+        """Seconds left of the step's budget, for a partition that starts now."""
+        left = self.deadline - time.monotonic()
+        if left <= 0.0:
+            raise DeadlineExceededError(
+                None, None, f"step {self.step_id} ran out of its {self.timeout:g} s before its "
+                f"partition on {part.task} could start")
+        return left
 
     # ---- the outcome -------------------------------------------------------------------------
     def settle(self) -> None:

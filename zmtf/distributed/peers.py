@@ -34,6 +34,8 @@ class Calls(Protocol):
 
     def send_only(self, message: Any) -> None: ...
 
+    def unavailable(self) -> Exception | None: ...
+
 
 class WorkerPeer:
     """One other task, reached through ``channel(task)`` (asked on every call: a channel is
@@ -44,6 +46,13 @@ class WorkerPeer:
     def __init__(self, task: str, channel: Callable[[str], Calls]) -> None:
         self.task = task
         self._channel = channel
+
+    def unavailable(self) -> Exception | None:
+        """UnavailableError naming the task if its connection dropped and is not back."""
+        try:
+            return self._channel(self.task).unavailable()
+        except Exception as error:  # noqa: BLE001 - no channel can be made: that is the answer
+            return error
 
     # ---- the worker service ---------------------------------------------------------
     async def register_graph(self, session: str, graph_key: str, graph: dict,
@@ -64,14 +73,15 @@ class WorkerPeer:
                   fetches: list[str], targets: list[str], values: list[np.ndarray],
                   timeout: float, trace: list | None = None) -> Deferred:
         """A Deferred of the partition's output tensors. With ``trace`` (a list) the peer's
-        node timings are added to it. The peer keeps the deadline; ours is a second later,
-        for a peer that never answers."""
+        node timings are added to it. The peer keeps the deadline (the budget travels, not
+        a time: clocks differ); ours is a little later, for a peer that never answers, and
+        still before the client's own (a second after the deadline)."""
         unwrap = _tensors_of if trace is None else functools.partial(_traced, self.task, trace)
         return self._channel(self.task).request(
             m.RunGraph(session=session, graph_key=graph_key, step_id=step_id, feeds=feeds,
                        fetches=fetches, targets=targets, tensors=values,
                        timeout_ms=int(timeout * 1000), trace_level=int(trace is not None)),
-            timeout + 1.0, unwrap=unwrap)
+            timeout + min(0.5, timeout / 2), unwrap=unwrap)
 
     def push_tensors(self, step_id: int, keys: list[str], values: list[np.ndarray]) -> None:
         """Hand tensors for the peer's Recvs to the socket; no reply is awaited."""

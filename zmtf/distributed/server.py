@@ -22,7 +22,7 @@ import zmq
 from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
-from zmtf.distributed import inproc, security
+from zmtf.distributed import inproc, liveness, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
@@ -91,6 +91,7 @@ class ServerCore:
         self.started = False
         # CURVE: the cluster's credential (curve_dir, else ZMTF_CURVE_DIR), or None: plaintext
         self.keys = security.load(curve_dir) if curve_dir else security.from_env()
+        self._pauses: liveness.PauseWatch | None = None   # while started (see liveness)
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -122,6 +123,7 @@ class ServerCore:
             raise
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
+        self._pauses = liveness.watch_pauses()   # drops work queued while this task was paused
         if bind.startswith("inproc://"):
             inproc.register(bind, self.context)
         elif self.keys is None:   # under CURVE every client shows its key, in-process ones too
@@ -169,6 +171,8 @@ class ServerCore:
             await asyncio.get_running_loop().run_in_executor(None, self._pools.shutdown)
         if self.keys is not None:
             security.stop_authenticator(self.context)
+        if self._pauses is not None:
+            liveness.unwatch_pauses()
         if self._own_context:
             self.context.destroy(linger=0)
         log.info("stopped %s", self.task)
@@ -208,13 +212,22 @@ class ServerCore:
         key = (msg.session, msg.id)
         running = self._running
         assert self.master is not None
+        timeout_ms = msg.timeout_ms
+        assert self._pauses is not None   # started, like the services
+        refused, waited = self._pauses.refusal(
+            self.task, "RunStep", msg.id, timeout_ms / 1000.0 if timeout_ms > 0 else None)
+        if waited:   # read during or just after a pause of this task: rare
+            if refused is not None:
+                raise refused
+            if timeout_ms > 0:   # what is left of the client's budget
+                timeout_ms = max(1, timeout_ms - int(waited * 1000))
 
         def finish(values: list) -> m.RunStepResult:
             running.pop(key, None)   # done: no CancelStep for it now (and its values not kept)
             return m.RunStepResult(id=msg.id, tensors=values, step_stats=to_plain(trace) if trace else [])
 
         step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
-                                    msg.timeout_ms, trace, finish)
+                                    timeout_ms, trace, finish)
         if not step.settled:
             running[key] = step   # for CancelStep and CloseSession
             if len(running) > self._running_limit:   # failed steps are dropped now and then
@@ -310,9 +323,20 @@ class ServerCore:
         return m.Ok(id=msg.id)
 
     def _run_graph(self, msg: m.RunGraph) -> Any:
+        """Run a partition for a step, unless its step was aborted here already or it waited
+        past its budget (the step's remaining deadline, counted from its arrival) or past
+        the liveness bound while this task was paused: its master has failed it by then."""
         timeout = msg.timeout_ms / 1000.0 if msg.timeout_ms > 0 else None
         trace: list | None = [] if msg.trace_level > 0 else None
         assert self.worker is not None
+        assert self._pauses is not None
+        refused, waited = self._pauses.refusal(self.task, "RunGraph of step", msg.step_id,
+                                               timeout)
+        if waited:   # read during or just after a pause of this task: rare
+            if refused is not None:
+                raise refused
+            if timeout is not None:
+                timeout -= waited
         outputs = self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
                                         msg.fetches, msg.targets, msg.tensors, timeout, trace)
 
@@ -385,6 +409,12 @@ class ServerCore:
         server's wait_for_tasks_secs. An in-process (inproc://) peer is not waited for: it
         fails at once, as it always did."""
         remote = [t for t in tasks if not self._address_of(t).startswith("inproc://")]
+        # a task that was up and whose connection dropped did not start late: it died or was
+        # cut off; it gets the liveness bound to come back (its channel's), then the step fails
+        lost = [t for t in remote if self.peer(t).unavailable() is not None]
+        if lost:
+            await asyncio.gather(*[self.peer(t).ping(limit) for t in lost])
+            remote = [t for t in remote if t not in lost]
         if remote:
             await wait_for_tasks(lambda task, timeout: self.peer(task).ping(timeout), remote,
                                  self._address_of, min(limit, self.wait_for_tasks_secs),

@@ -46,6 +46,20 @@ def configure_socket(sock: zmq.Socket) -> None:
     sock.copy_threshold = ZERO_COPY_MIN_BYTES
 
 
+def heartbeats(sock: zmq.Socket, seconds: float) -> None:
+    """Have ZeroMQ drop ``sock``'s connection when its peer stops answering for ``seconds``.
+
+    A ping every third of the bound, and the connection dropped two thirds after a ping that
+    nothing answered: a silent peer is found within the bound. The TTL makes the peer drop
+    us too if we go silent; the handshake limit catches a peer that accepts connections
+    (its kernel does, even while it is stopped) but never answers the greeting."""
+    ms = max(int(seconds * 1000), 50)
+    sock.setsockopt(zmq.HEARTBEAT_IVL, max(ms // 3, 10))
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, max(2 * ms // 3, 20))
+    sock.setsockopt(zmq.HEARTBEAT_TTL, min(max(ms, 100), 6_553_500))   # deciseconds on the wire
+    sock.setsockopt(zmq.HANDSHAKE_IVL, ms)
+
+
 def send_frames(sock: zmq.Socket, frames: list[Any], blocking: bool = False) -> None:
     """``send_multipart(frames, copy=False)``; NOBLOCK unless ``blocking``. Only the first
     frame can raise zmq.Again: once it is queued, the rest of the message is."""

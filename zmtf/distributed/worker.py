@@ -163,6 +163,10 @@ class WorkerService:
 
         A Deferred rather than a coroutine: on the step path each task and each await costs a
         loop iteration, and the latency of a small step is made of those."""
+        aborted = self.rendezvous.aborted(step_id)
+        if aborted is not None:   # its master gave up on it before this request came
+            raise AbortedError(None, None, f"step {step_id} was aborted on {self.task} before its "
+                               f"partition started ({aborted}); not run")
         registered = self._graphs.get((session, graph_key))
         if registered is None:
             raise GraphNotRegisteredError(
@@ -337,7 +341,8 @@ def _deadline(task: str, step_id: int, timeout: float | None) -> Exception:
     from zmtf.framework.errors import DeadlineExceededError
 
     return DeadlineExceededError(None, None, f"step {step_id} did not finish on {task} within "
-                                 f"{timeout} s")
+                                 f"{timeout:.3g} s" if timeout is not None else
+                                 f"step {step_id} did not finish on {task}")
 
 
 def _tensor(graph: Graph, name: str) -> Tensor:

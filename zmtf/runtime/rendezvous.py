@@ -65,6 +65,10 @@ class Rendezvous:
         for _, callback in waiters:
             callback(None, error)
 
+    def aborted(self, step_id: int) -> BaseException | None:
+        """The error a step was aborted with, if it was (and not cleaned up yet)."""
+        return self._aborted.get(step_id)   # one dict read: atomic under the GIL, no lock
+
     def cleanup_step(self, step_id: int) -> None:
         """Forget everything about a finished step (and refuse its late values from now on)."""
         with self._lock:

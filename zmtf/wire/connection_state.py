@@ -75,12 +75,14 @@ class Lost:
 class ClientConnection:
     """One client's connection to its server, as its monitor reports it.
 
-    A plaintext connection is up at EVENT_CONNECTED; a CURVE one (``secured``) only once
-    its handshake succeeded, since the server may still refuse the key. An inproc://
+    A plaintext connection is up at EVENT_CONNECTED, and after a loss only once a handshake
+    succeeded: a stopped process's kernel still accepts the TCP connection, but nothing
+    answers the greeting, so that peer is not back. A CURVE one (``secured``) is up only
+    once its handshake succeeded, since the server may still refuse the key. An inproc://
     connection has no monitor and is up from the start (``connected=True``).
     """
 
-    __slots__ = ("peer", "endpoint", "secured", "connected", "refused")
+    __slots__ = ("peer", "endpoint", "secured", "connected", "refused", "lost_once")
 
     def __init__(self, peer: str, endpoint: str, secured: bool, connected: bool = False) -> None:
         self.peer = peer
@@ -88,22 +90,32 @@ class ClientConnection:
         self.secured = secured
         self.connected = connected
         self.refused: str | None = None   # why the last handshake failed, until one succeeds
+        self.lost_once = False            # a live connection dropped once (see the class doc)
 
     def on_event(self, kind: int) -> Refused | Lost | None:
         """Take one monitor event; say what the shell must do about the calls in flight."""
         if kind == EVENT_CONNECTED:
-            if not self.secured:
+            if not self.secured and not self.lost_once:
                 self.connected = True
         elif kind == EVENT_HANDSHAKE_SUCCEEDED:
             self.connected, self.refused = True, None
+        elif kind == EVENT_HANDSHAKE_FAILED_NO_DETAIL and self.lost_once and not self.secured:
+            # a plaintext peer that served us before: the greeting went unanswered (it is
+            # stopped) or the link closed mid-handshake; not a refusal
+            return self._lost()
         elif kind in HANDSHAKE_FAILED:
             self.connected = False
             self.refused = refusal(kind, self.peer, self.endpoint, self.secured)
             return Refused(self.refused)
-        elif kind == EVENT_DISCONNECTED and self.connected:
-            self.connected = False
-            return Lost()
+        elif kind == EVENT_DISCONNECTED:
+            return self._lost()
         return None
+
+    def _lost(self) -> Lost | None:
+        if not self.connected:
+            return None
+        self.connected, self.lost_once = False, True
+        return Lost()
 
 
 def refusal(kind: int, peer: str, endpoint: str, secured: bool) -> str:

@@ -107,7 +107,9 @@ class RunStep(Message):
     feeds: list[str] = field(default_factory=list)
     fetches: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
-    timeout_ms: int = 0  # 0: no deadline
+    # the step's budget, not a time (clocks differ): the master counts it from the arrival
+    # (from before a pause of its own, see distributed.liveness); 0: the server's default
+    timeout_ms: int = 0
     trace_level: int = 0  # > 0: every task reports when and where each node ran
     tensors: Tensors = field(default_factory=list)
 
@@ -164,10 +166,12 @@ class RunGraph(Message):
 
     session: str
     graph_key: str
-    step_id: int
+    step_id: int   # an aborted step's partitions are refused (CleanupStep may come first)
     feeds: list[str] = field(default_factory=list)
     fetches: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
+    # what is left of the step's budget when it is sent; the worker drops the request if it
+    # waited that long before it could start (a pause), and aborts it that long after
     timeout_ms: int = 0
     trace_level: int = 0
     tensors: Tensors = field(default_factory=list)
