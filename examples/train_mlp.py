@@ -122,6 +122,19 @@ def run_worker(task: int, target: str, args, report: dict, stop: threading.Event
         report[f"done-{task}"] = True
 
 
+def restore_or_initialize(sess, saver, init, args, who: str = "") -> None:
+    """Restore the newest checkpoint of --checkpoint-dir (unless --fresh), else run ``init``;
+    say which, so a user knows whether the run continues an earlier one."""
+    latest = tf.train.latest_checkpoint(args.checkpoint_dir)
+    if latest and not args.fresh:
+        saver.restore(sess, latest)
+        print(f"{who}restored {latest}", flush=True)
+    else:
+        sess.run(init)
+        print(f"{who}no checkpoint in {args.checkpoint_dir}"
+              f"{' used (--fresh)' if latest else ''}: starting fresh", flush=True)
+
+
 def train_worker(task: int, target: str, args, report: dict, stop: threading.Event) -> None:
     graph, images, labels, loss, accuracy, train_op, init, ready, saver, sync = \
         build_worker_graph(task, args.ps, args.learning_rate, args.workers if args.sync_replicas else 0)
@@ -129,14 +142,7 @@ def train_worker(task: int, target: str, args, report: dict, stop: threading.Eve
     coord, threads = tf.train.Coordinator(), []
     with tf.Session(target, graph=graph) as sess:
         if task == 0:
-            latest = tf.train.latest_checkpoint(args.checkpoint_dir)
-            if latest and not args.fresh:
-                saver.restore(sess, latest)
-                print(f"chief: restored {latest}", flush=True)
-            else:
-                sess.run(init)
-                print(f"chief: no checkpoint in {args.checkpoint_dir}"
-                      f"{' used (--fresh)' if latest else ''}: starting fresh", flush=True)
+            restore_or_initialize(sess, saver, init, args, who="chief: ")
         else:
             wait_for_chief(sess, ready)
         if sync:
@@ -199,14 +205,7 @@ def run_sync(target: str, args, report: dict, stop: threading.Event) -> None:
         init = tf.global_variables_initializer()
     test_x, test_y = make_data(seed=999, n=512)
     with tf.Session(target, graph=graph) as sess:
-        latest = tf.train.latest_checkpoint(args.checkpoint_dir)
-        if latest and not args.fresh:
-            saver.restore(sess, latest)
-            print(f"restored {latest}", flush=True)
-        else:
-            sess.run(init)
-            print(f"no checkpoint in {args.checkpoint_dir}"
-                  f"{' used (--fresh)' if latest else ''}: starting fresh", flush=True)
+        restore_or_initialize(sess, saver, init, args)
 
         def save() -> None:
             report["global_step"] = int(sess.run(params["global_step"]))
