@@ -17,7 +17,7 @@ from typing import Any, Callable
 import zmq
 
 from zmtf.distributed import liveness, security
-from zmtf.distributed.channel import CALL_IDS, no_reply_error, unreachable_error
+from zmtf.distributed.channel import CALL_IDS, lost_error, no_reply_error, unreachable_error
 from zmtf.distributed.sockets import (
     NOBLOCK, close_monitor, configure_socket, heartbeats, new_streams, next_monitor_event, poll,
     recv_frames,
@@ -44,8 +44,10 @@ class BlockingChannel:
         if secured:
             security.secure_client(self._sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
+        self._liveness = liveness.liveness_seconds()
+        self._lost_at: float | None = None   # when a live connection dropped, until it is back
         if remote:  # monitor before connect, or a fast CONNECTED event is lost
-            heartbeats(self._sock, liveness.liveness_seconds())
+            heartbeats(self._sock, self._liveness)
             self._monitor = self._sock.get_monitor_socket(CLIENT_EVENTS)
         self._sock.connect(endpoint)
         # what a wait polls (zmq.zmq_poll itself: zmq.Poller.poll is a Python layer over it)
@@ -117,16 +119,27 @@ class BlockingChannel:
             if event is None:
                 return
             change = self._connection.on_event(event.kind)
+            if change is None:
+                if self._connection.connected:
+                    self._lost_at = None
+                continue
             if type(change) is Refused:
                 raise UnauthenticatedError(None, None, change.reason)
-            if change is not None:
-                raise UnavailableError(None, None, f"lost the connection to {self.peer} at "
-                                       f"{self.endpoint}; the task may have died or been stopped")
+            self._lost_at = time.monotonic()
+            raise UnavailableError(None, None, f"lost the connection to {self.peer} at "
+                                   f"{self.endpoint}; the task may have died or been stopped")
 
     def _wait_connected(self, deadline: float, timeout: float, message: Any) -> None:
         self._events()
         while not self._connection.connected:
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            lost_at = self._lost_at
+            # a peer that was up and went away gets the liveness bound to come back (a
+            # restarted task does); its calls fail naming it, not at their own deadline
+            if lost_at is not None and (now >= lost_at + self._liveness or now >= deadline):
+                raise lost_error(self.peer, self.endpoint, now - lost_at, self._liveness,
+                                 type(message))
+            if now >= deadline:
                 raise unreachable_error(self.peer, self.endpoint, timeout, type(message))
             if self._monitor is not None:
                 self._monitor.poll(5)
