@@ -70,6 +70,13 @@ def test_killed_master_task_fails_the_next_runs_naming_it_and_close_returns(monk
                 assert seconds < LIVENESS + SLACK, seconds
                 print(f"kill -9 master (operation_timeout_in_ms={timeout_ms}) run {attempt}: "
                       f"UnavailableError in {seconds:.3f} s")
+            # a thread new to the session (a socket of its own, never connected) too
+            _, error, seconds = ClientThread().call(lambda: sess.run(fetch))
+            assert isinstance(error, tf.errors.UnavailableError), repr(error)
+            assert address in str(error), str(error)
+            assert seconds < LIVENESS + SLACK, seconds
+            print(f"kill -9 master (operation_timeout_in_ms={timeout_ms}) run from a new "
+                  f"thread: UnavailableError in {seconds:.3f} s")
         for sess in sessions:
             _, error, seconds = client.call(sess.close)
             assert error is None, repr(error)

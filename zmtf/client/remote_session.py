@@ -200,7 +200,10 @@ class RemoteSessionCore:
             self._check_inproc()
         channel = getattr(self._threads, "channel", None)
         if channel is None:
-            channel = BlockingChannel(self._context, self.endpoint, peer=self.target, keys=self._keys)
+            # a session that has a handle was served by its master: a new thread's socket
+            # that cannot reach it within the liveness bound fails then, naming it
+            channel = BlockingChannel(self._context, self.endpoint, peer=self.target, keys=self._keys,
+                                      served_before=self._handle is not None)
             self._threads.channel = channel
             with self._thread_lock:
                 self._blocking.append(channel)

@@ -10,6 +10,7 @@ from another thread while a call is in flight is deferred to the end of that cal
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Any, Callable
@@ -33,7 +34,7 @@ class BlockingChannel:
     """Request/reply to one peer from the calling thread, with deadlines."""
 
     def __init__(self, ctx: zmq.Context, endpoint: str, peer: str = "",
-                 keys: security.CurveKeys | None = None) -> None:
+                 keys: security.CurveKeys | None = None, served_before: bool = False) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         secured = keys is not None and security.applies(endpoint)
@@ -46,6 +47,9 @@ class BlockingChannel:
         self._monitor: zmq.Socket | None = None
         self._liveness = liveness.liveness_seconds()
         self._lost_at: float | None = None   # when a live connection dropped, until it is back
+        # a peer that served this client before (another thread's socket reached it) and is
+        # not reached within the liveness bound is gone: no wait until the call's deadline
+        self._reach_by = time.monotonic() + self._liveness if served_before else math.inf
         if remote:  # monitor before connect, or a fast CONNECTED event is lost
             heartbeats(self._sock, self._liveness)
             self._monitor = self._sock.get_monitor_socket(CLIENT_EVENTS)
@@ -139,6 +143,12 @@ class BlockingChannel:
             if lost_at is not None and (now >= lost_at + self._liveness or now >= deadline):
                 raise lost_error(self.peer, self.endpoint, now - lost_at, self._liveness,
                                  type(message))
+            if lost_at is None and now >= self._reach_by:
+                raise UnavailableError(
+                    None, None, f"cannot reach {self.peer} at {self.endpoint} within the "
+                    f"liveness bound ({self._liveness:g} s), though it served this session before "
+                    f"({type(message).__name__} not sent); the task died, was stopped, or the "
+                    f"network between us is down")
             if now >= deadline:
                 raise unreachable_error(self.peer, self.endpoint, timeout, type(message))
             if self._monitor is not None:
