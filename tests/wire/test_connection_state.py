@@ -128,3 +128,17 @@ def test_a_plaintext_client_that_lost_its_server_is_back_only_once_a_handshake_s
     assert connection.on_event(EVENT_HANDSHAKE_SUCCEEDED) is None
     assert connection.connected
     assert connection.on_event(EVENT_HANDSHAKE_FAILED_NO_DETAIL) == Lost()
+
+
+def test_a_lost_connection_is_given_the_liveness_bound_to_come_back():
+    connection = ClientConnection("/job:ps/task:0", "tcp://h:1", secured=False)
+    assert connection.on_event(EVENT_CONNECTED, now=1.0) is None and connection.lost_at is None
+    assert connection.gone_for(now=2.0, liveness=5.0, deadline=100.0) is None   # never lost
+    assert connection.on_event(EVENT_DISCONNECTED, now=10.0) == Lost()
+    assert connection.lost_at == 10.0
+    assert connection.gone_for(now=12.0, liveness=5.0, deadline=100.0) is None   # still waiting
+    assert connection.gone_for(now=15.5, liveness=5.0, deadline=100.0) == 5.5    # bound passed
+    assert connection.gone_for(now=11.0, liveness=5.0, deadline=11.0) == 1.0     # deadline first
+    assert connection.on_event(EVENT_HANDSHAKE_SUCCEEDED, now=13.0) is None      # back again
+    assert connection.lost_at is None
+    assert connection.gone_for(now=20.0, liveness=5.0, deadline=100.0) is None

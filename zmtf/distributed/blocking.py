@@ -46,7 +46,6 @@ class BlockingChannel:
             security.secure_client(self._sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
         self._liveness = liveness.liveness_seconds()
-        self._lost_at: float | None = None   # when a live connection dropped, until it is back
         # a peer that served this client before (another thread's socket reached it) and is
         # not reached within the liveness bound is gone: no wait until the call's deadline
         self._reach_by = time.monotonic() + self._liveness if served_before else math.inf
@@ -122,14 +121,11 @@ class BlockingChannel:
             event = next_monitor_event(self._monitor)
             if event is None:
                 return
-            change = self._connection.on_event(event.kind)
+            change = self._connection.on_event(event.kind, time.monotonic())
             if change is None:
-                if self._connection.connected:
-                    self._lost_at = None
                 continue
             if type(change) is Refused:
                 raise UnauthenticatedError(None, None, change.reason)
-            self._lost_at = time.monotonic()
             raise UnavailableError(None, None, f"lost the connection to {self.peer} at "
                                    f"{self.endpoint}; the task may have died or been stopped")
 
@@ -137,13 +133,10 @@ class BlockingChannel:
         self._events()
         while not self._connection.connected:
             now = time.monotonic()
-            lost_at = self._lost_at
-            # a peer that was up and went away gets the liveness bound to come back (a
-            # restarted task does); its calls fail naming it, not at their own deadline
-            if lost_at is not None and (now >= lost_at + self._liveness or now >= deadline):
-                raise lost_error(self.peer, self.endpoint, now - lost_at, self._liveness,
-                                 type(message))
-            if lost_at is None and now >= self._reach_by:
+            gone_for = self._connection.gone_for(now, self._liveness, deadline)
+            if gone_for is not None:
+                raise lost_error(self.peer, self.endpoint, gone_for, self._liveness, type(message))
+            if self._connection.lost_at is None and now >= self._reach_by:
                 raise UnavailableError(
                     None, None, f"cannot reach {self.peer} at {self.endpoint} within the "
                     f"liveness bound ({self._liveness:g} s), though it served this session before "

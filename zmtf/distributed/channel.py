@@ -80,7 +80,6 @@ class Channel:
         secured = keys is not None and security.applies(endpoint)
         self._connection = ClientConnection(self.peer, endpoint, secured, connected=not self.remote)
         self._liveness = liveness.liveness_seconds()
-        self._lost_at: float | None = None   # when a live connection dropped, until it is back
         # call id -> (future or Deferred of the reply, what to make of the reply or None for
         # the message itself, its timeout, its message class)
         self._calls = Calls(ids=CALL_IDS)
@@ -144,15 +143,12 @@ class Channel:
                 return
             if event is None:
                 return
-            change = self._connection.on_event(event.kind)
+            change = self._connection.on_event(event.kind, time.monotonic())
             if change is None:
-                if self._connection.connected:
-                    self._lost_at = None
                 continue
             if type(change) is Refused:
                 self._fail_all(UnauthenticatedError(None, None, change.reason))
             else:
-                self._lost_at = time.monotonic()
                 self._fail_all(UnavailableError(
                     None, None, f"lost the connection to {self.peer} at {self.endpoint} while "
                     f"waiting for a reply; the task may have died or been stopped"))
@@ -231,10 +227,10 @@ class Channel:
 
     def unavailable(self) -> UnavailableError | None:
         """UnavailableError naming the peer if its live connection dropped and is not back."""
-        if self._lost_at is None or self._connection.connected:
+        lost_at = self._connection.lost_at
+        if lost_at is None or self._connection.connected:
             return None
-        return lost_error(self.peer, self.endpoint, time.monotonic() - self._lost_at,
-                          self._liveness)
+        return lost_error(self.peer, self.endpoint, time.monotonic() - lost_at, self._liveness)
 
     async def _wait_connected(self, timeout: float, message: Any) -> None:
         deadline = self._loop.time() + timeout
@@ -244,12 +240,9 @@ class Channel:
             if connection.refused is not None:
                 raise UnauthenticatedError(None, None, connection.refused)
             now = self._loop.time()
-            lost_at = self._lost_at
-            # a peer that was up and went away gets the liveness bound to come back (a
-            # restarted task does); its calls fail naming it, not at their own deadline
-            if lost_at is not None and (now >= lost_at + self._liveness or now >= deadline):
-                raise lost_error(self.peer, self.endpoint, now - lost_at, self._liveness,
-                                 type(message))
+            gone_for = connection.gone_for(now, self._liveness, deadline)
+            if gone_for is not None:
+                raise lost_error(self.peer, self.endpoint, gone_for, self._liveness, type(message))
             if now >= deadline:
                 raise unreachable_error(self.peer, self.endpoint, timeout, type(message))
             await asyncio.sleep(0.002)

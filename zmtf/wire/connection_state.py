@@ -82,7 +82,7 @@ class ClientConnection:
     connection has no monitor and is up from the start (``connected=True``).
     """
 
-    __slots__ = ("peer", "endpoint", "secured", "connected", "refused", "lost_once")
+    __slots__ = ("peer", "endpoint", "secured", "connected", "refused", "lost_once", "lost_at")
 
     def __init__(self, peer: str, endpoint: str, secured: bool, connected: bool = False) -> None:
         self.peer = peer
@@ -91,9 +91,28 @@ class ClientConnection:
         self.connected = connected
         self.refused: str | None = None   # why the last handshake failed, until one succeeds
         self.lost_once = False            # a live connection dropped once (see the class doc)
+        self.lost_at: float | None = None  # when the live connection dropped, until it is back
 
-    def on_event(self, kind: int) -> Refused | Lost | None:
-        """Take one monitor event; say what the shell must do about the calls in flight."""
+    def on_event(self, kind: int, now: float = 0.0) -> Refused | Lost | None:
+        """Take one monitor event, seen at ``now`` (the shell's monotonic clock); say what the
+        shell must do about the calls in flight."""
+        change = self._take(kind)
+        if self.connected:
+            self.lost_at = None
+        elif type(change) is Lost:
+            self.lost_at = now
+        return change
+
+    def gone_for(self, now: float, liveness: float, deadline: float) -> float | None:
+        """How long ago the live connection dropped, if a call waiting for it should fail now
+        naming the peer: the peer had the liveness bound to come back (a restarted task does),
+        or the call's own deadline passed first. None: keep waiting (or it never dropped)."""
+        lost_at = self.lost_at
+        if lost_at is None or self.connected:
+            return None
+        return now - lost_at if now >= lost_at + liveness or now >= deadline else None
+
+    def _take(self, kind: int) -> Refused | Lost | None:
         if kind == EVENT_CONNECTED:
             if not self.secured and not self.lost_once:
                 self.connected = True
