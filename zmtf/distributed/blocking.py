@@ -20,14 +20,14 @@ import zmq
 from zmtf.distributed import liveness, security
 from zmtf.distributed.channel import CALL_IDS, lost_error, no_reply_error, unreachable_error
 from zmtf.distributed.sockets import (
-    NOBLOCK, close_monitor, configure_socket, heartbeats, new_streams, next_monitor_event, poll,
+    NOBLOCK, close_monitor, configure_socket, heartbeats, new_streams, next_connection_change, poll,
     recv_frames,
     send_frames,
 )
-from zmtf.framework.errors import CancelledError, UnauthenticatedError, UnavailableError
+from zmtf.framework.errors import CancelledError, UnavailableError
 from zmtf.wire import codec, messages
 from zmtf.wire.calls import Calls
-from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection, Refused
+from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection
 
 
 class BlockingChannel:
@@ -117,17 +117,10 @@ class BlockingChannel:
             self._outcome = (reply, error)
 
     def _events(self) -> None:
-        while self._monitor is not None:
-            event = next_monitor_event(self._monitor)
-            if event is None:
-                return
-            change = self._connection.on_event(event.kind, time.monotonic())
-            if change is None:
-                continue
-            if type(change) is Refused:
-                raise UnauthenticatedError(None, None, change.reason)
-            raise UnavailableError(None, None, f"lost the connection to {self.peer} at "
-                                   f"{self.endpoint}; the task may have died or been stopped")
+        if self._monitor is not None:
+            change = next_connection_change(self._monitor, self._connection)
+            if change is not None:
+                raise self._connection.error_for(change)
 
     def _wait_connected(self, deadline: float, timeout: float, message: Any) -> None:
         self._events()

@@ -20,14 +20,14 @@ from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
 from zmtf.distributed.sockets import (
     OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, new_streams,
-    next_monitor_event,
+    next_connection_change,
 )
 from zmtf.framework.errors import (
     DeadlineExceededError, OpError, UnauthenticatedError, UnavailableError,
 )
 from zmtf.wire import codec, messages
 from zmtf.wire.calls import Calls, call_ids
-from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection, Refused
+from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection
 
 #: Where every channel of this process, async or blocking, takes its request ids. A server
 #: keys a running step by (session, request id), and the threads of one Session each have
@@ -138,20 +138,12 @@ class Channel:
         monitor = self._monitor
         while monitor is not None:
             try:
-                event = next_monitor_event(monitor)
+                change = next_connection_change(monitor, self._connection)
             except zmq.ZMQError:
                 return
-            if event is None:
-                return
-            change = self._connection.on_event(event.kind, time.monotonic())
             if change is None:
-                continue
-            if type(change) is Refused:
-                self._fail_all(UnauthenticatedError(None, None, change.reason))
-            else:
-                self._fail_all(UnavailableError(
-                    None, None, f"lost the connection to {self.peer} at {self.endpoint} while "
-                    f"waiting for a reply; the task may have died or been stopped"))
+                return
+            self._fail_all(self._connection.error_for(change))
 
     def _fail_all(self, error: OpError) -> None:
         self._streams.drop()   # a reply cut off mid-stream fails with its call, below

@@ -9,13 +9,16 @@ Python-level wrappers convert flags and options to enums on each call.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import zmq
 
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec
-from zmtf.wire.connection_state import MonitorEvent, decode_monitor_event
+from zmtf.wire.connection_state import (
+    ClientConnection, Lost, MonitorEvent, Refused, decode_monitor_event,
+)
 from zmtf.wire.streams import Expired, Streams
 from zmtf.wire.tensors import CHUNK_BYTES
 
@@ -87,6 +90,18 @@ def next_monitor_event(monitor: zmq.Socket) -> MonitorEvent | None:
     except zmq.Again:
         return None
     return decode_monitor_event(frames)
+
+
+def next_connection_change(monitor: zmq.Socket, connection: ClientConnection) -> Refused | Lost | None:
+    """Feed the events waiting on a client's monitor to its ``connection`` until one changes
+    what its calls see (refused, lost); None once no event is waiting."""
+    while True:
+        event = next_monitor_event(monitor)
+        if event is None:
+            return None
+        change = connection.on_event(event.kind, time.monotonic())
+        if change is not None:
+            return change
 
 
 def close_monitor(sock: zmq.Socket, monitor: zmq.Socket) -> None:

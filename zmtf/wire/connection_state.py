@@ -18,6 +18,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from zmtf.framework.errors import OpError, UnauthenticatedError, UnavailableError
+
 EVENT_CONNECTED = 0x0001
 EVENT_DISCONNECTED = 0x0200
 EVENT_HANDSHAKE_FAILED_NO_DETAIL = 0x0800
@@ -111,6 +113,13 @@ class ClientConnection:
         if lost_at is None or self.connected:
             return None
         return now - lost_at if now >= lost_at + liveness or now >= deadline else None
+
+    def error_for(self, change: Refused | Lost) -> OpError:
+        """The error every call in flight fails with when the connection changed so."""
+        if type(change) is Refused:
+            return UnauthenticatedError(None, None, change.reason)
+        return UnavailableError(None, None, f"lost the connection to {self.peer} at "
+                                f"{self.endpoint}; the task may have died or been stopped")
 
     def _take(self, kind: int) -> Refused | Lost | None:
         if kind == EVENT_CONNECTED:
