@@ -9,11 +9,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
 import sys
 from typing import TYPE_CHECKING
+
+from zmtf.distributed.server_options import add_flags, from_flags
 
 # The runtime (numba, zmq) loads after the flags are parsed, so that --help answers at once.
 if TYPE_CHECKING:
@@ -31,17 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="deadline of a step whose client sets none (ConfigProto's "
                              "operation_timeout_in_ms; default 0: 600 s)")
     parser.add_argument("--log-level", default="INFO")
-    parser.add_argument("--curve-dir", help="the cluster's CURVE key directory (python -m zmtf.keys "
-                        "DIR makes one): encrypt, and admit only its keys (default: ZMTF_CURVE_DIR)")
-    # the defaults are session_gc's and task_wait's (not imported here: --help answers at once)
-    parser.add_argument("--session-gc-secs", type=float, default=3600.0,
-                        help="close a session whose client sent no request for this long, and free "
-                        "its partitions on every task (0: never; default: %(default)s)")
-    parser.add_argument("--wait-for-tasks-secs", type=float, default=600.0,
-                        help="how long a step's first run waits for tasks it needs that have not "
-                        "started yet (a client's deadline bounds it too; default: %(default)s)")
-    parser.add_argument("--wait-log-secs", type=float, default=10.0,
-                        help="log the tasks still waited for this often (default: %(default)s)")
+    add_flags(parser)   # zmtf's own settings: the fields of ServerOptions
     parser.add_argument("--liveness-timeout", type=float, metavar="SECONDS",
                         help="how long a task that stops answering (dead, paused, cut off) is "
                         "given before the steps that need it fail with UnavailableError; use the "
@@ -90,10 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ZMTF_CURVE_DIR"] = args.curve_dir   # this server and its calls to peers
     try:
         server = Server(cluster, job_name=job, task_index=task, config=config,
-                        session_gc_secs=args.session_gc_secs,
-                        wait_for_tasks_secs=args.wait_for_tasks_secs, wait_log_secs=args.wait_log_secs)
-    except InvalidArgumentError as error:
-        print(f"zmtf.server: {error.message}", file=sys.stderr)
+                        **dataclasses.asdict(from_flags(args)))
+    except (InvalidArgumentError, ValueError) as error:
+        print(f"zmtf.server: {getattr(error, 'message', error)}", file=sys.stderr)
         return 2
     logging.getLogger("zmtf.server").info("serving %s; cluster %s", server.target, json.dumps(cluster.as_dict()))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import dataclasses
 import logging
 import sys
 import threading
@@ -29,8 +30,9 @@ from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.session_cluster import check_session_cluster
-from zmtf.distributed.session_gc import DEFAULT_SESSION_GC_SECS, SessionCollector
-from zmtf.distributed.task_wait import DEFAULT_LOG_SECS, DEFAULT_WAIT_SECS, wait_for_tasks
+from zmtf.distributed.server_options import ServerOptions
+from zmtf.distributed.session_gc import SessionCollector
+from zmtf.distributed.task_wait import wait_for_tasks
 from zmtf.distributed.channel import Channel
 from zmtf.distributed.listener import Listener
 from zmtf.distributed.sockets import RECEIVE_BUFFERS
@@ -60,13 +62,9 @@ class ServerCore:
 
     def __init__(self, cluster: Any, job_name: str, task_index: int,
                  config: ConfigProto | None = None, context: zmq.Context | None = None,
-                 curve_dir: str | None = None, session_gc_secs: float = DEFAULT_SESSION_GC_SECS,
-                 wait_for_tasks_secs: float = DEFAULT_WAIT_SECS,
-                 wait_log_secs: float = DEFAULT_LOG_SECS) -> None:
+                 options: ServerOptions | None = None) -> None:
         self.cluster = ClusterSpec(cluster)
-        # sessions idle this long are closed (0: never); tasks not up are waited for this long
-        self.session_gc_secs = float(session_gc_secs)
-        self.wait_for_tasks_secs, self.wait_log_secs = float(wait_for_tasks_secs), float(wait_log_secs)
+        self.options = options or ServerOptions()
         self._collector: SessionCollector | None = None
         if job_name not in self.cluster.jobs:
             raise ValueError(f"job '{job_name}' is not in the cluster spec (jobs: {self.cluster.jobs})")
@@ -90,6 +88,7 @@ class ServerCore:
         self._peer_devices: dict[str, list[str]] = {}   # task -> its device names (ListDevices)
         self.started = False
         # CURVE: the cluster's credential (curve_dir, else ZMTF_CURVE_DIR), or None: plaintext
+        curve_dir = self.options.curve_dir
         self.keys = security.load(curve_dir) if curve_dir else security.from_env()
         self._pauses: liveness.PauseWatch | None = None   # while started (see liveness)
 
@@ -128,8 +127,8 @@ class ServerCore:
             inproc.register(bind, self.context)
         elif self.keys is None:   # under CURVE every client shows its key, in-process ones too
             self._serve_in_process(loop, self.worker, self._listener.endpoint)
-        if self.session_gc_secs > 0:
-            self._collector = SessionCollector(loop, self.master, self.session_gc_secs,
+        if self.options.session_gc_secs > 0:
+            self._collector = SessionCollector(loop, self.master, self.options.session_gc_secs,
                                                self._session_busy, self._collect_session,
                                                self._release_buffers)
             self._collector.start()
@@ -173,9 +172,14 @@ class ServerCore:
             security.stop_authenticator(self.context)
         if self._pauses is not None:
             liveness.unwatch_pauses()
-        if self._own_context:
-            self.context.destroy(linger=0)
+        self.release_context()
         log.info("stopped %s", self.task)
+
+    def release_context(self) -> None:
+        """Destroy the zmq Context this server made (not one it was given); also for a
+        server that never started."""
+        if self._own_context and not self.context.closed:
+            self.context.destroy(linger=0)
 
     @property
     def endpoint(self) -> str:
@@ -417,8 +421,8 @@ class ServerCore:
             remote = [t for t in remote if t not in lost]
         if remote:
             await wait_for_tasks(lambda task, timeout: self.peer(task).ping(timeout), remote,
-                                 self._address_of, min(limit, self.wait_for_tasks_secs),
-                                 self.wait_log_secs)
+                                 self._address_of, min(limit, self.options.wait_for_tasks_secs),
+                                 self.options.wait_log_secs)
 
     def _address_of(self, task: str) -> str:
         """The endpoint of a task named "/job:J/replica:0/task:I"."""
@@ -513,22 +517,28 @@ def _read_server_def(server_def: ServerDef, job_name: str | None, task_index: in
             (server_def.protocol or None) if protocol is None else protocol)
 
 
+def _server_options(settings: dict[str, Any]) -> ServerOptions:
+    """The ServerOptions that keyword arguments name; an unknown name is refused by name."""
+    known = {f.name for f in dataclasses.fields(ServerOptions)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise TypeError(f"tf.train.Server got unknown setting(s) {unknown}; zmtf's server settings "
+                        f"are {sorted(known)}")
+    return ServerOptions(**settings)
+
+
 class Server:
     """``tf.train.Server(cluster, job_name="ps", task_index=0)``: serves on its own thread.
 
     Unlike TF, ``stop()`` really stops it and ``join()`` then returns. zmtf's own settings
-    (``python -m zmtf.server`` flags of the same names): ``session_gc_secs`` closes sessions
-    no request named for that long (0: never; ``session_gc``), ``wait_for_tasks_secs`` is how
-    long a step's first run waits for tasks not started yet, logging every ``wait_log_secs``
-    (``task_wait``).
+    are keyword arguments, the fields of ``server_options.ServerOptions`` (``session_gc_secs``,
+    ``wait_for_tasks_secs``, ``curve_dir``, ...; ``python -m zmtf.server`` has a flag for each).
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
                  task_index: int | None = None, protocol: str | None = None,
-                 config: ConfigProto | None = None, start: bool = True,
-                 curve_dir: str | None = None, session_gc_secs: float = DEFAULT_SESSION_GC_SECS,
-                 wait_for_tasks_secs: float = DEFAULT_WAIT_SECS,
-                 wait_log_secs: float = DEFAULT_LOG_SECS) -> None:
+                 config: ConfigProto | None = None, start: bool = True, **settings: Any) -> None:
+        options = _server_options(settings)
         if isinstance(server_or_cluster_def, ServerDef):
             server_or_cluster_def, job_name, task_index, protocol = _read_server_def(
                 server_or_cluster_def, job_name, task_index, protocol)
@@ -545,9 +555,7 @@ class Server:
             if len(indices) != 1:
                 raise ValueError(f"task_index must be given: job '{job_name}' has tasks {indices}")
             task_index = indices[0]
-        self._core = ServerCore(cluster, job_name, task_index, config, curve_dir=curve_dir,
-                                session_gc_secs=session_gc_secs,
-                                wait_for_tasks_secs=wait_for_tasks_secs, wait_log_secs=wait_log_secs)
+        self._core = ServerCore(cluster, job_name, task_index, config, options=options)
         self._loop: LoopThread | None = None
         _live_servers.add(self)
         self._stopped = threading.Event()
@@ -595,6 +603,8 @@ class Server:
                 loop.call(self._core.stop(), timeout=30)
             finally:
                 loop.stop()
+        else:
+            self._core.release_context()
         self._stopped.set()
 
     @staticmethod

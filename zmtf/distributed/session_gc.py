@@ -21,7 +21,6 @@ from zmtf.runtime.heap import returning_freed_memory
 
 log = logging.getLogger("zmtf.master")
 
-DEFAULT_SESSION_GC_SECS = 3600.0   # an hour without a request: a client would have sent one
 LONGEST_SWEEP_PERIOD = 30.0
 
 

@@ -15,12 +15,11 @@ import logging
 import time
 from typing import Any, Awaitable, Callable
 
+from zmtf.distributed.server_options import DEFAULT_LOG_SECS
 from zmtf.framework.errors import UnavailableError
 
 log = logging.getLogger("zmtf.master")
 
-DEFAULT_WAIT_SECS = 600.0   # as long as a step without a client deadline may take
-DEFAULT_LOG_SECS = 10.0     # TF1's interval between "still waiting" lines
 
 
 async def wait_for_tasks(ping: Callable[[str, float], Awaitable[Any]], tasks: list[str],
