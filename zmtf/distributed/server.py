@@ -37,10 +37,13 @@ from zmtf.distributed.channel import Channel
 from zmtf.distributed.listener import Listener
 from zmtf.distributed.sockets import RECEIVE_BUFFERS
 from zmtf.distributed.worker import WorkerService
-from zmtf.framework.errors import CancelledError, InvalidArgumentError, UnavailableError
+from zmtf.framework.errors import CancelledError, InvalidArgumentError, PermissionDeniedError, \
+    UnavailableError
+from zmtf.placement.op_policy import OpPolicy, allowed_names, check_graph, check_reset
 from zmtf.kernels.cpu.blas import for_server as blas_for_server
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
+from zmtf.runtime.file_access import FileAccess
 from zmtf.runtime.step_stats import to_plain
 from zmtf.wire import messages as m
 
@@ -91,6 +94,9 @@ class ServerCore:
         curve_dir = self.options.curve_dir
         self.keys = security.load(curve_dir) if curve_dir else security.from_env()
         self._pauses: liveness.PauseWatch | None = None   # while started (see liveness)
+        # what graphs from the network may run here (file ops, Print, py_func)
+        self.op_policy = OpPolicy(allowed_names(self.options.allow_ops), self.options.file_root,
+                                  server=self.task)
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -108,6 +114,7 @@ class ServerCore:
         set_blas_threads(self.config.intra_op_parallelism_threads)
         blas_for_server(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
+        self.worker.resources.files = FileAccess(self.options.file_root)
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self.peer,
                                     default_step_timeout(self.config), self.learn_cluster_devices,
                                     self._wait_for)
@@ -197,6 +204,7 @@ class ServerCore:
         return handler(self, message)
 
     async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
+        check_graph(msg.graph, self.op_policy)
         check_session_cluster(msg.config, self.cluster)
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
@@ -205,6 +213,7 @@ class ServerCore:
         return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
+        check_graph(msg.graph, self.op_policy)
         assert self.master is not None
         self.master.extend_session(msg.session, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
@@ -298,12 +307,17 @@ class ServerCore:
         return self.worker.registered_sessions() if self.worker is not None else set()
 
     async def _reset(self, msg: m.Reset) -> m.Ok:
+        check_reset(self.options.allow_reset, self.task)
         assert self.worker is not None
         self.worker.reset()
         others = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]
         if not msg.containers or msg.containers != ["__local__"]:
-            await asyncio.gather(*[self.peer(t).reset_own() for t in others if t != self.task],
-                                 return_exceptions=True)
+            outcomes = await asyncio.gather(
+                *[self.peer(t).reset_own() for t in others if t != self.task],
+                return_exceptions=True)   # a task that is down has nothing to clear
+            refused = [o for o in outcomes if isinstance(o, PermissionDeniedError)]
+            if refused:
+                raise refused[0]
         return m.Ok(id=msg.id)
 
     def _list_devices(self, msg: m.ListDevices) -> m.DeviceList:
@@ -317,6 +331,7 @@ class ServerCore:
         return m.DeviceList(id=msg.id, devices=own + others)
 
     def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
+        check_graph(msg.graph, self.op_policy)   # a worker's port is as open as a master's
         assert self.worker is not None
         self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)

@@ -15,6 +15,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from zmtf.placement.op_policy import allowed_names
+
 DEFAULT_SESSION_GC_SECS = 3600.0   # an hour without a request: a client would have sent one
 DEFAULT_WAIT_SECS = 600.0          # as long as a step without a client deadline may take
 DEFAULT_LOG_SECS = 10.0            # TF1's interval between "still waiting" lines
@@ -39,6 +41,15 @@ class ServerOptions:
         "started yet (a client's deadline bounds it too)", "SECONDS")
     wait_log_secs: float = _setting(
         DEFAULT_LOG_SECS, "log the tasks still waited for this often", "SECONDS")
+    # ---- op policy for graphs from the network (placement/op_policy.py) ----
+    allow_ops: str | None = _setting(
+        None, "ops to run for graphs from the network although the op policy refuses them "
+        "(file ops, Print, py_func): comma-separated op names, or 'all'", "OPS")
+    file_root: str | None = _setting(
+        None, "allow file ops (ReadFile, readers, file datasets, ...) in graphs from the network "
+        "on paths under DIR only (symlinks and '..' resolved)", "DIR")
+    allow_reset: bool = _setting(
+        False, "let clients call Session.reset (it clears every variable of the cluster)")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -47,6 +58,10 @@ class ServerOptions:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                     raise ValueError(f"server setting {f.name} must be a number >= 0, not {value!r}")
                 object.__setattr__(self, f.name, float(value))
+        names = allowed_names(self.allow_ops)   # ValueError on a name the policy does not refuse
+        object.__setattr__(self, "allow_ops", ",".join(sorted(names)) or None)
+        if self.file_root is not None and not isinstance(self.file_root, str):
+            raise ValueError(f"server setting file_root must be a folder path, not {self.file_root!r}")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

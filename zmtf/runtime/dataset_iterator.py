@@ -18,6 +18,7 @@ over their arrays, the newer stages living in dataset_stages.py.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
@@ -29,6 +30,7 @@ from zmtf.runtime.dataset_stages import (
     tensors, unbatch, window, zipped,
 )
 from zmtf.runtime.dataset_tolerance import Tolerate, applied, tolerated_errors
+from zmtf.runtime.file_access import UNLIMITED, FileAccess
 from zmtf.runtime.file_datasets import fixed_length_records, text_lines, tfrecords
 from zmtf.runtime.functional import run_now
 
@@ -58,7 +60,8 @@ class DatasetIterator:
         def call(fn: dict[str, Any], values: list[Any]) -> list[Any]:
             return run_now(ctx, fn, values)
 
-        make = _pipeline(spec, arrays[:count], node, arrays[count:], call, device)
+        files = UNLIMITED if ctx is None else ctx.resources.files
+        make = _pipeline(spec, arrays[:count], node, arrays[count:], call, device, files)
         with self._lock:
             self._elements = make()
 
@@ -80,25 +83,25 @@ class DatasetIterator:
 
 def _pipeline(spec: Sequence[Sequence[Any]], sources: list[np.ndarray], node: str,
               captures: Sequence[np.ndarray] = (), call: Any = None,
-              device: str = "") -> Callable[[], Iterator[Element]]:
-    return _compile(spec, node, call, device)(sources, list(captures))
+              device: str = "", files: FileAccess = UNLIMITED) -> Callable[[], Iterator[Element]]:
+    return _compile(spec, node, call, device, files)(sources, list(captures))
 
 
 Build = Callable[[list[np.ndarray], list[np.ndarray]], Callable[[], Iterator[Element]]]
 
 
-def _compile(spec: Any, node: str, call: Any, device: str) -> Build:
+def _compile(spec: Any, node: str, call: Any, device: str, files: FileAccess) -> Build:
     """The pipeline ``spec`` as a function of its source arrays and captured tensors. Its
     function stages' dicts are made here once, so their plans are cached across the inner
     pipelines an interleave makes per element."""
     check(isinstance(spec, (list, tuple)) and len(spec) > 0
           and all(isinstance(s, (list, tuple)) and s and isinstance(s[0], str) for s in spec),
           node, "a pipeline is a list of stages")
-    make_source = _compile_source(spec[0], node, call, device)
+    make_source = _compile_source(spec[0], node, call, device, files)
     # the stages before the last ignore_errors drop an element whose function fails
     cut = max((k for k, stage in enumerate(spec) if stage[0] == "ignore_errors"), default=0)
     tolerate = tolerated_errors(spec[cut][1:], node) if cut else None
-    steps = [_compile_stage(stage, node, call, device, tolerate if k < cut else None)
+    steps = [_compile_stage(stage, node, call, device, files, tolerate if k < cut else None)
              for k, stage in enumerate(spec[1:], 1)]
 
     def build(sources: list[np.ndarray], captures: list[np.ndarray]) -> Callable[[], Iterator[Element]]:
@@ -110,7 +113,8 @@ def _compile(spec: Any, node: str, call: Any, device: str) -> Build:
     return build
 
 
-def _compile_source(source: Sequence[Any], node: str, call: Any, device: str) -> Build:
+def _compile_source(source: Sequence[Any], node: str, call: Any, device: str,
+                    files: FileAccess) -> Build:
     kind = source[0]
     if kind in _COMBINED_SOURCES:
         parts = source[1] if len(source) == 2 else []   # [] fails the check below
@@ -118,7 +122,7 @@ def _compile_source(source: Sequence[Any], node: str, call: Any, device: str) ->
             isinstance(p, list) and len(p) == 3 and all(isinstance(i, list) and all(map(is_int, i))
                                                          for i in p[1:]) for p in parts),
               node, f"{kind} parts")
-        builds = [(_compile(sub, node, call, device), si, ci) for sub, si, ci in parts]
+        builds = [(_compile(sub, node, call, device, files), si, ci) for sub, si, ci in parts]
 
         def combined(sources: list[np.ndarray], captures: list[np.ndarray]) -> Callable[[], Iterator[Element]]:
             check(all(0 <= i < len(sources) for _, si, _ in builds for i in si)
@@ -132,10 +136,25 @@ def _compile_source(source: Sequence[Any], node: str, call: Any, device: str) ->
         raise InvalidArgumentError(f"iterator '{node}': a pipeline starts from tensor slices, "
                                    f"tensors, a range, a generator, zip/concatenate or files "
                                    f"(TFRecord, text lines, fixed-length records), not {kind!r}")
+    if kind in _FILE_SOURCES and files.root is not None:
+        return lambda sources, captures: _SOURCES[kind](_confined(sources, files, node), node,
+                                                        *source[1:])
     return lambda sources, captures: _SOURCES[kind](sources, node, *source[1:])
 
 
-def _compile_stage(stage: Sequence[Any], node: str, call: Any, device: str,
+def _confined(sources: list[np.ndarray], files: FileAccess, node: str) -> list[np.ndarray]:
+    """A file source's names, each resolved and allowed by ``files`` (PermissionDeniedError
+    otherwise); names that are not strings are left to the source's own check."""
+    names = sources[0] if sources else None
+    if names is None or names.dtype != object or names.ndim > 1 or not all(
+            isinstance(name, bytes) for name in names.reshape(-1)):
+        return sources
+    real = np.empty(names.shape, dtype=object)
+    for index, name in np.ndenumerate(names):
+        real[index] = os.fsencode(files.check(name, node))
+    return [real, *sources[1:]]
+
+def _compile_stage(stage: Sequence[Any], node: str, call: Any, device: str, files: FileAccess,
                    tolerate: Tolerate | None = None) -> Callable[..., Any]:
     kind = stage[0]
     if kind in _FUNCTION_STAGES or kind == "interleave":
@@ -152,7 +171,7 @@ def _compile_stage(stage: Sequence[Any], node: str, call: Any, device: str,
             return lambda make, captures: _FUNCTION_STAGES[kind](
                 make, lambda v: run(v, captures), tolerate)
         check(len(stage) == 6 and is_int(stage[3]) and stage[3] >= 0, node, "interleave stage")
-        inner, count = _compile(stage[2], node, call, device), stage[3]
+        inner, count = _compile(stage[2], node, call, device, files), stage[3]
 
         def inner_for(element: Element, captures: list[np.ndarray]) -> Callable[[], Iterator[Element]]:
             made = [np.asarray(v) for v in run(element, captures)]
@@ -330,3 +349,4 @@ _SOURCES: dict[str, Callable[..., Callable[[], Iterator[Element]]]] = {
     "generator": generator_source,
 }
 _COMBINED_SOURCES = {"zip": zipped, "concatenate": concatenated}
+_FILE_SOURCES = {"tfrecord", "textline", "fixed_length"}

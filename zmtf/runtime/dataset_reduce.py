@@ -35,7 +35,7 @@ def reduce_dataset(ctx: Any, inputs: list, attrs: dict) -> list:
     found = arrays[sources:sources + captures]
     device = attrs.get("_device", "")
     make = _pipeline(attrs["pipeline"], arrays[:sources], node, found,
-                     lambda f, values: run_now(ctx, f, values), device)
+                     lambda f, values: run_now(ctx, f, values), device, ctx.resources.files)
     fn = {**fn, "_device": device}
     extra = [found[i] for i in fn["captures"]]
     state = arrays[sources + captures:]

@@ -7,6 +7,7 @@ two workers' graphs that name the same ``shared_name`` meet in the same queue on
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
@@ -17,10 +18,11 @@ from zmtf.runtime.accumulator import ConditionalAccumulator
 from zmtf.runtime import dataset_reduce
 from zmtf.runtime.dataset_iterator import DatasetIterator
 from zmtf.runtime.fifo_queue import FIFOQueue
+from zmtf.runtime.file_access import UNLIMITED, FileAccess
 from zmtf.runtime.file_readers import FileReader
 from zmtf.runtime.lookup_tables import LookupTable
 from zmtf.runtime.padding_queue import PaddingFIFOQueue
-from zmtf.runtime.record_formats import format_for
+from zmtf.runtime.record_formats import Format, Record, format_for
 from zmtf.runtime.shuffle_queue import RandomShuffleQueue
 
 #: imported for the kernels they register (ReduceDataset runs a pipeline, as an iterator does)
@@ -39,6 +41,8 @@ class ResourceContainer:
         self._mutex = threading.Lock()
         #: shared name -> queue, accumulator or iterator (anything with ``cancel_all(error)``)
         self._shared: dict[str, Any] = {}
+        #: where this container's kernels may touch files (a server's file_root); kept by clear()
+        self.files: FileAccess = UNLIMITED
 
     def read(self, name: str) -> np.ndarray:
         try:
@@ -117,13 +121,25 @@ class ResourceContainer:
     def reader(self, name: str, op_type: str, attrs: dict[str, Any], node_name: str) -> FileReader:
         """The reader state named ``name`` (a TFRecordReaderV2, ... op), made on first use."""
         reader = self._lookup_or_create(
-            name, FileReader, lambda: FileReader(name, op_type, format_for(op_type, attrs)),
-            node_name)
+            name, FileReader, lambda: FileReader(name, op_type, self._confined(
+                format_for(op_type, attrs), op_type, node_name)), node_name)
         if reader.op_type != op_type:
             raise InvalidArgumentError(
                 f"shared_name '{name}' of node '{node_name}' ({op_type}) names a "
                 f"{reader.op_type} reader on this device; give one of them another shared_name")
         return reader
+
+    def _confined(self, records: Format, op_type: str, node_name: str) -> Format:
+        """A file reader's format, opening only what ``files`` allows (checked when the file
+        is first read, so a refusal fails that read as a missing file would)."""
+        if op_type == "IdentityReaderV2" or self.files.root is None:
+            return records   # its work items are not file names
+        files = self.files
+
+        def confined(filename: bytes) -> Iterator[Record]:
+            yield from records(os.fsencode(files.check(filename, node_name)))
+
+        return confined
 
     def lookup_table(self, name: str, key_dtype: str, value_dtype: str,
                      value_shape: tuple[int, ...], mutable: bool, node_name: str) -> LookupTable:

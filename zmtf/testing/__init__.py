@@ -103,9 +103,12 @@ def cluster_spec_for(jobs: dict[str, int], transport: str = "inproc") -> Cluster
 class LocalCluster:
     """The tasks of a local cluster; stop and restart them to test faults."""
 
-    def __init__(self, spec: ClusterSpec, config: ConfigProto | None) -> None:
+    def __init__(self, spec: ClusterSpec, config: ConfigProto | None,
+                 settings: dict[str, Any] | None = None) -> None:
         self.spec = spec
         self._config = config
+        #: ServerOptions fields for every task (the servers' defaults otherwise)
+        self._settings = dict(settings or {})
         self.servers: dict[tuple[str, int], Any] = {}  # (job, task) -> ServerCore
 
     def target(self, job: str, task: int = 0) -> str:
@@ -120,8 +123,10 @@ class LocalCluster:
     async def start_task(self, job: str, task: int) -> None:
         # imported here: the pytest plugin must not import numba before conftest configures it
         from zmtf.distributed.server import ServerCore
+        from zmtf.distributed.server_options import ServerOptions
 
-        server = ServerCore(self.spec, job, task, self._config)
+        server = ServerCore(self.spec, job, task, self._config,
+                            options=ServerOptions(**self._settings))
         await server.start()
         self.servers[(job, task)] = server
 
@@ -147,17 +152,18 @@ class LocalCluster:
 
 
 @contextmanager
-def running_servers(jobs: dict[str, int] | None = None,
-                    transport: str = "tcp") -> Iterator[dict[tuple[str, int], Any]]:
+def running_servers(jobs: dict[str, int] | None = None, transport: str = "tcp",
+                    **settings: Any) -> Iterator[dict[tuple[str, int], Any]]:
     """``tf.train.Server`` for every task of ``jobs`` (default one ps and one worker) in
-    this process, as TF1 scripts start them; all stopped on exit. Yields {(job, task): server}."""
+    this process, as TF1 scripts start them; all stopped on exit. Yields {(job, task): server}.
+    ``settings`` are the servers' zmtf settings (``allow_ops="Print"``, ``file_root=...``)."""
     from zmtf.distributed.server import Server
 
     spec = cluster_spec_for(jobs or {"ps": 1, "worker": 1}, transport)
     servers: dict[tuple[str, int], Any] = {}
     try:
         for job, index, _ in spec.all_tasks():
-            servers[(job, index)] = Server(spec, job_name=job, task_index=index)
+            servers[(job, index)] = Server(spec, job_name=job, task_index=index, **settings)
         yield servers
     finally:
         for server in servers.values():
@@ -166,9 +172,15 @@ def running_servers(jobs: dict[str, int] | None = None,
 
 @asynccontextmanager
 async def local_cluster(jobs: dict[str, int], transport: str = "inproc",
-                        config: ConfigProto | None = None) -> AsyncIterator[LocalCluster]:
-    """Start ``{"ps": 1, "worker": 2}`` on the running loop; stop everything on exit."""
-    cluster = LocalCluster(cluster_spec_for(jobs, transport), config)
+                        config: ConfigProto | None = None,
+                        **settings: Any) -> AsyncIterator[LocalCluster]:
+    """Start ``{"ps": 1, "worker": 2}`` on the running loop; stop everything on exit.
+
+    The servers keep a real server's defaults, the op policy included: a test whose graph
+    reads files, prints or resets opts in by name, as a deployment would, with the servers'
+    settings (``local_cluster(jobs, allow_ops="Print", file_root=folder, allow_reset=True)``).
+    """
+    cluster = LocalCluster(cluster_spec_for(jobs, transport), config, settings)
     try:
         await cluster.start()
         yield cluster
@@ -184,8 +196,9 @@ async def local_cluster(jobs: dict[str, int], transport: str = "inproc",
 # ---- pytest plugin ------------------------------------------------------------------------
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
-        "markers", "zmtf_cluster(transport='inproc', **jobs): shape of the zmtf_cluster fixture, "
-        "e.g. @pytest.mark.zmtf_cluster(ps=1, worker=2, transport='tcp')")
+        "markers", "zmtf_cluster(transport='inproc', settings=None, **jobs): shape of the "
+        "zmtf_cluster fixture and its servers' settings, e.g. @pytest.mark.zmtf_cluster(ps=1, "
+        "worker=2, transport='tcp', settings={'allow_ops': 'Print'})")
 
 
 try:
@@ -201,6 +214,7 @@ if _pytest_asyncio is not None:
         marker = request.node.get_closest_marker("zmtf_cluster")
         options = dict(marker.kwargs) if marker else {}
         transport = options.pop("transport", "inproc")
+        settings = options.pop("settings", None) or {}
         jobs = options or {"ps": 1, "worker": 2}
-        async with local_cluster(jobs, transport) as cluster:
+        async with local_cluster(jobs, transport, **settings) as cluster:
             yield cluster

@@ -34,7 +34,7 @@ def _os_error(error: OSError, path: str, node: str) -> Exception:
 
 @register("ReadFile")
 def read_file(ctx: Any, inputs: list, attrs: dict) -> list:
-    path = _path(inputs[0])
+    path = ctx.resources.files.check(_path(inputs[0]), attrs["_node_name"])
     try:
         with open(path, "rb") as f:
             return [_scalar(f.read())]
@@ -44,7 +44,8 @@ def read_file(ctx: Any, inputs: list, attrs: dict) -> list:
 
 @register("WriteFile")
 def write_file(ctx: Any, inputs: list, attrs: dict) -> list:
-    path, contents = _path(inputs[0]), inputs[1].item()
+    path = ctx.resources.files.check(_path(inputs[0]), attrs["_node_name"])
+    contents = inputs[1].item()
     try:
         directory = os.path.dirname(path)
         if directory:
@@ -58,9 +59,12 @@ def write_file(ctx: Any, inputs: list, attrs: dict) -> list:
 
 @register("MatchingFiles")
 def matching_files(ctx: Any, inputs: list, attrs: dict) -> list:
+    files, node = ctx.resources.files, attrs["_node_name"]
     matches: list[str] = []
     for pattern in np.asarray(inputs[0], dtype=object).reshape(-1):
-        matches.extend(glob.glob(_path(pattern)))
+        found = glob.glob(files.check_pattern(_path(pattern), node))
+        files.check_all(found, node)   # a match through a symlink out of the root: refused
+        matches.extend(found)
     out = np.empty(len(matches), dtype=object)
     out[:] = [m.encode() for m in sorted(matches)]
     return [out]

@@ -8,6 +8,7 @@ the handle on the table's device; only keys and values cross devices or tasks.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -84,7 +85,8 @@ def lookup_table_remove(ctx: Any, inputs: list, attrs: dict) -> list:
 def initialize_table_from_text_file(ctx: Any, inputs: list, attrs: dict) -> list:
     """Fill a table from a vocabulary file (TextFileInitializer), once."""
     table = _handle(inputs[0], _TABLE, attrs)
-    table.initialize_from_text_file(bytes(np.asarray(inputs[1])[()]), attrs, attrs["_node_name"])
+    path = ctx.resources.files.check(bytes(np.asarray(inputs[1])[()]), attrs["_node_name"])
+    table.initialize_from_text_file(os.fsencode(path), attrs, attrs["_node_name"])
     return []
 
 

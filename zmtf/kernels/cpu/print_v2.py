@@ -13,6 +13,7 @@ import numpy as np
 from zmtf.kernels.registry import register
 
 _tf_log = logging.getLogger("tensorflow")
+_FILE = "file://"
 
 
 @register("PrintV2")
@@ -20,7 +21,10 @@ def print_v2(ctx: Any, inputs: list, attrs: dict) -> list:
     """PrintV2(tensors...): writes the filled template followed by ``end``; no outputs."""
     text = attrs["template"].format(*(format_tensor(np.asarray(t), attrs["summarize"])
                                       for t in inputs))
-    _write(attrs["output_stream"], text, attrs["end"])
+    stream = attrs["output_stream"]
+    if stream.startswith(_FILE):   # a file of the server's: only under its file root
+        stream = _FILE + ctx.resources.files.check(stream[len(_FILE):], attrs["_node_name"])
+    _write(stream, text, attrs["end"])
     return []
 
 
@@ -32,7 +36,7 @@ def _write(stream: str, text: str, end: str) -> None:
     elif stream.startswith("log("):
         getattr(_tf_log, stream[4:-1])(text + end.rstrip("\n"))
     else:
-        with open(stream[len("file://"):], "a", encoding="utf-8") as file:
+        with open(stream[len(_FILE):], "a", encoding="utf-8") as file:
             file.write(text + end)
 
 
