@@ -60,10 +60,11 @@ OP_KINDS: dict[str, str] = {
     "PyFunc": CODE, "PyFuncStateless": CODE, "EagerPyFunc": CODE,
 }
 
-#: the first element of a tf.data pipeline's source stage -> kind (runtime/dataset_iterator.py)
+#: the first element of a tf.data pipeline's source stage -> the TF op it stands for, whose
+#: name allows it (runtime/dataset_iterator.py; TF builds from_generator on py_func too)
 PIPELINE_SOURCES: dict[str, str] = {
-    "tfrecord": FILE, "textline": FILE, "fixed_length": FILE,   # TFRecord/TextLine/FixedLength
-    "generator": CODE,                                          # Dataset.from_generator
+    "tfrecord": "TFRecordDataset", "textline": "TextLineDataset",
+    "fixed_length": "FixedLengthRecordDataset", "generator": "PyFunc",
 }
 
 ALL = "all"
@@ -81,12 +82,14 @@ class OpPolicy:
 
     def refusal(self, node: str, op_type: str, kind: str) -> PermissionDeniedError | None:
         """None when the policy allows ``op_type`` of ``kind``, else the error to raise."""
-        if ALL in self.allow_ops or op_type in self.allow_ops:
+        by_name = OP_KINDS.get(op_type) == kind   # PrintV2 to a file is not allowed as Print
+        if ALL in self.allow_ops or (by_name and op_type in self.allow_ops):
             return None
         if kind == FILE and self.file_root is not None:
             return None   # the kernels confine their paths under file_root
-        fix = f"--allow-ops {op_type} (or --allow-ops all)"
-        keyword = f"allow_ops=({op_type!r},)"
+        name = op_type if by_name else ALL
+        fix = f"--allow-ops {name}" + (" (or --allow-ops all)" if by_name else "")
+        keyword = f"allow_ops=({name!r},)"
         if kind == FILE:
             fix = f"--file-root DIR (file ops on paths under DIR only) or {fix}"
             keyword = f"file_root=DIR or {keyword}"
@@ -124,7 +127,7 @@ def classified_nodes(graph: Any, depth: int = 0) -> Iterator[tuple[str, str, str
         if op_type == "PrintV2" and isinstance(stream, str) and stream.startswith(_FILE_STREAM):
             yield name, "PrintV2", FILE
         for source in _pipeline_sources(attrs.get("pipeline"), 0):
-            yield name, source, PIPELINE_SOURCES[source]
+            yield name, PIPELINE_SOURCES[source], OP_KINDS[PIPELINE_SOURCES[source]]
         for subgraph in _subgraphs(attrs, 0):
             yield from classified_nodes(subgraph, depth + 1)
 
