@@ -233,7 +233,8 @@ def launch(args):
                "--save-every", str(args.save_every), "--worker-delay", str(args.worker_delay)]
     tasks = {}
     for job, index in (("ps", 0), ("ps", 1), ("chief", 0), ("worker", 0), ("evaluator", 0)):
-        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": job, "index": index}}))
+        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": job, "index": index}}),
+                   ZMTF_FILE_ROOT=args.data_dir)   # the servers' op policy: read the data, nothing else
         tasks[f"{job}{index}" if job == "ps" else job] = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, text=True)
     try:

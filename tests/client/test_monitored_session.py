@@ -364,7 +364,7 @@ def test_assert_global_step_names_what_is_wrong():
 def test_session_manager_chief_prepares_and_others_wait(tmp_path):
     """tf.train.SessionManager as TF1 scripts use it directly: the chief initializes (or
     restores), the other worker's wait_for_session returns once the model is ready."""
-    with running_servers() as servers:
+    with running_servers(allow_reset=True) as servers:   # it resets the cluster between stages
         tf.reset_default_graph()
         with tf.device("/job:ps/task:0"):
             v = tf.Variable(7.0)

@@ -7,12 +7,14 @@ from zmtf.testing import free_tcp_ports as free_ports
 
 
 @pytest.fixture
-def cluster():
-    """2 ps + 2 workers, each a tf.train.Server in this process."""
+def cluster(request):
+    """2 ps + 2 workers, each a tf.train.Server in this process; a test passes the servers'
+    settings with ``@pytest.mark.parametrize("cluster", [{...}], indirect=True)``."""
+    settings = getattr(request, "param", {})
     ports = free_ports(4)
     spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{p}" for p in ports[:2]],
                                  "worker": [f"127.0.0.1:{p}" for p in ports[2:]]})
-    servers = {(job, i): tf.train.Server(spec, job_name=job, task_index=i)
+    servers = {(job, i): tf.train.Server(spec, job_name=job, task_index=i, **settings)
                for job in ("ps", "worker") for i in range(2)}
     tf.reset_default_graph()
     yield spec, servers

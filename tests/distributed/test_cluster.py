@@ -55,6 +55,7 @@ def test_placement_defaults_follow_the_seed(cluster, caplog):
     assert "unpinned: /job:worker/replica:0/task:1/device:CPU:0" in lines  # the master's task
 
 
+@pytest.mark.parametrize("cluster", [{"allow_reset": True}], indirect=True)   # it resets
 def test_variables_outlive_sessions_and_are_shared_between_masters(cluster):
     spec, _ = cluster
     with tf.device("/job:ps/task:1"):

@@ -84,5 +84,7 @@ def reset_cancels_waiters(cluster):
 @pytest.mark.parametrize("scenario", [deadline_then_element, close_from_another_thread,
                                       close_a_warm_step_from_another_thread, reset_cancels_waiters])
 async def test_waiting_dequeue_on_a_ps_is_released(scenario):
-    async with local_cluster({"ps": 1, "worker": 2}) as cluster:
+    # Session.reset is refused unless the servers allow it (the op policy)
+    settings = {"allow_reset": True} if scenario is reset_cancels_waiters else {}
+    async with local_cluster({"ps": 1, "worker": 2}, **settings) as cluster:
         await asyncio.wait_for(asyncio.to_thread(scenario, cluster), 20)

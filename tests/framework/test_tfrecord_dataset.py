@@ -117,7 +117,8 @@ def test_the_full_pipeline_trains_a_linear_model_locally(tmp_path):
 
 def test_the_full_pipeline_trains_with_the_iterator_on_a_tcp_worker(tmp_path):
     write_examples(tmp_path / "train.tfrecord", 64)
-    with running_servers({"ps": 1, "worker": 1}, transport="tcp") as servers:
+    with running_servers({"ps": 1, "worker": 1}, transport="tcp",
+                         file_root=str(tmp_path)) as servers:   # the op policy: files under it
         with tf.device("/job:worker/task:0"):
             batch = pipeline(str(tmp_path / "train.tfrecord")).make_one_shot_iterator().get_next()
         with tf.device("/job:ps/task:0"):

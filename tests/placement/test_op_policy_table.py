@@ -20,7 +20,8 @@ import types
 
 import pytest
 
-from zmtf.distributed.server_options import ServerOptions, add_flags, from_flags
+from zmtf.distributed.server_options import ServerOptions, add_flags, from_flags, \
+    with_environment
 from zmtf.framework.errors import PermissionDeniedError
 from zmtf.placement.op_policy import CODE, FILE, LOG, OP_KINDS, OpPolicy, allowed_names, \
     check_graph, check_reset
@@ -97,6 +98,19 @@ def test_allow_ops_parses_flags_tuples_and_all_and_refuses_typos():
     assert options == ServerOptions(allow_ops=("ReadFile", "Print"), file_root="/data",
                                     allow_reset=True)
     assert from_flags(parser.parse_args([])) == ServerOptions()
+
+
+def test_the_environment_fills_what_the_settings_leave_unset():
+    """How an Estimator's server (started from TF_CONFIG, no keywords) is told its policy."""
+    environ = {"ZMTF_ALLOW_OPS": "Print", "ZMTF_FILE_ROOT": "/data", "ZMTF_ALLOW_RESET": "1"}
+    assert with_environment(ServerOptions(), environ) == ServerOptions(
+        allow_ops="Print", file_root="/data", allow_reset=True)
+    given = ServerOptions(allow_ops="PyFunc", file_root="/mine")
+    assert with_environment(given, environ) == ServerOptions(
+        allow_ops="PyFunc", file_root="/mine", allow_reset=True)
+    assert with_environment(ServerOptions(), {}) == ServerOptions()
+    with pytest.raises(ValueError, match="Prnt"):
+        with_environment(ServerOptions(), {"ZMTF_ALLOW_OPS": "Prnt"})
 
 
 def test_reset_needs_the_setting():

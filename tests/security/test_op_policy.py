@@ -75,8 +75,8 @@ def strict():
 
 @pytest.fixture(scope="module")
 def trusting(folder):
-    """A server that allows Print, file ops under ``folder``/data and Session.reset."""
-    target, proc, log = _start("--allow-ops", "Print", "--file-root",
+    """A server that allows Print, PyFunc, file ops under ``folder``/data and Session.reset."""
+    target, proc, log = _start("--allow-ops", "Print,PyFunc", "--file-root",
                                os.path.join(folder, "data"), "--allow-reset")
     yield target, log
     _stop(proc, log)
@@ -174,6 +174,8 @@ def test_an_op_allowed_by_name_runs_and_the_others_stay_refused(trusting):
         pytest.fail("the allowed Print wrote nothing to the server's log")
     message = _refused(target, lambda: tf.print("x"))
     assert "(PrintV2)" in message and "--allow-ops PrintV2" in message
+    with pytest.raises(tf.errors.InvalidArgumentError, match="is not found"):   # allowed, but
+        _run(target, lambda: tf.py_func(lambda: np.float32(1), [], tf.float32))  # not its process
 
 
 def test_allow_ops_all_lets_a_trusted_job_read_files():

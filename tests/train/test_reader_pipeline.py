@@ -5,6 +5,8 @@ readers feeding one queue."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -83,7 +85,8 @@ def test_the_pipeline_trains_a_linear_model_until_its_epochs_end(files):
 
 
 def test_the_pipeline_runs_with_queues_and_readers_on_a_tcp_worker(files):
-    with running_servers() as servers:
+    # the op policy: the servers read files for graphs from the network under this root only
+    with running_servers(file_root=os.path.dirname(files[0])) as servers:
         with tf.device("/job:worker/task:0"):
             xs, ys, ids = build_pipeline(files, epochs=5)
         with tf.device("/job:ps/task:0"):

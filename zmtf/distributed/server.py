@@ -12,6 +12,7 @@ import asyncio
 import atexit
 import dataclasses
 import logging
+import os
 import sys
 import threading
 import weakref
@@ -30,7 +31,7 @@ from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.session_cluster import check_session_cluster
-from zmtf.distributed.server_options import ServerOptions
+from zmtf.distributed.server_options import ServerOptions, with_environment
 from zmtf.distributed.session_gc import SessionCollector
 from zmtf.distributed.task_wait import wait_for_tasks
 from zmtf.distributed.channel import Channel
@@ -67,7 +68,7 @@ class ServerCore:
                  config: ConfigProto | None = None, context: zmq.Context | None = None,
                  options: ServerOptions | None = None) -> None:
         self.cluster = ClusterSpec(cluster)
-        self.options = options or ServerOptions()
+        self.options = with_environment(options or ServerOptions(), os.environ)
         self._collector: SessionCollector | None = None
         if job_name not in self.cluster.jobs:
             raise ValueError(f"job '{job_name}' is not in the cluster spec (jobs: {self.cluster.jobs})")

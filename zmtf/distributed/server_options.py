@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from zmtf.placement.op_policy import allowed_names
@@ -44,12 +45,14 @@ class ServerOptions:
     # ---- op policy for graphs from the network (placement/op_policy.py) ----
     allow_ops: str | None = _setting(
         None, "ops to run for graphs from the network although the op policy refuses them "
-        "(file ops, Print, py_func): comma-separated op names, or 'all'", "OPS")
+        "(file ops, Print, py_func): comma-separated op names, or 'all' (default: "
+        "ZMTF_ALLOW_OPS)", "OPS")
     file_root: str | None = _setting(
         None, "allow file ops (ReadFile, readers, file datasets, ...) in graphs from the network "
-        "on paths under DIR only (symlinks and '..' resolved)", "DIR")
+        "on paths under DIR only, symlinks and '..' resolved (default: ZMTF_FILE_ROOT)", "DIR")
     allow_reset: bool = _setting(
-        False, "let clients call Session.reset (it clears every variable of the cluster)")
+        False, "let clients call Session.reset, which clears every variable of the cluster "
+        "(default: ZMTF_ALLOW_RESET=1)")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -62,6 +65,16 @@ class ServerOptions:
         object.__setattr__(self, "allow_ops", ",".join(sorted(names)) or None)
         if self.file_root is not None and not isinstance(self.file_root, str):
             raise ValueError(f"server setting file_root must be a folder path, not {self.file_root!r}")
+
+
+def with_environment(options: ServerOptions, environ: Mapping[str, str]) -> ServerOptions:
+    """The op policy's settings that ``options`` leaves unset, from ZMTF_ALLOW_OPS,
+    ZMTF_FILE_ROOT and ZMTF_ALLOW_RESET: how a server that a library starts (an Estimator's,
+    from TF_CONFIG) is told what its trusted job may do."""
+    return dataclasses.replace(
+        options, allow_ops=options.allow_ops or environ.get("ZMTF_ALLOW_OPS") or None,
+        file_root=options.file_root or environ.get("ZMTF_FILE_ROOT") or None,
+        allow_reset=options.allow_reset or environ.get("ZMTF_ALLOW_RESET") == "1")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

@@ -102,10 +102,13 @@ class OpPolicy:
 def check_graph(graph: Any, policy: OpPolicy) -> None:
     """Raise the refusal of the first node of ``graph`` (a graph_io dict from the network)
     that ``policy`` does not allow; malformed graphs are left to graph_io's decoder."""
-    for node, op_type, kind in classified_nodes(graph):
-        error = policy.refusal(node, op_type, kind)
-        if error is not None:
-            raise error
+    try:
+        for node, op_type, kind in classified_nodes(graph):
+            error = policy.refusal(node, op_type, kind)
+            if error is not None:
+                raise error
+    except RecursionError:   # a hostile nesting of subgraphs: never an untyped error
+        raise InvalidArgumentError(None, None, "the graph's subgraphs nest too deeply") from None
 
 
 def classified_nodes(graph: Any, depth: int = 0) -> Iterator[tuple[str, str, str]]:
@@ -172,6 +175,9 @@ def allowed_names(given: Any) -> frozenset[str]:
     A name the policy does not refuse is a typo and raises ValueError naming the choices."""
     if given is None:
         return frozenset()
+    if not isinstance(given, (str, list, tuple, set, frozenset)):
+        raise ValueError(f"allow_ops must be op names ('Print,ReadFile', ('Print',)) or 'all', "
+                         f"not {given!r}")
     items = given.split(",") if isinstance(given, str) else list(given)
     names = frozenset(str(n).strip() for n in items if str(n).strip())
     unknown = sorted(names - set(OP_KINDS) - {ALL})

@@ -97,7 +97,7 @@ def generator_source(sources: list[np.ndarray], node: str, token: str, types: li
             f"iterator '{node}': the generator of Dataset.from_generator ({token}) is not in "
             f"this process: it lives only in the process that built the graph. Pin the "
             f"iterator with tf.device(...) to the client's own task (a tf.train.Server started "
-            f"in that process), or run it in a local tf.Session")
+            f"in that process with allow_ops=('PyFunc',)), or run it in a local tf.Session")
     np_types = [dtype_of(t, node) for t in types]
 
     def generated() -> Iterator[Element]:

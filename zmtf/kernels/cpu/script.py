@@ -35,8 +35,9 @@ def py_func(ctx: Any, inputs: list, attrs: dict) -> list:
             f"callback {token} is not found: py_func node '{node}' cannot run in this process, "
             f"as its Python function "
             f"lives only in the process that built the graph. Pin it with tf.device(...) to the "
-            f"client's own task (a tf.train.Server started in that process, with "
-            f"tf.Session(server.target)), or run it in a local tf.Session")
+            f"client's own task (a tf.train.Server started in that process with "
+            f"allow_ops=('PyFunc',), and tf.Session(server.target)), or run it in a local "
+            f"tf.Session")
     try:
         result = entry.func(*[np.asarray(x) for x in inputs])
     except errors.OpError:
