@@ -89,14 +89,15 @@ class OpPolicy:
             return None   # the kernels confine their paths under file_root
         name = op_type if by_name else ALL
         fix = f"--allow-ops {name}" + (" (or --allow-ops all)" if by_name else "")
-        keyword = f"allow_ops=({name!r},)"
+        keyword, env = f"allow_ops=({name!r},)", f"ZMTF_ALLOW_OPS={name}"
         if kind == FILE:
             fix = f"--file-root DIR (file ops on paths under DIR only) or {fix}"
-            keyword = f"file_root=DIR or {keyword}"
+            keyword, env = f"file_root=DIR or {keyword}", f"ZMTF_FILE_ROOT=DIR or {env}"
         return PermissionDeniedError(
             None, None, f"node '{node}' ({op_type}) {WHAT[kind]}, which {self.server} refuses to "
             f"graphs from the network; to allow it, start the server with {fix} "
-            f"(tf.train.Server(..., {keyword}))", node_name=node)
+            f"(tf.train.Server(..., {keyword}); a server an Estimator starts: {env})",
+            node_name=node)
 
 
 def check_graph(graph: Any, policy: OpPolicy) -> None:
@@ -193,5 +194,5 @@ def check_reset(allowed: bool, server: str = "this server") -> None:
     if not allowed:
         raise PermissionDeniedError(
             None, None, f"Session.reset clears every variable of the cluster, which {server} "
-            f"refuses to clients; to allow it, start the server with --allow-reset "
-            f"(tf.train.Server(..., allow_reset=True))")
+            f"refuses to clients; to allow it, start every server with --allow-reset "
+            f"(tf.train.Server(..., allow_reset=True); or ZMTF_ALLOW_RESET=1)")
