@@ -17,9 +17,13 @@ import time
 
 import numpy as np
 import pytest
+import zmq
 
 import zmtf as tf
+from zmtf.distributed.blocking import BlockingChannel
+from zmtf.framework.graph_io import graph_to_dict
 from zmtf.testing import free_tcp_ports, running_servers
+from zmtf.wire import messages as m
 
 SECRET = "/etc/passwd"
 
@@ -185,6 +189,53 @@ def test_allow_ops_all_lets_a_trusted_job_read_files():
         with running_servers({"worker": 1}, allow_ops="all") as servers:
             target = servers[("worker", 0)].target
             assert _run(target, lambda: tf.read_file(f.name)) == b"trusted"
+
+
+def test_a_partition_sent_straight_to_a_worker_is_refused_too(strict):
+    """Without CURVE anyone can speak the task protocol: RegisterGraph is checked like
+    CreateSession, and the refused partition is not there to run."""
+    target, _ = strict
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.read_file(SECRET, name="leak")
+    plain, arrays = graph_to_dict(graph)
+    context = zmq.Context()
+    channel = BlockingChannel(context, "tcp://" + target.split("://", 1)[1])
+    try:
+        with pytest.raises(tf.errors.PermissionDeniedError, match=r"node 'leak' \(ReadFile\)"):
+            channel.call(m.RegisterGraph(id=0, session="s", graph_key="g", graph=plain,
+                                         tensors=list(arrays)), 5.0)
+        with pytest.raises(tf.errors.OpError) as info:
+            channel.call(m.RunGraph(id=1, session="s", graph_key="g", step_id=1,
+                                    fetches=["leak:0"], timeout_ms=5000), 6.0)
+        assert not isinstance(info.value, tf.errors.PermissionDeniedError)   # never registered
+    finally:
+        channel.close()
+        context.destroy(linger=0)
+    _served_within_a_second(target)
+
+
+def test_each_task_decides_for_the_partitions_it_receives():
+    """A master that allows everything still cannot place a refused op on a ps that does not."""
+    ports = free_tcp_ports(2)
+    spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"],
+                                 "worker": [f"127.0.0.1:{ports[1]}"]})
+    ps = tf.train.Server(spec, job_name="ps", task_index=0)
+    worker = tf.train.Server(spec, job_name="worker", task_index=0, allow_ops="all")
+    try:
+        tf.reset_default_graph()
+        with tf.device("/job:ps/task:0"):
+            leak = tf.read_file(SECRET)
+        with tf.device("/job:worker/task:0"):
+            fine = tf.constant(1.0) + 1.0
+        with tf.Session(worker.target) as sess:
+            assert sess.run(fine) == 2.0
+            with pytest.raises(tf.errors.PermissionDeniedError,
+                               match=r"/job:ps/replica:0/task:0 refuses"):
+                sess.run(leak)
+    finally:
+        worker.stop()
+        ps.stop()
 
 
 # ---- file_root -------------------------------------------------------------------------------
