@@ -82,6 +82,37 @@ def test_partitioned_ps_fails_steps_naming_it_and_heals_without_a_restart():
                 sess.close()
 
 
+def test_steps_sent_into_a_short_cut_that_fail_their_deadline_are_not_applied_after_it_heals():
+    """A cut shorter than the liveness bound keeps the connection: the kernel retransmits the
+    RunGraphs it held once the link is back, after their step failed its 150 ms deadline.
+    The ps must drop them (they arrive late), not apply them."""
+    with netns_cluster(workers=1) as cluster:
+        with tf.device("/job:ps/task:0"):
+            counter = tf.Variable(0, dtype=tf.int64, name="counter")
+            increment = counter.assign_add(1)
+        deadline = tf.RunOptions(timeout_in_ms=150)
+        with tf.Session(cluster.target()) as sess:
+            sess.run(counter.initializer)
+            ok = failed = 0
+            for _ in range(3):
+                for _ in range(20):   # the ps's transit baseline: no step is in flight at the cut
+                    sess.run(increment, options=deadline)
+                    ok += 1
+                cluster.network.cut("ps0")
+                try:
+                    cut_end = time.monotonic() + 0.4
+                    while time.monotonic() < cut_end:
+                        error, _ = timed_error(lambda: sess.run(increment, options=deadline))
+                        assert isinstance(error, TRANSIENT), repr(error)
+                        failed += 1
+                finally:
+                    cluster.network.heal("ps0")
+                time.sleep(1.5)   # anything the kernel held has reached the ps, and run or not
+                value, _ = _first_success(lambda: sess.run(counter), HEAL_BOUND)
+                print(f"short cut: {ok} steps succeeded, {failed} failed, counter {value}")
+                assert value == ok
+
+
 def _training_steps_per_second(sess, train_op, steps):
     start = time.monotonic()
     for _ in range(steps):
