@@ -75,6 +75,7 @@ class Network:
         self.index = {task: i for i, task in enumerate(tasks)}
         self.addresses = {task: f"{base}.{10 + i}" for task, i in self.index.items()}
         self._made = []
+        _OPEN.add(self)
         try:
             self._build(base)
         except BaseException:
@@ -129,15 +130,26 @@ class Network:
         for ns in reversed(self._made):
             _ip("netns", "del", ns, check=False)
         self._made.clear()
+        _OPEN.discard(self)
+
+
+_OPEN = set()   # the Networks not closed yet
+
+
+def close_networks():
+    """Close every Network of this process still open (a test fixture's finalizer)."""
+    for network in list(_OPEN):
+        network.close()
 
 
 @contextlib.contextmanager
-def netns_cluster(workers=1, proxied=(), delay=0.002, loss=0.01):
+def netns_cluster(workers=1, proxied=(), delay=0.002, loss=0.01, liveness=LIVENESS):
     """A ps and ``workers`` workers, each ``python -m zmtf.server`` in a namespace of its own.
 
     Yields a Cluster. ``cluster.spec`` has the namespaces' addresses (the client's view). The
     workers named in ``proxied`` (e.g. "worker0") get a cluster in which the ps is at a
-    DelayProxy (``delay`` s each way, ``loss``) that forwards to the ps."""
+    DelayProxy (``delay`` s each way, ``loss``) that forwards to the ps. Every task has the
+    liveness bound ``liveness`` (s)."""
     tasks = ["ps0"] + [f"worker{i}" for i in range(workers)]
     network = Network(tasks)
     procs, proxy = {}, None
@@ -145,7 +157,7 @@ def netns_cluster(workers=1, proxied=(), delay=0.002, loss=0.01):
         ps_direct = f"{network.addresses['ps0']}:{PORT}"
         if proxied:
             proxy = DelayProxy(network.host_address, ps_direct, delay=delay, loss=loss)
-        env = {"ZMTF_LIVENESS_TIMEOUT": str(LIVENESS)}
+        env = {"ZMTF_LIVENESS_TIMEOUT": str(liveness)}
         for task in tasks:
             ps = proxy.address if task in proxied else ps_direct
             procs[task] = launch_server_process(_spec(network, ps), task[:-1], int(task[-1]),
