@@ -130,7 +130,7 @@ def test_steps_sent_into_a_short_cut_that_fail_their_deadline_are_not_applied_af
                         failed += 1
                 finally:
                     cluster.network.heal("ps0")
-                time.sleep(1.5)   # anything the kernel held has reached the ps, and run or not
+                time.sleep(1.0)   # anything the kernel held has reached the ps, and run or not
                 value, _ = _first_success(lambda: sess.run(counter, options=deadline))
                 print(f"short cut: {ok} steps succeeded, {failed} failed, counter {value}")
                 assert value == ok

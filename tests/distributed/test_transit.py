@@ -2,7 +2,9 @@
 the offset between the two clocks."""
 
 from zmtf.distributed import transit
+from zmtf.distributed.liveness import PauseWatch
 from zmtf.distributed.transit import TransitDelays
+from zmtf.framework.errors import DeadlineExceededError
 
 
 def test_the_clock_offset_cancels_out_and_the_excess_over_the_quickest_transit_remains():
@@ -35,3 +37,20 @@ def test_senders_are_forgotten_oldest_first_beyond_the_limit():
         delays.excess(f"s{i}", 1, 1.0)
     assert len(delays._senders) == transit.SENDERS
     assert "s0" not in delays._senders and f"s{transit.SENDERS + 9}" in delays._senders
+
+
+def test_a_late_request_counts_against_its_deadline_only():
+    """Late past its deadline: dropped, naming the network. Late with time left: its budget
+    shrinks. Late without a deadline: run (its connection lived: the liveness bound is not
+    the sender's reason to give up; a big message takes long to transfer)."""
+    watch = PauseWatch(1.0)
+    try:
+        error, waited = watch.refusal("/job:ps/replica:0/task:0", "RunGraph of step", 7, 0.15, late=0.4)
+        assert isinstance(error, DeadlineExceededError) and waited == 0.4
+        assert "RunGraph of step 7 was dropped on /job:ps/replica:0/task:0" in str(error)
+        assert "on its way here" in str(error)
+        assert watch.refusal("t", "RunGraph of step", 7, 2.0, late=0.4) == (None, 0.4)
+        assert watch.refusal("t", "RunGraph of step", 7, None, late=30.0) == (None, 30.0)
+        assert watch.refusal("t", "RunGraph of step", 7, 2.0) == (None, 0.0)
+    finally:
+        watch.stop()
