@@ -33,7 +33,8 @@ class DelayProxy:
         self._random = random.Random(seed)
         self._loop = asyncio.new_event_loop()
         self._connections = set()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="delay-proxy", daemon=True)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="delay-proxy",
+                                        daemon=True)
         self._thread.start()
         self._server = self._call(asyncio.start_server(self._accept, host, 0))
         self.address = f"{host}:{self._server.sockets[0].getsockname()[1]}"

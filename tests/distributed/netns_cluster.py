@@ -6,8 +6,8 @@ do not collide) and addresses of its own (a 10.213.N.0/24 that no interface here
     root namespace: pytest (the client, the delay proxy)
         veth "<run>r" 10.213.N.1
               |
-    namespace "<run>h": bridge "zbr" --- port "p<i>" --- veth --- namespace "<run><i>": eth0 10.213.N.(10+i)
-                                                                  (task i: python -m zmtf.server)
+    namespace "<run>h": bridge "zbr" --- port "p<i>" --- veth --- namespace "<run><i>":
+                                                     eth0 10.213.N.(10+i), task i's server
 
 One layer-2 segment: nothing is routed, so the root namespace gets no forwarding, iptables or
 route change, only one veth with the run's own address (removed after). A partition is a
@@ -94,7 +94,8 @@ class Network:
         self._made.append(self.hub)
         _ip("-n", self.hub, "link", "add", "name", "zbr", "type", "bridge")
         _ip("-n", self.hub, "link", "set", "zbr", "up")
-        _ip("link", "add", self.host_link, "type", "veth", "peer", "name", "up0", "netns", self.hub)
+        _ip("link", "add", "name", self.host_link, "type", "veth", "peer", "name", "up0",
+            "netns", self.hub)
         _ip("addr", "add", f"{self.host_address}/24", "dev", self.host_link)
         _ip("link", "set", self.host_link, "up")
         _ip("-n", self.hub, "link", "set", "up0", "master", "zbr", "up")
@@ -102,8 +103,8 @@ class Network:
             ns = self.namespace(task)
             _ip("netns", "add", ns)
             self._made.append(ns)
-            _ip("-n", self.hub, "link", "add", f"p{i}", "type", "veth", "peer", "name", "eth0",
-                "netns", ns)
+            _ip("-n", self.hub, "link", "add", "name", f"p{i}", "type", "veth",
+                "peer", "name", "eth0", "netns", ns)
             _ip("-n", self.hub, "link", "set", f"p{i}", "master", "zbr", "up")
             _ip("-n", ns, "link", "set", "lo", "up")
             _ip("-n", ns, "addr", "add", f"{self.addresses[task]}/24", "dev", "eth0")
@@ -159,8 +160,9 @@ def netns_cluster(workers=1, proxied=(), delay=0.002, loss=0.01, liveness=LIVENE
             proxy = DelayProxy(network.host_address, ps_direct, delay=delay, loss=loss)
         env = {"ZMTF_LIVENESS_TIMEOUT": str(liveness)}
         for task in tasks:
+            job = task.rstrip("0123456789")
             ps = proxy.address if task in proxied else ps_direct
-            procs[task] = launch_server_process(_spec(network, ps), task[:-1], int(task[-1]),
+            procs[task] = launch_server_process(_spec(network, ps), job, int(task[len(job):]),
                                                 extra_env=env, prefix=network.exec_prefix(task))
         for proc in procs.values():
             wait_listening(proc)

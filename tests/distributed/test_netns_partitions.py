@@ -45,7 +45,7 @@ def _bounded(run, limit=30.0):
     def call():
         try:
             outcome["value"] = run()
-        except BaseException as error:   # noqa: BLE001 - handed to the test's thread
+        except BaseException as error:   # handed to the test's thread
             outcome["error"] = error
 
     thread = threading.Thread(target=call, daemon=True)
@@ -183,7 +183,8 @@ def test_big_fetch_over_a_rate_limited_link_completes():
             load = big.assign(tf.placeholder_with_default(values, [values.size]))
         with tf.device("/job:worker/task:0"):
             fetched = tf.identity(big) * 1.0
-        with tf.Session(cluster.target(), config=tf.ConfigProto(operation_timeout_in_ms=30_000)) as sess:
+        config = tf.ConfigProto(operation_timeout_in_ms=30_000)
+        with tf.Session(cluster.target(), config=config) as sess:
             _bounded(lambda: sess.run(big.initializer))
             _bounded(lambda: sess.run(load.op))
             cluster.network.limit_rate("ps0", "64mbit")

@@ -45,7 +45,8 @@ def test_a_late_request_counts_against_its_deadline_only():
     the sender's reason to give up; a big message takes long to transfer)."""
     watch = PauseWatch(1.0)
     try:
-        error, waited = watch.refusal("/job:ps/replica:0/task:0", "RunGraph of step", 7, 0.15, late=0.4)
+        error, waited = watch.refusal("/job:ps/replica:0/task:0", "RunGraph of step", 7, 0.15,
+                                      late=0.4)
         assert isinstance(error, DeadlineExceededError) and waited == 0.4
         assert "RunGraph of step 7 was dropped on /job:ps/replica:0/task:0" in str(error)
         assert "on its way here" in str(error)
