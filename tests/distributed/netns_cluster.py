@@ -19,6 +19,7 @@ Needs root and iproute2; ``skip_reason()`` says why not where namespaces cannot 
 """
 
 import contextlib
+import functools
 import os
 import secrets
 import shutil
@@ -40,8 +41,9 @@ def _ip(*args, check=True):
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=20, check=check)
 
 
+@functools.cache
 def skip_reason():
-    """Why network namespaces cannot be made here, or None when they can."""
+    """Why network namespaces cannot be made here, or None when they can (asked once)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return "network namespace tests need root (ip netns add)"
     if shutil.which("ip") is None or shutil.which("tc") is None:
