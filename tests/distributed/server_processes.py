@@ -12,6 +12,14 @@ from zmtf.testing import free_tcp_ports as free_ports
 
 def start_server_process(spec, job, task, extra_env=None):
     """``python -m zmtf.server`` in a subprocess; waits until it logs that it listens."""
+    proc = launch_server_process(spec, job, task, extra_env)
+    wait_listening(proc)
+    return proc
+
+
+def launch_server_process(spec, job, task, extra_env=None, prefix=()):
+    """``python -m zmtf.server`` in a subprocess (run under ``prefix``, e.g. ``ip netns exec
+    NS``), its log in a file; does not wait for it (start several, then ``wait_listening``)."""
     import json
 
     import tempfile
@@ -19,16 +27,22 @@ def start_server_process(spec, job, task, extra_env=None):
     env = dict(os.environ, **(extra_env or {}))
     log = tempfile.NamedTemporaryFile("w+", prefix=f"zmtf-{job}{task}-", suffix=".log", delete=False)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "zmtf.server", "--cluster", json.dumps(spec.as_dict()),
+        [*prefix, sys.executable, "-m", "zmtf.server", "--cluster", json.dumps(spec.as_dict()),
          "--job", job, "--task", str(task)],
         stderr=log, stdout=subprocess.DEVNULL, env=env)
     proc.log_path = log.name
     log.close()
+    return proc
+
+
+def wait_listening(proc):
+    """Wait until ``proc`` logs that it listens; kills it and raises (with its log) if it
+    exits or has not within 60 s."""
     deadline = time.time() + 60
     while time.time() < deadline and proc.poll() is None:
         with open(proc.log_path) as f:
             if "listening on" in f.read():
-                return proc
+                return
         time.sleep(0.05)
     proc.kill()
     proc.wait()
@@ -49,4 +63,5 @@ def stop_process(proc):
         os.unlink(proc.log_path)
 
 
-__all__ = ["free_ports", "start_server_process", "stop_process"]
+__all__ = ["free_ports", "launch_server_process", "start_server_process", "stop_process",
+           "wait_listening"]

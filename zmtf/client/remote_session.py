@@ -15,7 +15,7 @@ import numpy as np
 
 from zmtf.client.fetches import FetchPlans
 from zmtf.client.session_core import feed_arrays, make_placement_log_visible
-from zmtf.distributed import inproc, security
+from zmtf.distributed import inproc, security, transit
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.channel import Channel
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
@@ -163,7 +163,7 @@ class RemoteSessionCore:
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
                             fetches=plan.fetch_names, targets=plan.target_names,
                             timeout_ms=timeout_ms, trace_level=trace_level,
-                            tensors=feed_values)
+                            sent_us=transit.stamp(), tensors=feed_values)
         reply = yield Call(request, limit + 1.0,
                            lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
         if trace_level:

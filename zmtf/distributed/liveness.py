@@ -85,25 +85,31 @@ class PauseWatch:
         return now
 
     def refusal(self, task: str, kind: str, number: int,
-                timeout: float | None) -> tuple[OpError | None, float]:
+                timeout: float | None, late: float = 0.0) -> tuple[OpError | None, float]:
         """(an error if the request read now must not run, seconds it may have waited);
         ``kind`` and ``number`` name the request in the error (formatted only then).
+        ``late``: seconds it took longer than usual to get here (``transit``: a stalled
+        network, or a big message's own transfer). It counts against the deadline only: on
+        a live connection its sender has not failed it for the liveness bound.
 
         Nearly always (None, 0.0) after one clock read: only a request read during or just
-        after a pause has waited."""
+        after a pause, or delivered late, has waited."""
         now = time.monotonic()
-        waited = now - self.arrived_after(now)
+        paused = now - self.arrived_after(now)
+        waited = max(paused, late)
         if waited <= 0.0:
             return None, 0.0
         what = f"{kind} {number}"
         if timeout is not None and waited >= timeout:
+            why = ("while this task was paused" if paused >= late
+                   else "on its way here (the network between us stalled or is slow)")
             return DeadlineExceededError(
                 None, None, f"{what} was dropped on {task}: it may have waited {waited:.1f} s "
-                f"while this task was paused, past its deadline of {timeout:.3g} s"), waited
-        if waited >= self.stale_after:
+                f"{why}, past its deadline of {timeout:.3g} s"), waited
+        if paused >= self.stale_after:
             return UnavailableError(
                 None, None, f"{what} was dropped on {task}: this task was paused for "
-                f"{waited:.1f} s, longer than its peers wait for it (liveness bound "
+                f"{paused:.1f} s, longer than its peers wait for it (liveness bound "
                 f"{self.liveness:g} s): they have failed the work sent meanwhile"), waited
         return None, waited
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 import numpy as np
 
+from zmtf.distributed import transit
 from zmtf.runtime.step_stats import from_plain
 from zmtf.wire import messages as m
 
@@ -80,7 +81,8 @@ class WorkerPeer:
         return self._channel(self.task).request(
             m.RunGraph(session=session, graph_key=graph_key, step_id=step_id, feeds=feeds,
                        fetches=fetches, targets=targets, tensors=values,
-                       timeout_ms=int(timeout * 1000), trace_level=int(trace is not None)),
+                       timeout_ms=int(timeout * 1000), trace_level=int(trace is not None),
+                       sent_us=transit.stamp()),
             timeout + min(0.5, timeout / 2), unwrap=unwrap)
 
     def push_tensors(self, step_id: int, keys: list[str], values: list[np.ndarray]) -> None:

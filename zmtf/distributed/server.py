@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import weakref
 from typing import Any, Callable, ClassVar
 
@@ -24,7 +25,7 @@ import zmq
 from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
-from zmtf.distributed import inproc, liveness, security
+from zmtf.distributed import inproc, liveness, security, transit
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
@@ -98,6 +99,10 @@ class ServerCore:
         # what graphs from the network may run here (file ops, Print, py_func)
         self.op_policy = OpPolicy(allowed_names(self.options.allow_ops), self.options.file_root,
                                   server=self.task)
+        # how late requests arrive, per session: from its client (RunStep), from its master
+        # (RunGraph); two clocks, so two tables (see transit)
+        self._from_clients = transit.TransitDelays()
+        self._from_masters = transit.TransitDelays()
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -228,9 +233,10 @@ class ServerCore:
         assert self.master is not None
         timeout_ms = msg.timeout_ms
         assert self._pauses is not None   # started, like the services
+        late = self._from_clients.excess(msg.session, msg.sent_us, time.monotonic())
         refused, waited = self._pauses.refusal(
-            self.task, "RunStep", msg.id, timeout_ms / 1000.0 if timeout_ms > 0 else None)
-        if waited:   # read during or just after a pause of this task: rare
+            self.task, "RunStep", msg.id, timeout_ms / 1000.0 if timeout_ms > 0 else None, late)
+        if waited:   # read during or just after a pause of this task, or late: rare
             if refused is not None:
                 raise refused
             if timeout_ms > 0:   # what is left of the client's budget
@@ -350,9 +356,10 @@ class ServerCore:
         trace: list | None = [] if msg.trace_level > 0 else None
         assert self.worker is not None
         assert self._pauses is not None
+        late = self._from_masters.excess(msg.session, msg.sent_us, time.monotonic())
         refused, waited = self._pauses.refusal(self.task, "RunGraph of step", msg.step_id,
-                                               timeout)
-        if waited:   # read during or just after a pause of this task: rare
+                                               timeout, late)
+        if waited:   # read during or just after a pause of this task, or late: rare
             if refused is not None:
                 raise refused
             if timeout is not None:

@@ -111,6 +111,9 @@ class RunStep(Message):
     # (from before a pause of its own, see distributed.liveness); 0: the server's default
     timeout_ms: int = 0
     trace_level: int = 0  # > 0: every task reports when and where each node ran
+    # the sender's monotonic clock when sent, in microseconds (0: not stamped): tells the
+    # master how much later than usual it arrived (a stalled network; distributed.transit)
+    sent_us: int = 0
     tensors: Tensors = field(default_factory=list)
 
 
@@ -174,6 +177,7 @@ class RunGraph(Message):
     # waited that long before it could start (a pause), and aborts it that long after
     timeout_ms: int = 0
     trace_level: int = 0
+    sent_us: int = 0   # the master's clock when sent, as RunStep's
     tensors: Tensors = field(default_factory=list)
 
 
