@@ -142,3 +142,12 @@ def test_a_lost_connection_is_given_the_liveness_bound_to_come_back():
     assert connection.on_event(EVENT_HANDSHAKE_SUCCEEDED, now=13.0) is None      # back again
     assert connection.lost_at is None
     assert connection.gone_for(now=20.0, liveness=5.0, deadline=100.0) is None
+
+
+def test_a_peer_whose_descriptor_libzmq_does_not_know_is_recorded_once_and_not_watched():
+    """libzmq gives no SRCFD for a ZMTP 1.0/2.0 peer's messages: the table must not make the
+    shell ask again per message (that raised, and logged, on every message)."""
+    peers = PeerTable()
+    peers.seen(b"old-protocol", None)
+    assert b"old-protocol" in peers.fd_of
+    assert peers.on_event(MonitorEvent(EVENT_DISCONNECTED, -1, b"")) is None

@@ -18,6 +18,8 @@ from typing import Any
 DEFAULT_SESSION_GC_SECS = 3600.0   # an hour without a request: a client would have sent one
 DEFAULT_WAIT_SECS = 600.0          # as long as a step without a client deadline may take
 DEFAULT_LOG_SECS = 10.0            # TF1's interval between "still waiting" lines
+DEFAULT_HANDSHAKE_SECS = 5.0       # a peer on a LAN finishes the ZeroMQ handshake in milliseconds
+DEFAULT_MAX_CONNECTIONS = 512      # half of the usual 1024-descriptor limit (ulimit -n)
 
 
 def _setting(default: Any, help: str, metavar: str | None = None) -> Any:
@@ -39,6 +41,17 @@ class ServerOptions:
         "started yet (a client's deadline bounds it too)", "SECONDS")
     wait_log_secs: float = _setting(
         DEFAULT_LOG_SECS, "log the tasks still waited for this often", "SECONDS")
+    # ---- binding and connections (issue 31: bind) ----
+    insecure: bool = _setting(
+        False, "serve a non-loopback address without CURVE keys: anyone who reaches the port may "
+        "run any op on this server (refused otherwise; also ZMTF_INSECURE=1)")
+    handshake_timeout_secs: float = _setting(
+        DEFAULT_HANDSHAKE_SECS, "close a connection that has not finished the ZeroMQ handshake "
+        "(greeting, CURVE) after this long (0: libzmq's 30 s)", "SECONDS")
+    max_connections: int = _setting(
+        DEFAULT_MAX_CONNECTIONS, "connections one listener keeps open; beyond it a new one "
+        "replaces the oldest that never sent a request, else is closed at once (0: no cap; keep "
+        "it well under the descriptor limit, ulimit -n)", "N")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -47,6 +60,10 @@ class ServerOptions:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                     raise ValueError(f"server setting {f.name} must be a number >= 0, not {value!r}")
                 object.__setattr__(self, f.name, float(value))
+            elif type(f.default) is int and (type(value) is not int or value < 0):
+                raise ValueError(f"server setting {f.name} must be an integer >= 0, not {value!r}")
+            elif type(f.default) is bool and type(value) is not bool:
+                raise ValueError(f"server setting {f.name} must be True or False, not {value!r}")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
