@@ -129,16 +129,23 @@ def ready_command_start() -> bytes:
     return b"\x04\x40\x05READY\x0bSocket-Type" + struct.pack(">I", 6)
 
 
-def wait_closed(sock: socket.socket, bound: float) -> float | None:
-    """Read until the server closes ``sock``; the seconds it took, or None within ``bound``."""
+def wait_closed(socks: list[socket.socket], bound: float) -> list[float | None]:
+    """Read until the server closes each of ``socks``: the seconds each took from now, None
+    for one still open after ``bound`` seconds."""
     started = time.monotonic()
-    sock.settimeout(0.1)
-    while time.monotonic() - started < bound:
-        try:
-            if sock.recv(65536) == b"":
-                return time.monotonic() - started
-        except socket.timeout:
-            continue
-        except OSError:   # reset
-            return time.monotonic() - started
-    return None
+    took: list[float | None] = [None] * len(socks)
+    for sock in socks:
+        sock.settimeout(0.05)
+    while None in took and time.monotonic() - started < bound:
+        for i, sock in enumerate(socks):
+            if took[i] is not None:
+                continue
+            try:
+                if sock.recv(65536) != b"":
+                    continue
+            except socket.timeout:
+                continue
+            except OSError:   # reset
+                pass
+            took[i] = time.monotonic() - started
+    return took
