@@ -1,6 +1,6 @@
 """ConnectionCap: which connections a capped listener closes (pure: descriptors and seconds)."""
 
-from zmtf.wire.connection_cap import ConnectionCap
+from zmtf.wire.connection_cap import ConnectionCap, cap_for
 
 
 def test_under_the_cap_nothing_is_closed():
@@ -61,3 +61,11 @@ def test_a_reused_descriptor_is_a_new_connection():
 def test_no_cap():
     cap = ConnectionCap(0)
     assert all(cap.opened(fd, 0.0) is None for fd in range(5000))
+
+
+def test_the_cap_keeps_half_the_descriptors_for_everything_else():
+    assert cap_for(512, 1024) == 512
+    assert cap_for(512, 256) == 128
+    assert cap_for(512, None) == 512
+    assert cap_for(0, 256) == 0
+    assert cap_for(512, 1) == 1

@@ -14,11 +14,12 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import resource
 import socket
 import time
 from typing import Any
 
-from zmtf.wire.connection_cap import ConnectionCap
+from zmtf.wire.connection_cap import ConnectionCap, cap_for
 from zmtf.wire.connection_state import (
     EVENT_ACCEPT_FAILED, EVENT_ACCEPTED, EVENT_DISCONNECTED, MonitorEvent,
 )
@@ -71,14 +72,26 @@ def shut_down(fd: int, expected: tuple[Any, Any] | None) -> bool:
         sock.detach()
 
 
+def descriptor_limit() -> int | None:
+    """The process's soft limit of open descriptors; None when unlimited."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 class ConnectionGuard:
     """The connections of one listener: closes those beyond its cap, logs what it did."""
 
     __slots__ = ("endpoint", "cap", "_addresses", "_closed_logged", "_failed", "_errno",
                  "_logged_at")
 
-    def __init__(self, endpoint: str, limit: int) -> None:
+    def __init__(self, endpoint: str, max_connections: int) -> None:
         self.endpoint = endpoint
+        descriptors = descriptor_limit()
+        limit = cap_for(max_connections, descriptors)
+        if limit < max_connections:
+            log.warning("%s: keeps at most %d connections, not max_connections=%d: this process "
+                        "may open only %d descriptors (ulimit -n)", endpoint, limit,
+                        max_connections, descriptors)
         self.cap = ConnectionCap(limit)
         self._addresses: dict[int, tuple[Any, Any] | None] = {}   # fd -> what it was accepted for
         self._closed_logged = 0   # cap.closed_count when the last line was logged
@@ -115,7 +128,8 @@ class ConnectionGuard:
         if closed:
             log.warning("%s: closed %d connection(s) beyond its cap of %d open connections "
                         "(max_connections), idle ones first; raise --max-connections (and ulimit "
-                        "-n) for a cluster with more peers", self.endpoint, closed, self.cap.limit)
+                        "-n, twice as high) for a cluster with more peers", self.endpoint, closed,
+                        self.cap.limit)
         if self._failed:
             error = self._errno
             cause = ("the process is out of file descriptors (ulimit -n); lower "
@@ -126,4 +140,4 @@ class ConnectionGuard:
         self._closed_logged, self._failed, self._logged_at = self.cap.closed_count, 0, now
 
 
-__all__ = ["ConnectionGuard", "LOG_INTERVAL_SECS", "fingerprint", "shut_down"]
+__all__ = ["ConnectionGuard", "LOG_INTERVAL_SECS", "descriptor_limit", "fingerprint", "shut_down"]

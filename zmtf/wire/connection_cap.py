@@ -23,6 +23,15 @@ from collections import OrderedDict
 DEFAULT_GRACE_SECS = 0.25
 
 
+def cap_for(max_connections: int, descriptors: int | None) -> int:
+    """The cap a listener keeps: ``max_connections``, but at most half of what the process
+    may open (``descriptors``, the soft ``ulimit -n``; None: no limit), so that files, peers
+    and zmq itself keep the other half. 0: no cap."""
+    if not max_connections or descriptors is None:
+        return max_connections
+    return max(1, min(max_connections, descriptors // 2))
+
+
 class ConnectionCap:
     """The open connections of one listener, by descriptor, and which to close."""
 
@@ -70,4 +79,4 @@ class ConnectionCap:
         self._closing.discard(fd)
 
 
-__all__ = ["ConnectionCap", "DEFAULT_GRACE_SECS"]
+__all__ = ["ConnectionCap", "DEFAULT_GRACE_SECS", "cap_for"]
