@@ -44,12 +44,12 @@ def test_the_guard_ends_the_connections_beyond_its_cap():
         try:
             for _, served in pairs:
                 guard.on_event(MonitorEvent(EVENT_ACCEPTED, served.fileno(), b""))
-            guard.sent(pairs[0][1].fileno())
+                guard.sent(pairs[0][1].fileno())   # the first one is at work
             assert len(guard.cap) == 2
-            newest = pairs[2][0]
-            newest.settimeout(5)
-            assert newest.recv(1) == b""   # within its grace, the newcomer is the one closed
-            guard.on_event(MonitorEvent(EVENT_DISCONNECTED, pairs[2][1].fileno(), b""))
+            idle = pairs[1][0]
+            idle.settimeout(5)
+            assert idle.recv(1) == b""   # the oldest that sent nothing makes room
+            guard.on_event(MonitorEvent(EVENT_DISCONNECTED, pairs[1][1].fileno(), b""))
             assert len(guard.cap) == 2
         finally:
             for client, served in pairs:

@@ -105,7 +105,7 @@ class ConnectionGuard:
         kind, fd = event.kind, event.value
         if kind == EVENT_ACCEPTED:
             self._addresses[fd] = fingerprint(fd)
-            victim = self.cap.opened(fd, _clock())
+            victim = self.cap.opened(fd)
             if victim is not None:
                 shut_down(victim, self._addresses.pop(victim, None))
                 self._log()

@@ -35,6 +35,10 @@ Handler = Callable[[Any], Any]
 #: greeting (it speaks those old versions otherwise, and their messages carry no SRCFD); a
 #: ZMTP 3 peer with no keys still gets in (no ZAP handler: allowed; pyzmq's: NULL allowed).
 PLAINTEXT_ZAP_DOMAIN = b"zmtf-plaintext"
+#: connections the kernel queues before the listener accepts them (libzmq's default: 100).
+#: A burst of connections beyond the queue makes the kernel drop new SYNs, and a client's
+#: connect then waits a second for its retry: a flood of idle connections fits in this one.
+LISTEN_BACKLOG = 1024
 
 
 class _PeerWatch:
@@ -105,6 +109,7 @@ class Listener:
         sock = ctx.socket(zmq.ROUTER)
         configure_socket(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.BACKLOG, LISTEN_BACKLOG)
         if handshake_secs > 0:
             sock.setsockopt(zmq.HANDSHAKE_IVL, max(1, int(handshake_secs * 1000)))
         if keys is not None and security.applies(endpoint):

@@ -6,22 +6,17 @@ while no new client gets in. The shell closes the connections this table names, 
 listener holds at most ``limit`` of them and descriptors stay free for files and peers.
 
 Whom to close, when a new connection makes one too many: the oldest connection that has
-not sent a message yet (an idle flood, a slow-loris greeting) and has had its ``grace`` to
-send one; if there is none, the new connection itself, at once. So a flood of idle
-connections cannot lock clients out: each newcomer replaces an idle one, and a client that
-sends its request within the grace is never the one closed. Connections that have sent a
-message (peers and clients at work) are never closed here. Pure: descriptors and
-monotonic seconds in, descriptors to close out.
+not sent a message yet (an idle flood, a slow-loris greeting); if every other one has, the
+new connection itself, at once. So a flood of idle connections cannot lock clients out:
+each newcomer replaces the oldest idle one, and a client is closed only if the cap's worth
+of newer connections arrived before its first request did (a client on a LAN sends it
+within milliseconds). Connections that have sent a message (peers and clients at work) are
+never closed here. Pure: events about descriptors in, descriptors to close out.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-
-#: a new connection's time to send its first message before a newer one may replace it:
-#: a client on a LAN connects, shakes hands and sends in a few milliseconds
-DEFAULT_GRACE_SECS = 0.25
-
 
 def cap_for(max_connections: int, descriptors: int | None) -> int:
     """The cap a listener keeps: ``max_connections``, but at most half of what the process
@@ -35,12 +30,11 @@ def cap_for(max_connections: int, descriptors: int | None) -> int:
 class ConnectionCap:
     """The open connections of one listener, by descriptor, and which to close."""
 
-    __slots__ = ("limit", "grace", "_quiet", "_busy", "_closing", "closed_count")
+    __slots__ = ("limit", "_quiet", "_busy", "_closing", "closed_count")
 
-    def __init__(self, limit: int, grace: float = DEFAULT_GRACE_SECS) -> None:
+    def __init__(self, limit: int) -> None:
         self.limit = limit   # 0: no cap
-        self.grace = grace
-        self._quiet: OrderedDict[int, float] = OrderedDict()   # fd -> opened at; no message yet
+        self._quiet: OrderedDict[int, None] = OrderedDict()   # fds with no message yet, oldest first
         self._busy: set[int] = set()      # fds that sent a message
         self._closing: set[int] = set()   # fds this table named, until their close is seen
         self.closed_count = 0             # connections named for closing, in all
@@ -49,16 +43,13 @@ class ConnectionCap:
         """Open connections that count against the cap (not those being closed)."""
         return len(self._quiet) + len(self._busy)
 
-    def opened(self, fd: int, now: float) -> int | None:
+    def opened(self, fd: int) -> int | None:
         """A connection was accepted on ``fd``; the descriptor to close now, if any."""
         self._forget(fd)   # a reused descriptor: its old connection's close went unseen
-        self._quiet[fd] = now
+        self._quiet[fd] = None
         if not self.limit or len(self) <= self.limit:
             return None
-        victim = fd
-        oldest, opened_at = next(iter(self._quiet.items()))
-        if oldest != fd and now - opened_at >= self.grace:
-            victim = oldest
+        victim = next(iter(self._quiet))   # the oldest idle one (the new one if it is alone)
         del self._quiet[victim]
         self._closing.add(victim)
         self.closed_count += 1
@@ -66,7 +57,8 @@ class ConnectionCap:
 
     def sent(self, fd: int) -> None:
         """A message came by ``fd``: its connection is at work, never closed here."""
-        if self._quiet.pop(fd, None) is not None:
+        if fd in self._quiet:
+            del self._quiet[fd]
             self._busy.add(fd)
 
     def closed(self, fd: int) -> None:
@@ -79,4 +71,4 @@ class ConnectionCap:
         self._closing.discard(fd)
 
 
-__all__ = ["ConnectionCap", "DEFAULT_GRACE_SECS", "cap_for"]
+__all__ = ["ConnectionCap", "cap_for"]

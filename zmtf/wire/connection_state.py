@@ -151,16 +151,23 @@ class ClientConnection:
         return Lost()
 
 
+#: a handshake that ended with no detail may also have been cut by the server's cap
+AT_CAP_HINT = ("; or the server closed the connection at its cap of open connections "
+               "(max_connections: its log says so)")
+
+
 def refusal(kind: int, peer: str, endpoint: str, secured: bool) -> str:
     """What to tell the user when a handshake failed (event ``kind``)."""
     if kind == EVENT_HANDSHAKE_FAILED_AUTH:
         return (f"{peer} at {endpoint} refused this process's CURVE key: it is not among the "
                 f"server's authorized keys ({CURVE_DIR_ENV} must name the cluster's key directory)")
+    hint = AT_CAP_HINT if kind == EVENT_HANDSHAKE_FAILED_NO_DETAIL else ""
     if secured:
         return (f"the CURVE handshake with {peer} at {endpoint} failed: the server does not use "
-                f"the same cluster key (or speaks plaintext); check {CURVE_DIR_ENV} on both sides")
+                f"the same cluster key (or speaks plaintext); check {CURVE_DIR_ENV} on both "
+                f"sides{hint}")
     return (f"the handshake with {peer} at {endpoint} failed: the server requires CURVE; set "
-            f"{CURVE_DIR_ENV} to the cluster's key directory")
+            f"{CURVE_DIR_ENV} to the cluster's key directory{hint}")
 
 
 class PeerTable:
@@ -199,7 +206,7 @@ class PeerTable:
 
 
 __all__ = [
-    "CAPPED_SERVER_EVENTS", "CLIENT_EVENTS", "CURVE_DIR_ENV", "ClientConnection", "EVENT_ACCEPTED", "EVENT_ACCEPT_FAILED",
+    "AT_CAP_HINT", "CAPPED_SERVER_EVENTS", "CLIENT_EVENTS", "CURVE_DIR_ENV", "ClientConnection", "EVENT_ACCEPTED", "EVENT_ACCEPT_FAILED",
     "EVENT_CONNECTED", "EVENT_DISCONNECTED",
     "EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_NO_DETAIL",
     "EVENT_HANDSHAKE_FAILED_PROTOCOL", "EVENT_HANDSHAKE_SUCCEEDED", "HANDSHAKE_EVENTS",
