@@ -120,3 +120,14 @@ def test_localhost_binds_loopback_only(monkeypatch):
 
 def _env_without_switches():
     return {k: v for k, v in os.environ.items() if k not in (INSECURE_ENV, security.ENV)}
+
+
+@pytest.mark.parametrize("settings", [
+    {"insecure": "yes"}, {"insecure": 1}, {"max_connections": -1}, {"max_connections": 2.5},
+    {"handshake_timeout_secs": -1},
+])
+def test_the_settings_are_checked(settings):
+    from zmtf.distributed.server_options import ServerOptions
+
+    with pytest.raises(ValueError, match="server setting"):
+        ServerOptions(**settings)

@@ -49,9 +49,9 @@ class ServerOptions:
         DEFAULT_HANDSHAKE_SECS, "close a connection that has not finished the ZeroMQ handshake "
         "(greeting, CURVE) after this long (0: libzmq's 30 s)", "SECONDS")
     max_connections: int = _setting(
-        DEFAULT_MAX_CONNECTIONS, "connections one listener keeps open; beyond it a new one "
-        "replaces the oldest that never sent a request, else is closed at once (0: no cap; keep "
-        "it well under the descriptor limit, ulimit -n)", "N")
+        DEFAULT_MAX_CONNECTIONS, "connections one listener keeps open (at most half of ulimit "
+        "-n); beyond it a new one replaces the oldest that has sent no request, else is closed "
+        "at once (0: no cap)", "N")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
