@@ -127,9 +127,10 @@ class Listener:
         self._streams = new_streams(self._stream_expired, self._sweep.arm)   # by peer identity
         self._sweep.streams = self._streams
         # in-process peers (inproc://) leave with this process: no connections to watch
-        guard = ConnectionGuard(self.endpoint, max_connections) if max_connections > 0 else None
-        self._peers = (None if endpoint.startswith("inproc://")
-                       else _PeerWatch(sock, loop, self._peer_gone, guard))
+        self._peers: _PeerWatch | None = None
+        if not endpoint.startswith("inproc://"):
+            guard = ConnectionGuard(self.endpoint, max_connections) if max_connections else None
+            self._peers = _PeerWatch(sock, loop, self._peer_gone, guard)
         self._reactor = Reactor(sock, loop, self._on_frames)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
