@@ -5,7 +5,7 @@ import struct
 import pytest
 
 from zmtf.wire.connection_state import (
-    CLIENT_EVENTS, EVENT_CONNECTED, EVENT_DISCONNECTED, EVENT_HANDSHAKE_FAILED_AUTH,
+    AT_CAP_HINT, CLIENT_EVENTS, EVENT_CONNECTED, EVENT_DISCONNECTED, EVENT_HANDSHAKE_FAILED_AUTH,
     EVENT_HANDSHAKE_FAILED_NO_DETAIL, EVENT_HANDSHAKE_FAILED_PROTOCOL, EVENT_HANDSHAKE_SUCCEEDED,
     HANDSHAKE_EVENTS, ClientConnection, Lost, MonitorEvent, PeerTable, Refused,
     decode_monitor_event, refusal,
@@ -79,12 +79,14 @@ def test_an_inproc_client_starts_connected():
 @pytest.mark.parametrize("kind", [EVENT_HANDSHAKE_FAILED_PROTOCOL,
                                   EVENT_HANDSHAKE_FAILED_NO_DETAIL])
 def test_a_failed_handshake_says_which_side_lacks_the_key(kind):
+    # a handshake cut with no detail may also be the server's connection cap: that is said too
+    hint = AT_CAP_HINT if kind == EVENT_HANDSHAKE_FAILED_NO_DETAIL else ""
     assert refusal(kind, "w", "tcp://h:1", secured=True) == (
         "the CURVE handshake with w at tcp://h:1 failed: the server does not use the same "
-        "cluster key (or speaks plaintext); check ZMTF_CURVE_DIR on both sides")
+        "cluster key (or speaks plaintext); check ZMTF_CURVE_DIR on both sides" + hint)
     assert refusal(kind, "w", "tcp://h:1", secured=False) == (
         "the handshake with w at tcp://h:1 failed: the server requires CURVE; set "
-        "ZMTF_CURVE_DIR to the cluster's key directory")
+        "ZMTF_CURVE_DIR to the cluster's key directory" + hint)
 
 
 def test_a_closed_connection_names_the_peer_that_came_by_it():
@@ -142,3 +144,12 @@ def test_a_lost_connection_is_given_the_liveness_bound_to_come_back():
     assert connection.on_event(EVENT_HANDSHAKE_SUCCEEDED, now=13.0) is None      # back again
     assert connection.lost_at is None
     assert connection.gone_for(now=20.0, liveness=5.0, deadline=100.0) is None
+
+
+def test_a_peer_whose_descriptor_libzmq_does_not_know_is_recorded_once_and_not_watched():
+    """libzmq gives no SRCFD for a ZMTP 1.0/2.0 peer's messages: the table must not make the
+    shell ask again per message (that raised, and logged, on every message)."""
+    peers = PeerTable()
+    peers.seen(b"old-protocol", None)
+    assert b"old-protocol" in peers.fd_of
+    assert peers.on_event(MonitorEvent(EVENT_DISCONNECTED, -1, b"")) is None

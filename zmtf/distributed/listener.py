@@ -17,6 +17,7 @@ from typing import Any, Callable, Hashable
 import zmq
 
 from zmtf.distributed import security
+from zmtf.distributed.connection_guard import ConnectionGuard
 from zmtf.distributed.futures import Deferred, is_outcome, outcome
 from zmtf.distributed.reactor import IdleSweep, Reactor, receive
 from zmtf.distributed.sockets import (
@@ -24,31 +25,50 @@ from zmtf.distributed.sockets import (
 )
 from zmtf.framework.errors import UnavailableError
 from zmtf.wire import codec, messages
-from zmtf.wire.connection_state import SERVER_EVENTS, PeerTable
+from zmtf.wire.connection_state import CAPPED_SERVER_EVENTS, SERVER_EVENTS, PeerTable
 
 log = logging.getLogger("zmtf.transport")
 
 #: a request -> its reply, None (no reply), or a coroutine, Deferred or future settling with it
 Handler = Callable[[Any], Any]
+#: A ZAP domain on a plaintext listener: libzmq then refuses ZMTP 1.0/2.0 peers at their
+#: greeting (it speaks those old versions otherwise, and their messages carry no SRCFD); a
+#: ZMTP 3 peer with no keys still gets in (no ZAP handler: allowed; pyzmq's: NULL allowed).
+PLAINTEXT_ZAP_DOMAIN = b"zmtf-plaintext"
+#: connections the kernel queues before the listener accepts them (libzmq's default: 100).
+#: A burst of connections beyond the queue makes the kernel drop new SYNs, and a client's
+#: connect then waits a second for its retry: a flood of idle connections fits in this one.
+LISTEN_BACKLOG = 1024
 
 
 class _PeerWatch:
     """Feeds a ROUTER's monitor events into its PeerTable; ``gone(peer)`` for each peer
     whose connection closed."""
 
-    __slots__ = ("_monitor", "table", "_gone")
+    __slots__ = ("_monitor", "table", "_gone", "_guard")
 
     def __init__(self, sock: zmq.Socket, loop: asyncio.AbstractEventLoop,
-                 gone: Callable[[bytes], None]) -> None:
-        self._monitor: zmq.Socket | None = sock.get_monitor_socket(SERVER_EVENTS)
+                 gone: Callable[[bytes], None], guard: ConnectionGuard | None = None) -> None:
+        events = SERVER_EVENTS if guard is None else CAPPED_SERVER_EVENTS
+        self._monitor: zmq.Socket | None = sock.get_monitor_socket(events)
         self.table = PeerTable()
         self._gone = gone
+        self._guard = guard
         loop.add_reader(self._monitor.FD, self.read_monitor)
+        # libzmq signals the FD only once a read found the monitor empty: read it once now,
+        # or the first connection's ACCEPTED waits for another event
+        self.read_monitor()
 
     def seen(self, peer: bytes, identity: zmq.Frame) -> None:
         """The first message from ``peer`` (its routing-id frame ``identity``)."""
         self.read_monitor()   # connections that closed before this one opened go first
-        self.table.seen(peer, identity.get(zmq.SRCFD))
+        try:
+            fd = identity.get(zmq.SRCFD)
+        except zmq.ZMQError:   # libzmq knows none (a ZMTP 1.0/2.0 peer: refused at greeting)
+            fd = None
+        self.table.seen(peer, fd)
+        if fd is not None and self._guard is not None:
+            self._guard.sent(fd)
 
     def read_monitor(self) -> None:
         while self._monitor is not None:
@@ -58,6 +78,8 @@ class _PeerWatch:
                 return
             if event is None:
                 return
+            if self._guard is not None:
+                self._guard.on_event(event)
             peer = self.table.on_event(event)
             if peer is not None:
                 self._gone(peer)
@@ -74,7 +96,10 @@ class Listener:
 
     def __init__(self, ctx: zmq.Context, endpoint: str, handler: Handler,
                  loop: asyncio.AbstractEventLoop, keys: security.CurveKeys | None = None,
-                 prepare_reply: Callable[[Any], Any] | None = None) -> None:
+                 prepare_reply: Callable[[Any], Any] | None = None,
+                 handshake_secs: float = 0.0, max_connections: int = 0) -> None:
+        """``handshake_secs``: close a connection whose ZeroMQ handshake takes longer (0:
+        libzmq's 30 s); ``max_connections``: the cap of ``connection_guard`` (0: none)."""
         self._handler = handler
         self._prepare_reply = prepare_reply   # e.g. copy what must not be shared in-process
         self._loop = loop
@@ -84,8 +109,13 @@ class Listener:
         sock = ctx.socket(zmq.ROUTER)
         configure_socket(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.BACKLOG, LISTEN_BACKLOG)
+        if handshake_secs > 0:
+            sock.setsockopt(zmq.HANDSHAKE_IVL, max(1, int(handshake_secs * 1000)))
         if keys is not None and security.applies(endpoint):
             security.secure_server(sock, keys)
+        elif not endpoint.startswith("inproc://"):
+            sock.zap_domain = PLAINTEXT_ZAP_DOMAIN
         try:
             sock.bind(endpoint)
         except zmq.ZMQError as error:
@@ -97,8 +127,10 @@ class Listener:
         self._streams = new_streams(self._stream_expired, self._sweep.arm)   # by peer identity
         self._sweep.streams = self._streams
         # in-process peers (inproc://) leave with this process: no connections to watch
-        self._peers = (None if endpoint.startswith("inproc://")
-                       else _PeerWatch(sock, loop, self._peer_gone))
+        self._peers: _PeerWatch | None = None
+        if not endpoint.startswith("inproc://"):
+            guard = ConnectionGuard(self.endpoint, max_connections) if max_connections else None
+            self._peers = _PeerWatch(sock, loop, self._peer_gone, guard)
         self._reactor = Reactor(sock, loop, self._on_frames)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:

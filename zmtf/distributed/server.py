@@ -26,6 +26,7 @@ from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.distributed import inproc, liveness, security, transit
+from zmtf.distributed.bind_policy import check_may_listen, is_local_only
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
@@ -112,6 +113,7 @@ class ServerCore:
         """Bind and start serving on the running loop."""
         if self.started:
             return
+        check_may_listen(self.address, self.task, self.keys is not None, self.options.insecure)
         loop = asyncio.get_running_loop()
         self._pools = DevicePools(self.config.inter_op_parallelism_threads)
         self._devices = local_devices(self.task, self.config.gpu_options, self.config.device_count,
@@ -128,7 +130,9 @@ class ServerCore:
         if self.keys is not None:
             security.start_authenticator(self.context, self.keys)
         try:
-            self._listener = Listener(self.context, bind, self.handle, loop, self.keys)
+            self._listener = Listener(self.context, bind, self.handle, loop, self.keys,
+                                      handshake_secs=self.options.handshake_timeout_secs,
+                                      max_connections=self.options.max_connections)
         except BaseException:
             if self.keys is not None:
                 security.stop_authenticator(self.context)
@@ -150,6 +154,9 @@ class ServerCore:
                  "%s)", self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
                  self._pools.threads, intra,
                  f"CURVE with the keys in {self.keys.directory}" if self.keys else "plaintext, no CURVE")
+        if self.keys is None and not is_local_only(self.address):
+            log.warning("%s serves %s in plaintext (insecure): anyone who reaches it can run any "
+                        "op on this server", self.task, self._listener.endpoint)
 
     def _serve_in_process(self, loop: asyncio.AbstractEventLoop, worker: WorkerService,
                           bound: str) -> None:

@@ -21,10 +21,17 @@ from zmtf.placement.op_policy import allowed_names
 DEFAULT_SESSION_GC_SECS = 3600.0   # an hour without a request: a client would have sent one
 DEFAULT_WAIT_SECS = 600.0          # as long as a step without a client deadline may take
 DEFAULT_LOG_SECS = 10.0            # TF1's interval between "still waiting" lines
+DEFAULT_HANDSHAKE_SECS = 5.0       # a peer on a LAN finishes the ZeroMQ handshake in milliseconds
+DEFAULT_MAX_CONNECTIONS = 512      # half of the usual 1024-descriptor limit (ulimit -n)
 
 
-def _setting(default: Any, help: str, metavar: str | None = None) -> Any:
-    return field(default=default, metadata={"help": help, "metavar": metavar})
+def _setting(default: Any, help: str, metavar: str | None = None, env: str | None = None) -> Any:
+    """A field with its flag's help; ``env`` names the environment variable that sets it when
+    the server's own arguments leave it at its default."""
+    return field(default=default, metadata={"help": help, "metavar": metavar, "env": env})
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,25 @@ class ServerOptions:
     allow_ops: str | None = _setting(
         None, "ops to run for graphs from the network although the op policy refuses them "
         "(file ops, Print, py_func): comma-separated op names, or 'all' (default: "
-        "ZMTF_ALLOW_OPS)", "OPS")
+        "ZMTF_ALLOW_OPS)", "OPS", env="ZMTF_ALLOW_OPS")
     file_root: str | None = _setting(
         None, "allow file ops (ReadFile, readers, file datasets, ...) in graphs from the network "
-        "on paths under DIR only, symlinks and '..' resolved (default: ZMTF_FILE_ROOT)", "DIR")
+        "on paths under DIR only, symlinks and '..' resolved (default: ZMTF_FILE_ROOT)", "DIR",
+        env="ZMTF_FILE_ROOT")
     allow_reset: bool = _setting(
         False, "let clients call Session.reset, which clears every variable of the cluster "
-        "(default: ZMTF_ALLOW_RESET=1)")
+        "(default: ZMTF_ALLOW_RESET=1)", env="ZMTF_ALLOW_RESET")
+    # ---- binding and connections (issue 31: bind) ----
+    insecure: bool = _setting(
+        False, "serve a non-loopback address without CURVE keys: anyone who reaches the port may "
+        "run any op on this server (refused otherwise; also ZMTF_INSECURE=1)", env="ZMTF_INSECURE")
+    handshake_timeout_secs: float = _setting(
+        DEFAULT_HANDSHAKE_SECS, "close a connection that has not finished the ZeroMQ handshake "
+        "(greeting, CURVE) after this long (0: libzmq's 30 s)", "SECONDS")
+    max_connections: int = _setting(
+        DEFAULT_MAX_CONNECTIONS, "connections one listener keeps open (at most half of ulimit "
+        "-n); beyond it a new one replaces the oldest that has sent no request, else is closed "
+        "at once (0: no cap)", "N")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -61,6 +80,10 @@ class ServerOptions:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                     raise ValueError(f"server setting {f.name} must be a number >= 0, not {value!r}")
                 object.__setattr__(self, f.name, float(value))
+            elif type(f.default) is int and (type(value) is not int or value < 0):
+                raise ValueError(f"server setting {f.name} must be an integer >= 0, not {value!r}")
+            elif type(f.default) is bool and type(value) is not bool:
+                raise ValueError(f"server setting {f.name} must be True or False, not {value!r}")
         names = allowed_names(self.allow_ops)   # ValueError on a name the policy does not refuse
         object.__setattr__(self, "allow_ops", ",".join(sorted(names)) or None)
         if self.file_root is not None and not isinstance(self.file_root, str):
@@ -68,13 +91,17 @@ class ServerOptions:
 
 
 def with_environment(options: ServerOptions, environ: Mapping[str, str]) -> ServerOptions:
-    """The op policy's settings that ``options`` leaves unset, from ZMTF_ALLOW_OPS,
-    ZMTF_FILE_ROOT and ZMTF_ALLOW_RESET: how a server that a library starts (an Estimator's,
-    from TF_CONFIG) is told what its trusted job may do."""
-    return dataclasses.replace(
-        options, allow_ops=options.allow_ops or environ.get("ZMTF_ALLOW_OPS") or None,
-        file_root=options.file_root or environ.get("ZMTF_FILE_ROOT") or None,
-        allow_reset=options.allow_reset or environ.get("ZMTF_ALLOW_RESET") == "1")
+    """``options`` with each setting it leaves at its default taken from its environment
+    variable, where set (ZMTF_ALLOW_OPS, ZMTF_INSECURE, ...): how a server that a library
+    starts (an Estimator's, from TF_CONFIG) is told what its trusted job may do."""
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(options):
+        name = f.metadata["env"]
+        if name is None or not environ.get(name) or getattr(options, f.name) != f.default:
+            continue
+        text = environ[name]
+        changes[f.name] = text.strip().lower() in _TRUE if type(f.default) is bool else text
+    return dataclasses.replace(options, **changes) if changes else options
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:

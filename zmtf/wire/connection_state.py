@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from zmtf.framework.errors import OpError, UnauthenticatedError, UnavailableError
 
 EVENT_CONNECTED = 0x0001
+EVENT_ACCEPTED = 0x0020
+EVENT_ACCEPT_FAILED = 0x0040
 EVENT_DISCONNECTED = 0x0200
 EVENT_HANDSHAKE_FAILED_NO_DETAIL = 0x0800
 EVENT_HANDSHAKE_SUCCEEDED = 0x1000
@@ -36,6 +38,9 @@ HANDSHAKE_EVENTS = (EVENT_HANDSHAKE_SUCCEEDED | EVENT_HANDSHAKE_FAILED_NO_DETAIL
 CLIENT_EVENTS = EVENT_CONNECTED | EVENT_DISCONNECTED | HANDSHAKE_EVENTS
 #: the events a server's monitor asks for: a peer's connection closed
 SERVER_EVENTS = EVENT_DISCONNECTED
+#: ... and those a capped server's asks for too: a connection opened, or could not be
+#: accepted (the descriptor table is full); see wire.connection_cap
+CAPPED_SERVER_EVENTS = SERVER_EVENTS | EVENT_ACCEPTED | EVENT_ACCEPT_FAILED
 
 #: the variable that names a cluster's CURVE key directory (see distributed.security)
 CURVE_DIR_ENV = "ZMTF_CURVE_DIR"
@@ -146,16 +151,23 @@ class ClientConnection:
         return Lost()
 
 
+#: a handshake that ended with no detail may also have been cut by the server's cap
+AT_CAP_HINT = ("; or the server closed the connection at its cap of open connections "
+               "(max_connections: its log says so)")
+
+
 def refusal(kind: int, peer: str, endpoint: str, secured: bool) -> str:
     """What to tell the user when a handshake failed (event ``kind``)."""
     if kind == EVENT_HANDSHAKE_FAILED_AUTH:
         return (f"{peer} at {endpoint} refused this process's CURVE key: it is not among the "
                 f"server's authorized keys ({CURVE_DIR_ENV} must name the cluster's key directory)")
+    hint = AT_CAP_HINT if kind == EVENT_HANDSHAKE_FAILED_NO_DETAIL else ""
     if secured:
         return (f"the CURVE handshake with {peer} at {endpoint} failed: the server does not use "
-                f"the same cluster key (or speaks plaintext); check {CURVE_DIR_ENV} on both sides")
+                f"the same cluster key (or speaks plaintext); check {CURVE_DIR_ENV} on both "
+                f"sides{hint}")
     return (f"the handshake with {peer} at {endpoint} failed: the server requires CURVE; set "
-            f"{CURVE_DIR_ENV} to the cluster's key directory")
+            f"{CURVE_DIR_ENV} to the cluster's key directory{hint}")
 
 
 class PeerTable:
@@ -175,10 +187,13 @@ class PeerTable:
         self.fd_of: dict[bytes, int] = {}
         self._peer_on: dict[int, bytes] = {}   # descriptor -> the peer on it
 
-    def seen(self, peer: bytes, fd: int) -> None:
-        """A message from ``peer`` arrived on connection ``fd``."""
-        self.fd_of[peer] = fd
-        self._peer_on[fd] = peer
+    def seen(self, peer: bytes, fd: int | None) -> None:
+        """A message from ``peer`` arrived on connection ``fd``; None: libzmq did not say
+        which (it never does for a ZMTP 1.0/2.0 peer, which zmtf refuses at the handshake):
+        the peer is known from now on, so this is asked once, but not watched."""
+        self.fd_of[peer] = -1 if fd is None else fd
+        if fd is not None:
+            self._peer_on[fd] = peer
 
     def on_event(self, event: MonitorEvent) -> bytes | None:
         """Take one monitor event; the peer whose connection it closed, if one is known."""
@@ -191,7 +206,8 @@ class PeerTable:
 
 
 __all__ = [
-    "CLIENT_EVENTS", "CURVE_DIR_ENV", "ClientConnection", "EVENT_CONNECTED", "EVENT_DISCONNECTED",
+    "AT_CAP_HINT", "CAPPED_SERVER_EVENTS", "CLIENT_EVENTS", "CURVE_DIR_ENV", "ClientConnection", "EVENT_ACCEPTED", "EVENT_ACCEPT_FAILED",
+    "EVENT_CONNECTED", "EVENT_DISCONNECTED",
     "EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_NO_DETAIL",
     "EVENT_HANDSHAKE_FAILED_PROTOCOL", "EVENT_HANDSHAKE_SUCCEEDED", "HANDSHAKE_EVENTS",
     "HANDSHAKE_FAILED", "Lost",
