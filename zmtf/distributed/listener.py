@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable
 
 import zmq
 
-from zmtf.distributed import security
+from zmtf.distributed import identities, security
 from zmtf.distributed.futures import Deferred, is_outcome, outcome
 from zmtf.distributed.reactor import IdleSweep, Reactor, receive
 from zmtf.distributed.sockets import (
@@ -28,8 +28,9 @@ from zmtf.wire.connection_state import SERVER_EVENTS, PeerTable
 
 log = logging.getLogger("zmtf.transport")
 
-#: a request -> its reply, None (no reply), or a coroutine, Deferred or future settling with it
-Handler = Callable[[Any], Any]
+#: (a request, who sent it: None without CURVE) -> its reply, None (no reply), or a
+#: coroutine, Deferred or future settling with it
+Handler = Callable[[Any, "identities.Sender | None"], Any]
 
 
 class _PeerWatch:
@@ -70,10 +71,12 @@ class _PeerWatch:
 
 
 class Listener:
-    """A ROUTER socket that serves requests: ``handler(message)`` returns a reply or a coroutine."""
+    """A ROUTER socket that serves requests: ``handler(message, sender)`` returns a reply or a
+    coroutine. ``sender`` is the identity of the request's CURVE key (None on a plaintext or
+    inproc:// socket, which has none)."""
 
     def __init__(self, ctx: zmq.Context, endpoint: str, handler: Handler,
-                 loop: asyncio.AbstractEventLoop, keys: security.CurveKeys | None = None,
+                 loop: asyncio.AbstractEventLoop, keys: security.Credential | None = None,
                  prepare_reply: Callable[[Any], Any] | None = None) -> None:
         self._handler = handler
         self._prepare_reply = prepare_reply   # e.g. copy what must not be shared in-process
@@ -84,8 +87,9 @@ class Listener:
         sock = ctx.socket(zmq.ROUTER)
         configure_socket(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        if keys is not None and security.applies(endpoint):
-            security.secure_server(sock, keys)
+        self._secured = keys is not None and security.applies(endpoint)
+        if self._secured:
+            security.secure_server(sock, keys)   # type: ignore[arg-type]
         try:
             sock.bind(endpoint)
         except zmq.ZMQError as error:
@@ -106,12 +110,14 @@ class Listener:
         peer = identity.bytes
         if self._peers is not None and peer not in self._peers.table.fd_of:
             self._peers.seen(peer, identity)
+        # the key it authenticated with, as libzmq attaches it to each message (ZAP User-Id)
+        sender = identities.sender(identity.get(security.USER_ID)) if self._secured else None
 
         def deliver(message: Any, error: BaseException | None, message_id: int) -> None:
             if error is not None:
                 self._reply(peer, messages.error_reply(message_id, error))
             else:
-                self._serve(peer, message)
+                self._serve(peer, message, sender)
 
         if sum(map(len, body)) < OFF_LOOP_DECODE_BYTES:   # small: decoded here, on the loop
             self._streams.feed(peer, body, deliver)
@@ -131,9 +137,9 @@ class Listener:
         """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
         self._reply(identity, messages.error_reply(message_id, error))
 
-    def _serve(self, identity: Any, message: Any) -> None:
+    def _serve(self, identity: Any, message: Any, sender: identities.Sender | None) -> None:
         try:
-            result = self._handler(message)
+            result = self._handler(message, sender)
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
             self._reply(identity, messages.error_reply(message.id, error))
             return

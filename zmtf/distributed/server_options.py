@@ -18,6 +18,7 @@ from typing import Any
 DEFAULT_SESSION_GC_SECS = 3600.0   # an hour without a request: a client would have sent one
 DEFAULT_WAIT_SECS = 600.0          # as long as a step without a client deadline may take
 DEFAULT_LOG_SECS = 10.0            # TF1's interval between "still waiting" lines
+DEFAULT_SESSIONS_PER_CLIENT = 64   # a client holds a few; a leak or a flood holds thousands
 
 
 def _setting(default: Any, help: str, metavar: str | None = None) -> Any:
@@ -29,8 +30,8 @@ class ServerOptions:
     """A server's zmtf settings (TF1's own ones stay in ``ConfigProto``)."""
 
     curve_dir: str | None = _setting(
-        None, "the cluster's CURVE key directory (python -m zmtf.keys DIR makes one): encrypt, "
-        "and admit only its keys (default: ZMTF_CURVE_DIR)", "DIR")
+        None, "the cluster's CURVE key directory (python -m zmtf.keys init DIR makes one): "
+        "encrypt, and admit only its task and client keys (default: ZMTF_CURVE_DIR)", "DIR")
     session_gc_secs: float = _setting(
         DEFAULT_SESSION_GC_SECS, "close a session whose client sent no request for this long, "
         "and free its partitions on every task (0: never)", "SECONDS")
@@ -39,6 +40,14 @@ class ServerOptions:
         "started yet (a client's deadline bounds it too)", "SECONDS")
     wait_log_secs: float = _setting(
         DEFAULT_LOG_SECS, "log the tasks still waited for this often", "SECONDS")
+    # ---- identities (CURVE keys per task and client) ----
+    curve_key: str | None = _setting(
+        None, "this task's own CURVE credential, made by python -m zmtf.keys add-task (default: "
+        "DIR.private/tasks/JOB-INDEX.key_secret beside the curve_dir DIR)", "FILE")
+    max_sessions_per_client: int = _setting(
+        DEFAULT_SESSIONS_PER_CLIENT, "sessions one client key may have open on this master "
+        "under CURVE; more are refused with ResourceExhaustedError (task keys: no limit; 0: no "
+        "limit)", "N")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
