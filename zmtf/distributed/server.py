@@ -72,6 +72,13 @@ class ServerCore:
         self.job_name, self.task_index = job_name, int(task_index)
         self.task = self.cluster.device_name(job_name, self.task_index)
         self.config = config or ConfigProto()
+        # CURVE: the cluster's key directory (curve_dir, else ZMTF_CURVE_DIR) and this task's
+        # own credential (curve_key, else DIR.private's), or None: plaintext. Read before the
+        # Context is made: a server refused for its keys leaves nothing open
+        self.cluster_keys, self.keys = security.for_server(
+            self.options.curve_dir, self.options.curve_key, job_name, self.task_index)
+        self._session_quota = identities.SessionQuota(
+            identities.check_session_limit(self.options.max_sessions_per_client))
         self._own_context = context is None
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
@@ -87,12 +94,6 @@ class ServerCore:
         self._devices: list[LocalDevice] = []
         self._peer_devices: dict[str, list[str]] = {}   # task -> its device names (ListDevices)
         self.started = False
-        # CURVE: the cluster's key directory (curve_dir, else ZMTF_CURVE_DIR) and this task's
-        # own credential (curve_key, else DIR.private's), or None: plaintext
-        self.cluster_keys, self.keys = security.for_server(
-            self.options.curve_dir, self.options.curve_key, job_name, self.task_index)
-        self._session_quota = identities.SessionQuota(
-            identities.check_session_limit(self.options.max_sessions_per_client))
         self._pauses: liveness.PauseWatch | None = None   # while started (see liveness)
 
     @property
