@@ -266,3 +266,17 @@ def test_the_session_quota_counts_open_and_pending_sessions():
     unlimited = identities.SessionQuota(0)
     for _ in range(100):
         unlimited.admit(alice, set(), "t")
+
+
+def test_a_rotated_task_key_is_the_one_its_server_takes(tmp_path):
+    directory = make_cluster(tmp_path, [("ps", 0)], [])
+    rotated = security.add(directory, key_directory.TASK, "ps-0", rotate=True)
+    assert rotated.path.name == "ps-0.2.key_secret" and rotated.name == "ps-0"
+    assert sorted(security.read_cluster(directory).admitted.values()) == ["task:ps-0", "task:ps-0"]
+    (port,) = free_tcp_ports(1)
+    server = tf.train.Server({"ps": [f"127.0.0.1:{port}"]}, "ps", 0, curve_dir=str(directory),
+                             start=False)
+    try:
+        assert server._core.keys == rotated   # the newest generation in DIR.private
+    finally:
+        server.stop()
