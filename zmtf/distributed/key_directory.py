@@ -187,8 +187,12 @@ def _write(path: Path, banner: str, fields: dict[str, str], private: bool) -> No
             lines.append(f'    {name} = "{fields[name]}"')
     lines.append("curve")
     lines += [f'    {k} = "{v}"' for k, v in fields.items() if k not in ("role", "name")]
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    descriptor = os.open(path, flags, 0o600 if private else 0o644)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL   # never over a key someone holds
+    try:
+        descriptor = os.open(path, flags, 0o600 if private else 0o644)
+    except OSError as error:
+        raise InvalidArgumentError(None, None, f"cannot write the key file {path}: "
+                                   f"{error.strerror}") from None
     with os.fdopen(descriptor, "w", encoding="ascii") as out:
         out.write("\n".join(lines) + "\n")
 
