@@ -322,11 +322,15 @@ def main() -> None:
                         help="zmtf with CURVE encryption (a fresh key directory; raw and TF stay plaintext)")
     args = parser.parse_args()
     if args.curve:
-        from zmtf.distributed import security
+        from zmtf.distributed import key_directory, security
 
-        keys = security.create(Path(tempfile.mkdtemp(prefix="zmtf-bench-keys-")) / "cluster")
-        os.environ[security.ENV] = str(keys.directory)   # the zmtf servers inherit it
-        print(f"  zmtf runs with CURVE (keys in {keys.directory})")
+        directory = security.create(Path(tempfile.mkdtemp(prefix="zmtf-bench-keys-")) / "cluster")
+        for job in ("ps", "worker"):
+            security.add(directory, key_directory.TASK, key_directory.task_name(job, 0))
+        client = security.add(directory, key_directory.CLIENT, "bench")
+        os.environ[security.ENV] = str(directory)   # the zmtf servers inherit it (task keys: DIR.private)
+        os.environ[security.KEY_ENV] = str(client.path)   # this process's sessions: a client key
+        print(f"  zmtf runs with CURVE (a key per task and for the client, in {directory})")
     if args.quick:
         args.rounds, args.warmup, args.max_steps, args.round_budget = 5, 100, 20, 0.06
         sizes = SIZES[:-1]

@@ -66,7 +66,8 @@ def test_a_refused_key_fails_every_call_with_the_reason_until_a_handshake_succee
     change = connection.on_event(EVENT_HANDSHAKE_FAILED_AUTH)
     assert change == Refused(
         "w at tcp://h:1 refused this process's CURVE key: it is not among the server's "
-        "authorized keys (ZMTF_CURVE_DIR must name the cluster's key directory)")
+        "authorized keys (ZMTF_CURVE_KEY must name a credential that the cluster's key "
+        "directory admits: python -m zmtf.keys add-client DIR NAME)")
     assert (connection.connected, connection.refused) == (False, change.reason)
     assert connection.on_event(EVENT_HANDSHAKE_SUCCEEDED) is None
     assert (connection.connected, connection.refused) == (True, None)
@@ -83,10 +84,10 @@ def test_a_failed_handshake_says_which_side_lacks_the_key(kind):
     hint = AT_CAP_HINT if kind == EVENT_HANDSHAKE_FAILED_NO_DETAIL else ""
     assert refusal(kind, "w", "tcp://h:1", secured=True) == (
         "the CURVE handshake with w at tcp://h:1 failed: the server does not use the same "
-        "cluster key (or speaks plaintext); check ZMTF_CURVE_DIR on both sides" + hint)
+        "cluster key (or speaks plaintext); check ZMTF_CURVE_KEY here and --curve-dir there" + hint)
     assert refusal(kind, "w", "tcp://h:1", secured=False) == (
         "the handshake with w at tcp://h:1 failed: the server requires CURVE; set "
-        "ZMTF_CURVE_DIR to the cluster's key directory" + hint)
+        "ZMTF_CURVE_KEY to this client's credential file" + hint)
 
 
 def test_a_closed_connection_names_the_peer_that_came_by_it():

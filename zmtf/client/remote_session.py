@@ -91,7 +91,7 @@ class RemoteSessionCore:
         self._own_context = shared is None
         self._context = shared or inproc.new_context()
         self._channel: Channel | None = None
-        self._keys = security.from_env()   # CURVE when ZMTF_CURVE_DIR names the cluster's keys
+        self._keys = security.client_credential()   # CURVE: ZMTF_CURVE_KEY, or an in-process server's
         self._handle: str | None = None
         self._sent_version = -1
         self._lock: asyncio.Lock | None = None

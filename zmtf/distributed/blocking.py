@@ -34,7 +34,7 @@ class BlockingChannel:
     """Request/reply to one peer from the calling thread, with deadlines."""
 
     def __init__(self, ctx: zmq.Context, endpoint: str, peer: str = "",
-                 keys: security.CurveKeys | None = None, served_before: bool = False) -> None:
+                 keys: security.Credential | None = None, served_before: bool = False) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         secured = keys is not None and security.applies(endpoint)

@@ -69,7 +69,7 @@ class Channel:
     """
 
     def __init__(self, ctx: zmq.Context, endpoint: str, loop: asyncio.AbstractEventLoop,
-                 peer: str = "", keys: security.CurveKeys | None = None) -> None:
+                 peer: str = "", keys: security.Credential | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         self.context = ctx

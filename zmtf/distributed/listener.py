@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable
 
 import zmq
 
-from zmtf.distributed import security
+from zmtf.distributed import identities, security
 from zmtf.distributed.connection_guard import ConnectionGuard
 from zmtf.distributed.futures import Deferred, is_outcome, outcome
 from zmtf.distributed.reactor import IdleSweep, Reactor, receive
@@ -29,8 +29,9 @@ from zmtf.wire.connection_state import CAPPED_SERVER_EVENTS, SERVER_EVENTS, Peer
 
 log = logging.getLogger("zmtf.transport")
 
-#: a request -> its reply, None (no reply), or a coroutine, Deferred or future settling with it
-Handler = Callable[[Any], Any]
+#: (a request, who sent it: None without CURVE) -> its reply, None (no reply), or a
+#: coroutine, Deferred or future settling with it
+Handler = Callable[[Any, "identities.Sender | None"], Any]
 #: A ZAP domain on a plaintext listener: libzmq then refuses ZMTP 1.0/2.0 peers at their
 #: greeting (it speaks those old versions otherwise, and their messages carry no SRCFD); a
 #: ZMTP 3 peer with no keys still gets in (no ZAP handler: allowed; pyzmq's: NULL allowed).
@@ -92,10 +93,12 @@ class _PeerWatch:
 
 
 class Listener:
-    """A ROUTER socket that serves requests: ``handler(message)`` returns a reply or a coroutine."""
+    """A ROUTER socket that serves requests: ``handler(message, sender)`` returns a reply or a
+    coroutine. ``sender`` is the identity of the request's CURVE key (None on a plaintext or
+    inproc:// socket, which has none)."""
 
     def __init__(self, ctx: zmq.Context, endpoint: str, handler: Handler,
-                 loop: asyncio.AbstractEventLoop, keys: security.CurveKeys | None = None,
+                 loop: asyncio.AbstractEventLoop, keys: security.Credential | None = None,
                  prepare_reply: Callable[[Any], Any] | None = None,
                  handshake_secs: float = 0.0, max_connections: int = 0) -> None:
         """``handshake_secs``: close a connection whose ZeroMQ handshake takes longer (0:
@@ -112,8 +115,9 @@ class Listener:
         sock.setsockopt(zmq.BACKLOG, LISTEN_BACKLOG)
         if handshake_secs > 0:
             sock.setsockopt(zmq.HANDSHAKE_IVL, max(1, int(handshake_secs * 1000)))
-        if keys is not None and security.applies(endpoint):
-            security.secure_server(sock, keys)
+        self._secured = keys is not None and security.applies(endpoint)
+        if self._secured:
+            security.secure_server(sock, keys)   # type: ignore[arg-type]
         elif not endpoint.startswith("inproc://"):
             sock.zap_domain = PLAINTEXT_ZAP_DOMAIN
         try:
@@ -138,12 +142,14 @@ class Listener:
         peer = identity.bytes
         if self._peers is not None and peer not in self._peers.table.fd_of:
             self._peers.seen(peer, identity)
+        # the key it authenticated with, as libzmq attaches it to each message (ZAP User-Id)
+        sender = identities.sender(identity.get(security.USER_ID)) if self._secured else None
 
         def deliver(message: Any, error: BaseException | None, message_id: int) -> None:
             if error is not None:
                 self._reply(peer, messages.error_reply(message_id, error))
             else:
-                self._serve(peer, message)
+                self._serve(peer, message, sender)
 
         if sum(map(len, body)) < OFF_LOOP_DECODE_BYTES:   # small: decoded here, on the loop
             self._streams.feed(peer, body, deliver)
@@ -163,9 +169,9 @@ class Listener:
         """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
         self._reply(identity, messages.error_reply(message_id, error))
 
-    def _serve(self, identity: Any, message: Any) -> None:
+    def _serve(self, identity: Any, message: Any, sender: identities.Sender | None) -> None:
         try:
-            result = self._handler(message)
+            result = self._handler(message, sender)
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
             self._reply(identity, messages.error_reply(message.id, error))
             return

@@ -1,124 +1,165 @@
-"""CURVE security for tcp:// and ipc://: encrypted traffic, and only key holders get in.
+"""CURVE security for tcp:// and ipc://: encrypted traffic, and each connection's identity.
 
 TF1's gRPC servers speak plaintext to anyone who can reach the port. A zmtf cluster can
-instead share one credential directory (``python -m zmtf.keys DIR`` creates it):
+instead have a key directory (``python -m zmtf.keys init DIR``; its layout and files are
+``key_directory``'s) that admits each task and each client by its own public key:
 
-* ``zmtf.key_secret``: the cluster's CURVE keypair. Every server listens with it, every
-  client and peer connects with it, so all traffic between tasks and clients is encrypted;
-* ``*.key``: the public keys allowed to connect (the cluster's own, plus any client key
-  dropped there). Servers check each connecting key against them (ZAP, on a thread of the
-  server's zmq Context); any other key, or a plaintext client, is refused.
+* servers listen with the cluster's server key and check each connecting key against the
+  directory (ZAP, on a thread of the server's zmq Context); any other key, or a plaintext
+  client, is refused at the handshake;
+* the key's identity ("task:ps-0", "client:alice") becomes the connection's ZAP User-Id,
+  which libzmq attaches to every message it delivers: the server learns who sent each
+  request (``identities``) without a word on the wire.
 
-It is on when ``ZMTF_CURVE_DIR`` names such a directory (or ``--curve-dir`` for
-``python -m zmtf.server``). A refused client gets UnauthenticatedError at once instead of
-a timeout. inproc:// never uses it: libzmq bypasses CURVE there, and it never leaves the
-process. Cost measured here: ~4x slower for 64 MB transfers (encryption), +10-50 us per
-small round trip.
+A server gets the directory from ``curve_dir`` (``--curve-dir``, else ``ZMTF_CURVE_DIR``)
+and its task credential from ``curve_key`` (``--curve-key``, else DIR.private). A client
+uses ``ZMTF_CURVE_KEY`` (its credential file), else the credential of a CURVE server that
+runs in its process (a worker's own session). A refused client gets UnauthenticatedError at
+once instead of a timeout. inproc:// never uses CURVE: libzmq bypasses it there, and it
+never leaves the process. Cost measured here (bench/cluster.py --curve): 64 MiB moves ~3x
+slower (encryption), a small step (two encrypted hops) takes ~60 us more.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import zmq
-import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
+from zmq.utils import z85
 
+from zmtf.distributed.key_directory import (
+    ClusterKeys, Credential, add_holder, default_task_credential, init_cluster, read_cluster,
+    read_credential,
+)
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.wire.connection_state import CURVE_DIR_ENV
+from zmtf.wire.connection_state import CURVE_DIR_ENV, CURVE_KEY_ENV
 
 ENV = CURVE_DIR_ENV
-KEY_NAME = "zmtf"
+KEY_ENV = CURVE_KEY_ENV
 ZAP_DOMAIN = "zmtf"
+USER_ID = "User-Id"   # the metadata property of a received frame that names its sender
+
+__all__ = ["ClusterKeys", "Credential", "ENV", "KEY_ENV", "USER_ID", "add_holder", "applies",
+           "client_credential", "create", "for_server", "read_cluster", "read_credential",
+           "secure_client", "secure_server", "start_authenticator", "stop_authenticator"]
 
 
-@dataclass(frozen=True)
-class CurveKeys:
-    """A cluster credential: its keypair, and the directory of authorized public keys."""
-
-    directory: Path
-    public: bytes
-    secret: bytes
+def _make_key() -> tuple[bytes, bytes]:
+    return zmq.curve_keypair()
 
 
-_loaded: dict[Path, CurveKeys] = {}
+def create(directory: str | os.PathLike[str], private: str | os.PathLike[str] | None = None) -> Path:
+    """Make a cluster key directory (refuses to overwrite one)."""
+    return init_cluster(Path(directory), _make_key, Path(private) if private else None)
 
 
-def create(directory: str | os.PathLike[str]) -> CurveKeys:
-    """Make a credential directory with a new keypair (refuses to overwrite one)."""
-    path = Path(directory)
-    path.mkdir(parents=True, exist_ok=True)
-    if (path / f"{KEY_NAME}.key_secret").exists():
-        raise InvalidArgumentError(None, None, f"{path} already holds a zmtf key; use another "
-                                   f"directory or delete {KEY_NAME}.key and {KEY_NAME}.key_secret")
-    zmq.auth.create_certificates(str(path), KEY_NAME)
-    os.chmod(path / f"{KEY_NAME}.key_secret", 0o600)
-    return load(path)
+def add(directory: str | os.PathLike[str], role: str, name: str, rotate: bool = False,
+        private: str | os.PathLike[str] | None = None) -> Credential:
+    """Admit a task ("ps-0") or a client: its public key into DIR, its credential written
+    under the private root."""
+    return add_holder(Path(directory), role, name, _make_key, rotate,
+                      Path(private) if private else None)
 
 
-def load(directory: str | os.PathLike[str]) -> CurveKeys:
-    """The credential in ``directory``, with errors that say what is missing."""
-    path = Path(directory).resolve()
-    keys = _loaded.get(path)
-    if keys is not None:
-        return keys
-    secret_file = path / f"{KEY_NAME}.key_secret"
-    if not secret_file.is_file():
-        raise InvalidArgumentError(None, None, f"{ENV}={directory}: no {KEY_NAME}.key_secret there; "
-                                   f"create the cluster's keys with 'python -m zmtf.keys {directory}'")
-    try:
-        public, secret = zmq.auth.load_certificate(str(secret_file))
-    except (ValueError, OSError) as error:
-        raise InvalidArgumentError(None, None, f"{secret_file} is not a zmq certificate: {error}") from None
-    if not secret:
-        raise InvalidArgumentError(None, None, f"{secret_file} holds no secret key")
-    keys = CurveKeys(path, public, secret)
-    _loaded[path] = keys
-    return keys
+def for_server(curve_dir: str | None, curve_key: str | None, job: str,
+               index: int) -> tuple[ClusterKeys | None, Credential | None]:
+    """A server's cluster directory and own credential, or (None, None): plaintext."""
+    directory = curve_dir or os.environ.get(ENV)
+    if not directory:
+        if curve_key:
+            raise InvalidArgumentError(None, None, "curve_key needs curve_dir (the cluster's key "
+                                       "directory, which says whom to admit)")
+        return None, None
+    cluster = read_cluster(directory)
+    path = curve_key or default_task_credential(cluster.directory, job, index)
+    credential = read_credential(path)
+    expected = f"{job}-{int(index)}"
+    if credential.role != "task" or credential.name != expected:
+        raise InvalidArgumentError(None, None, (
+            f"{path} is the credential of {credential.role} {credential.name}, not of task "
+            f"{expected}: give this server its own (python -m zmtf.keys add-task "
+            f"{directory} {job} {index})"))
+    if credential.server_public != cluster.server_public:
+        raise InvalidArgumentError(None, None, f"{path} belongs to another cluster than "
+                                   f"{directory} (its server key differs)")
+    return cluster, credential
 
 
-def from_env() -> CurveKeys | None:
-    """The credential named by ZMTF_CURVE_DIR, or None (plaintext)."""
+_in_process: list[Credential] = []   # credentials of the CURVE servers running in this process
+
+
+def client_credential() -> Credential | None:
+    """The credential a client of this process connects with: ZMTF_CURVE_KEY's, else that of
+    a CURVE server running here (a worker's own session), else None (plaintext)."""
+    path = os.environ.get(KEY_ENV)
+    if path:
+        return read_credential(path)
+    if _in_process:
+        return _in_process[-1]
     directory = os.environ.get(ENV)
-    return load(directory) if directory else None
+    if directory:
+        raise InvalidArgumentError(None, None, (
+            f"{ENV}={directory} is set, but a client connects with its own key: set {KEY_ENV} "
+            f"to its credential file (python -m zmtf.keys add-client {directory} NAME makes "
+            f"one)"))
+    return None
 
 
 def applies(endpoint: str) -> bool:
     return not endpoint.startswith("inproc://")
 
 
-def secure_server(sock: zmq.Socket, keys: CurveKeys) -> None:
+def secure_server(sock: zmq.Socket, keys: Credential) -> None:
+    assert keys.server_secret is not None   # for_server gives tasks only
     sock.curve_server = True
-    sock.curve_secretkey = keys.secret
+    sock.curve_secretkey = keys.server_secret
     sock.zap_domain = ZAP_DOMAIN.encode()
 
 
-def secure_client(sock: zmq.Socket, keys: CurveKeys) -> None:
-    sock.curve_serverkey = keys.public
+def secure_client(sock: zmq.Socket, keys: Credential) -> None:
+    sock.curve_serverkey = keys.server_public
     sock.curve_publickey = keys.public
     sock.curve_secretkey = keys.secret
+
+
+class _Admission(ThreadAuthenticator):
+    """ZAP: admits the directory's keys, and names each connection by its key's identity."""
+
+    def __init__(self, ctx: zmq.Context) -> None:
+        super().__init__(ctx)
+        self.admitted: dict[bytes, str] = {}
+
+    def callback(self, domain: str, key: bytes) -> bool:   # the credentials provider's
+        return key in self.admitted
+
+    def curve_user_id(self, client_public_key: bytes) -> str:
+        return self.admitted[z85.encode(client_public_key)]
 
 
 _authenticators: dict[int, list[Any]] = {}   # id(Context) -> [authenticator, users]
 
 
-def start_authenticator(ctx: zmq.Context, keys: CurveKeys) -> None:
-    """ZAP for ``ctx``'s server sockets: only the public keys in the credential directory.
-    One per Context (servers of one process may share a Context); ``stop_authenticator``
-    once per start."""
+def start_authenticator(ctx: zmq.Context, cluster: ClusterKeys, credential: Credential) -> None:
+    """ZAP for ``ctx``'s server sockets: only the keys in the cluster directory. One per
+    Context (servers of one process may share a Context); ``stop_authenticator`` once per
+    start. The server's credential serves this process's clients (``client_credential``)."""
     entry = _authenticators.get(id(ctx))
     if entry is None:
-        auth = ThreadAuthenticator(ctx)
+        auth = _Admission(ctx)
         auth.start()
-        auth.configure_curve(domain=ZAP_DOMAIN, location=str(keys.directory))
+        auth.configure_curve_callback(domain=ZAP_DOMAIN, credentials_provider=auth)
         entry = _authenticators[id(ctx)] = [auth, 0]
+    entry[0].admitted.update(cluster.admitted)
     entry[1] += 1
+    _in_process.append(credential)
 
 
-def stop_authenticator(ctx: zmq.Context) -> None:
+def stop_authenticator(ctx: zmq.Context, credential: Credential) -> None:
+    if credential in _in_process:
+        _in_process.remove(credential)
     entry = _authenticators.get(id(ctx))
     if entry is None:
         return

@@ -25,7 +25,7 @@ import zmq
 from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
-from zmtf.distributed import inproc, liveness, security, transit
+from zmtf.distributed import identities, inproc, liveness, security, transit
 from zmtf.distributed.bind_policy import check_may_listen, is_local_only
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
@@ -78,6 +78,13 @@ class ServerCore:
         self.job_name, self.task_index = job_name, int(task_index)
         self.task = self.cluster.device_name(job_name, self.task_index)
         self.config = config or ConfigProto()
+        # CURVE: the cluster's key directory (curve_dir, else ZMTF_CURVE_DIR) and this task's
+        # own credential (curve_key, else DIR.private's), or None: plaintext. Read before the
+        # Context is made: a server refused for its keys leaves nothing open
+        self.cluster_keys, self.keys = security.for_server(
+            self.options.curve_dir, self.options.curve_key, job_name, self.task_index)
+        self._session_quota = identities.SessionQuota(
+            identities.check_session_limit(self.options.max_sessions_per_client))
         self._own_context = context is None
         self.context = context or zmq.Context()
         self._channels: dict[str, Channel] = {}
@@ -93,9 +100,6 @@ class ServerCore:
         self._devices: list[LocalDevice] = []
         self._peer_devices: dict[str, list[str]] = {}   # task -> its device names (ListDevices)
         self.started = False
-        # CURVE: the cluster's credential (curve_dir, else ZMTF_CURVE_DIR), or None: plaintext
-        curve_dir = self.options.curve_dir
-        self.keys = security.load(curve_dir) if curve_dir else security.from_env()
         self._pauses: liveness.PauseWatch | None = None   # while started (see liveness)
         # what graphs from the network may run here (file ops, Print, py_func)
         self.op_policy = OpPolicy(allowed_names(self.options.allow_ops), self.options.file_root,
@@ -128,14 +132,15 @@ class ServerCore:
                                     self._wait_for)
         bind = bind_endpoint(self.address)
         if self.keys is not None:
-            security.start_authenticator(self.context, self.keys)
+            assert self.cluster_keys is not None
+            security.start_authenticator(self.context, self.cluster_keys, self.keys)
         try:
             self._listener = Listener(self.context, bind, self.handle, loop, self.keys,
                                       handshake_secs=self.options.handshake_timeout_secs,
                                       max_connections=self.options.max_connections)
         except BaseException:
             if self.keys is not None:
-                security.stop_authenticator(self.context)
+                security.stop_authenticator(self.context, self.keys)
             raise
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
@@ -153,7 +158,9 @@ class ServerCore:
         log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d; "
                  "%s)", self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
                  self._pools.threads, intra,
-                 f"CURVE with the keys in {self.keys.directory}" if self.keys else "plaintext, no CURVE")
+                 f"CURVE as task key {self.keys.name}, admitting the keys in "
+                 f"{self.cluster_keys.directory}" if self.keys and self.cluster_keys
+                 else "plaintext, no CURVE")
         if self.keys is None and not is_local_only(self.address):
             log.warning("%s serves %s in plaintext (insecure): anyone who reaches it can run any "
                         "op on this server", self.task, self._listener.endpoint)
@@ -189,7 +196,7 @@ class ServerCore:
         if self._pools is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._pools.shutdown)
         if self.keys is not None:
-            security.stop_authenticator(self.context)
+            security.stop_authenticator(self.context, self.keys)
         if self._pauses is not None:
             liveness.unwatch_pauses()
         self.release_context()
@@ -208,13 +215,32 @@ class ServerCore:
     # ---- serving -----------------------------------------------------------------------------
     # Requests come through the listeners, which start() opens after it made the worker and
     # master services: the handlers assert that (an invariant, not a check of the request).
-    def handle(self, message: Any) -> Any:
-        """Dispatch one request; returns a reply or a coroutine that makes one."""
+    def handle(self, message: Any, sender: identities.Sender | None = None) -> Any:
+        """Dispatch one request; returns a reply or a coroutine that makes one. ``sender``:
+        the CURVE identity it came with (None: plaintext or in-process, no identities)."""
         handler = self._HANDLERS.get(type(message))
         if handler is None:
             raise InvalidArgumentError(None, None, f"{type(message).__name__} is not a request this "
                                        f"server accepts")
+        if type(message) is m.Reset:   # a task's key may clear containers; a client needs the flag
+            check_reset(self.options.allow_reset or identities.is_task(sender), self.task)
+        if sender is not None:
+            identities.check_message(type(message), sender)
+            if type(message) is m.CreateSession and not sender.is_task:
+                return self._client_session(message, sender)
         return handler(self, message)
+
+    async def _client_session(self, msg: m.CreateSession, sender: identities.Sender) -> Any:
+        """CreateSession from a client key: counted against max_sessions_per_client."""
+        quota = self._session_quota
+        quota.admit(sender, set(self.open_sessions()), self.task)
+        try:
+            reply = await self._create_session(msg)
+        except BaseException:
+            quota.failed(sender)
+            raise
+        quota.created(sender, reply.session)
+        return reply
 
     async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
         check_graph(msg.graph, self.op_policy)
@@ -321,7 +347,6 @@ class ServerCore:
         return self.worker.registered_sessions() if self.worker is not None else set()
 
     async def _reset(self, msg: m.Reset) -> m.Ok:
-        check_reset(self.options.allow_reset, self.task)
         assert self.worker is not None
         self.worker.reset()
         others = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]

@@ -23,6 +23,7 @@ DEFAULT_WAIT_SECS = 600.0          # as long as a step without a client deadline
 DEFAULT_LOG_SECS = 10.0            # TF1's interval between "still waiting" lines
 DEFAULT_HANDSHAKE_SECS = 5.0       # a peer on a LAN finishes the ZeroMQ handshake in milliseconds
 DEFAULT_MAX_CONNECTIONS = 512      # half of the usual 1024-descriptor limit (ulimit -n)
+DEFAULT_SESSIONS_PER_CLIENT = 64   # a client holds a few; a leak or a flood holds thousands
 
 
 def _setting(default: Any, help: str, metavar: str | None = None, env: str | None = None) -> Any:
@@ -39,8 +40,8 @@ class ServerOptions:
     """A server's zmtf settings (TF1's own ones stay in ``ConfigProto``)."""
 
     curve_dir: str | None = _setting(
-        None, "the cluster's CURVE key directory (python -m zmtf.keys DIR makes one): encrypt, "
-        "and admit only its keys (default: ZMTF_CURVE_DIR)", "DIR")
+        None, "the cluster's CURVE key directory (python -m zmtf.keys init DIR makes one): "
+        "encrypt, and admit only its task and client keys (default: ZMTF_CURVE_DIR)", "DIR")
     session_gc_secs: float = _setting(
         DEFAULT_SESSION_GC_SECS, "close a session whose client sent no request for this long, "
         "and free its partitions on every task (0: never)", "SECONDS")
@@ -72,6 +73,14 @@ class ServerOptions:
         DEFAULT_MAX_CONNECTIONS, "connections one listener keeps open (at most half of ulimit "
         "-n); beyond it a new one replaces the oldest that has sent no request, else is closed "
         "at once (0: no cap)", "N")
+    # ---- identities (CURVE keys per task and client) ----
+    curve_key: str | None = _setting(
+        None, "this task's own CURVE credential, made by python -m zmtf.keys add-task (default: "
+        "DIR.private/tasks/JOB-INDEX.key_secret beside the curve_dir DIR)", "FILE")
+    max_sessions_per_client: int = _setting(
+        DEFAULT_SESSIONS_PER_CLIENT, "sessions one client key may have open on this master "
+        "under CURVE; more are refused with ResourceExhaustedError (task keys: no limit; 0: no "
+        "limit)", "N")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -190,7 +190,7 @@ def allowed_names(given: Any) -> frozenset[str]:
 
 def check_reset(allowed: bool, server: str = "this server") -> None:
     """Session.reset clears every container (every variable) of the cluster: refused unless
-    the server allows it. (A task's own key will allow it too: identities.)"""
+    the server allows it or the request came with a task's own key (the server decides)."""
     if not allowed:
         raise PermissionDeniedError(
             None, None, f"Session.reset clears every variable of the cluster, which {server} "

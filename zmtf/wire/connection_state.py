@@ -43,7 +43,8 @@ SERVER_EVENTS = EVENT_DISCONNECTED
 CAPPED_SERVER_EVENTS = SERVER_EVENTS | EVENT_ACCEPTED | EVENT_ACCEPT_FAILED
 
 #: the variable that names a cluster's CURVE key directory (see distributed.security)
-CURVE_DIR_ENV = "ZMTF_CURVE_DIR"
+CURVE_DIR_ENV = "ZMTF_CURVE_DIR"   # a server's cluster key directory
+CURVE_KEY_ENV = "ZMTF_CURVE_KEY"   # a client's own credential file
 
 _EVENT_HEADER = struct.Struct("=Hi")   # uint16 event, int32 value, native byte order (libzmq)
 
@@ -160,14 +161,15 @@ def refusal(kind: int, peer: str, endpoint: str, secured: bool) -> str:
     """What to tell the user when a handshake failed (event ``kind``)."""
     if kind == EVENT_HANDSHAKE_FAILED_AUTH:
         return (f"{peer} at {endpoint} refused this process's CURVE key: it is not among the "
-                f"server's authorized keys ({CURVE_DIR_ENV} must name the cluster's key directory)")
+                f"server's authorized keys ({CURVE_KEY_ENV} must name a credential that the cluster's "
+                f"key directory admits: python -m zmtf.keys add-client DIR NAME)")
     hint = AT_CAP_HINT if kind == EVENT_HANDSHAKE_FAILED_NO_DETAIL else ""
     if secured:
         return (f"the CURVE handshake with {peer} at {endpoint} failed: the server does not use "
-                f"the same cluster key (or speaks plaintext); check {CURVE_DIR_ENV} on both "
-                f"sides{hint}")
+                f"the same cluster key (or speaks plaintext); check {CURVE_KEY_ENV} here and "
+                f"--curve-dir there{hint}")
     return (f"the handshake with {peer} at {endpoint} failed: the server requires CURVE; set "
-            f"{CURVE_DIR_ENV} to the cluster's key directory{hint}")
+            f"{CURVE_KEY_ENV} to this client's credential file{hint}")
 
 
 class PeerTable:
@@ -206,7 +208,7 @@ class PeerTable:
 
 
 __all__ = [
-    "AT_CAP_HINT", "CAPPED_SERVER_EVENTS", "CLIENT_EVENTS", "CURVE_DIR_ENV", "ClientConnection", "EVENT_ACCEPTED", "EVENT_ACCEPT_FAILED",
+    "AT_CAP_HINT", "CAPPED_SERVER_EVENTS", "CLIENT_EVENTS", "CURVE_DIR_ENV", "CURVE_KEY_ENV", "ClientConnection", "EVENT_ACCEPTED", "EVENT_ACCEPT_FAILED",
     "EVENT_CONNECTED", "EVENT_DISCONNECTED",
     "EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_NO_DETAIL",
     "EVENT_HANDSHAKE_FAILED_PROTOCOL", "EVENT_HANDSHAKE_SUCCEEDED", "HANDSHAKE_EVENTS",
