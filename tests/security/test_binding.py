@@ -11,10 +11,12 @@ import pytest
 
 import zmtf as tf
 from zmtf.distributed import security
+from zmtf.wire.connection_state import CURVE_KEY_ENV
 from zmtf.distributed.bind_policy import INSECURE_ENV, check_may_listen, is_local_only
 from zmtf.distributed.server_options import ServerOptions, with_environment
 
 from bind_helpers import ServerProcess, free_port, own_address, server_command, step_seconds
+from identity_helpers import credential_path, make_cluster
 
 TASK = "/job:worker/replica:0/task:0"
 
@@ -94,11 +96,11 @@ def test_tf_train_server_raises_invalid_argument_and_takes_insecure_or_the_envir
 
 def test_a_curve_server_needs_no_switch_on_a_reachable_address(tmp_path, monkeypatch):
     monkeypatch.delenv(INSECURE_ENV, raising=False)
-    keys = security.create(tmp_path / "cluster")
+    directory = make_cluster(tmp_path, tasks=[("worker", 0)], clients=["alice"])
     address = f"{own_address()}:{free_port()}"
-    server = tf.train.Server({"worker": [address]}, "worker", 0, curve_dir=str(keys.directory))
+    server = tf.train.Server({"worker": [address]}, "worker", 0, curve_dir=str(directory))
     try:
-        monkeypatch.setenv(security.ENV, str(keys.directory))
+        monkeypatch.setenv(CURVE_KEY_ENV, str(credential_path(directory, "client", "alice")))
         assert step_seconds(f"grpc://{address}") < 30
     finally:
         server.stop()
