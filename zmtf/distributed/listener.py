@@ -23,6 +23,7 @@ from zmtf.distributed.sockets import (
     OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, new_streams, next_monitor_event,
 )
 from zmtf.framework.errors import UnavailableError
+from zmtf.framework.memory_budget import MemoryBudget
 from zmtf.wire import codec, messages
 from zmtf.wire.connection_state import SERVER_EVENTS, PeerTable
 
@@ -74,7 +75,9 @@ class Listener:
 
     def __init__(self, ctx: zmq.Context, endpoint: str, handler: Handler,
                  loop: asyncio.AbstractEventLoop, keys: security.CurveKeys | None = None,
-                 prepare_reply: Callable[[Any], Any] | None = None) -> None:
+                 prepare_reply: Callable[[Any], Any] | None = None,
+                 budget: MemoryBudget | None = None,
+                 stream_idle_secs: float | None = None) -> None:
         self._handler = handler
         self._prepare_reply = prepare_reply   # e.g. copy what must not be shared in-process
         self._loop = loop
@@ -94,7 +97,8 @@ class Listener:
                                    f"another server already using it?") from None
         self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT) or endpoint
         self._sweep = IdleSweep(loop)
-        self._streams = new_streams(self._stream_expired, self._sweep.arm)   # by peer identity
+        self._streams = new_streams(self._stream_expired, self._sweep.arm,   # by peer identity
+                                    budget, stream_idle_secs)
         self._sweep.streams = self._streams
         # in-process peers (inproc://) leave with this process: no connections to watch
         self._peers = (None if endpoint.startswith("inproc://")

@@ -29,6 +29,7 @@ from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.peers import WorkerPeer
+from zmtf.distributed.quotas import check_graph_size, inflight_budget
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.server_options import ServerOptions
 from zmtf.distributed.session_gc import SessionCollector
@@ -91,6 +92,8 @@ class ServerCore:
         curve_dir = self.options.curve_dir
         self.keys = security.load(curve_dir) if curve_dir else security.from_env()
         self._pauses: liveness.PauseWatch | None = None   # while started (see liveness)
+        # quotas: the bytes held for requests in flight (steps' outputs, inbound streams)
+        self.budget = inflight_budget(self.options.max_inflight_bytes)
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -108,6 +111,7 @@ class ServerCore:
         set_blas_threads(self.config.intra_op_parallelism_threads)
         blas_for_server(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
+        self.worker.budget = self.budget   # its steps' big outputs count against it
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self.peer,
                                     default_step_timeout(self.config), self.learn_cluster_devices,
                                     self._wait_for)
@@ -115,7 +119,8 @@ class ServerCore:
         if self.keys is not None:
             security.start_authenticator(self.context, self.keys)
         try:
-            self._listener = Listener(self.context, bind, self.handle, loop, self.keys)
+            self._listener = Listener(self.context, bind, self.handle, loop, self.keys,
+                                      **self._quotas())
         except BaseException:
             if self.keys is not None:
                 security.stop_authenticator(self.context)
@@ -138,6 +143,14 @@ class ServerCore:
                  self._pools.threads, intra,
                  f"CURVE with the keys in {self.keys.directory}" if self.keys else "plaintext, no CURVE")
 
+    def _quotas(self) -> dict[str, Any]:
+        """What a listener of this server admits (its budget) and waits for (a stalled stream)."""
+        return {"budget": self.budget, "stream_idle_secs": self.options.stream_idle_secs}
+
+    def _check_graph(self, what: str, graph: Any, arrays: Any) -> None:
+        check_graph_size(what, graph, arrays, self.options.max_graph_nodes,
+                         self.options.max_graph_bytes)
+
     def _serve_in_process(self, loop: asyncio.AbstractEventLoop, worker: WorkerService,
                           bound: str) -> None:
         """Also listen on a private inproc:// endpoint, the alias of the tcp one for Sessions
@@ -146,7 +159,7 @@ class ServerCore:
         variable's memory with the client (zero-copy inproc would otherwise hand it over)."""
         local = f"inproc://zmtf-local{self.task}#{id(self):x}"
         self._local_listener = Listener(self.context, local, self.handle, loop,
-                                        prepare_reply=worker.private_reply)
+                                        prepare_reply=worker.private_reply, **self._quotas())
         inproc.register(local, self.context)
         for name in _tcp_names(self.address, bound):
             inproc.register_alias(name, local)
@@ -197,6 +210,7 @@ class ServerCore:
         return handler(self, message)
 
     async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
+        self._check_graph("CreateSession", msg.graph, msg.tensors)
         check_session_cluster(msg.config, self.cluster)
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
@@ -206,6 +220,7 @@ class ServerCore:
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
         assert self.master is not None
+        self._check_graph("ExtendSession", msg.graph, msg.tensors)
         self.master.extend_session(msg.session, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
 
@@ -318,6 +333,7 @@ class ServerCore:
 
     def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
         assert self.worker is not None
+        self._check_graph("RegisterGraph", msg.graph, msg.tensors)
         self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
 
