@@ -39,6 +39,7 @@ from zmtf.distributed.listener import Listener
 from zmtf.distributed.sockets import RECEIVE_BUFFERS
 from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import CancelledError, InvalidArgumentError, UnavailableError
+from zmtf.framework.log_limits import PeerLogLimiter, clip_list
 from zmtf.kernels.cpu.blas import for_server as blas_for_server
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
@@ -94,6 +95,7 @@ class ServerCore:
         self._pauses: liveness.PauseWatch | None = None   # while started (see liveness)
         # quotas: the bytes held for requests in flight (steps' outputs, inbound streams)
         self.budget = inflight_budget(self.options.max_inflight_bytes)
+        self._peer_log = PeerLogLimiter(log, self.options.peer_log_secs)   # peer-caused lines
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -145,7 +147,8 @@ class ServerCore:
 
     def _quotas(self) -> dict[str, Any]:
         """What a listener of this server admits (its budget) and waits for (a stalled stream)."""
-        return {"budget": self.budget, "stream_idle_secs": self.options.stream_idle_secs}
+        return {"budget": self.budget, "stream_idle_secs": self.options.stream_idle_secs,
+                "peer_log_secs": self.options.peer_log_secs}
 
     def _check_graph(self, what: str, graph: Any, arrays: Any) -> None:
         check_graph_size(what, graph, arrays, self.options.max_graph_nodes,
@@ -378,9 +381,10 @@ class ServerCore:
         fails that step here with the reason, instead of an error reply nobody reads."""
         assert self.worker is not None
         if len(msg.tensors) != len(msg.keys):
-            reason = (f"PushTensor for {msg.keys} carries {len(msg.tensors)} tensors, expected "
-                      f"{len(msg.keys)}")
-            log.warning("step %d: %s", msg.step_id, reason)
+            reason = (f"PushTensor for {clip_list(msg.keys)} carries {len(msg.tensors)} tensors, "
+                      f"expected {len(msg.keys)}")
+            self._peer_log.log(logging.WARNING, None, "PushTensor", "step %d: %s", msg.step_id,
+                               reason)
             self.worker.rendezvous.abort_step(msg.step_id, InvalidArgumentError(None, None, reason))
             return None
         for key, value in zip(msg.keys, msg.tensors):

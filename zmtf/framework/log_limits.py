@@ -66,7 +66,8 @@ class PeerLogLimiter:
     def log(self, level: int, peer: Hashable, kind: str, msg: str, *args: Any,
             exc_info: Any = None) -> bool:
         """Log ``msg % args`` unless a line of this (peer, kind) went out in this interval
-        (then count it). True when the line was written. ``peer`` is logged clipped."""
+        (then count it). True when the line was written. ``peer`` is logged clipped (None:
+        the line is about no peer in particular)."""
         if not self._logger.isEnabledFor(level):
             return False
         now = self._clock()
@@ -86,7 +87,8 @@ class PeerLogLimiter:
                 return False
             held = int(entry[1]) if entry is not None else 0
             self._seen[key] = [now, 0]
-        who = OTHER_PEERS if key[0] == OTHER_PEERS else clip(peer, 64)
+        who = (OTHER_PEERS if key[0] == OTHER_PEERS else "any peer" if peer is None
+               else clip(peer, 64))
         suffix = (f" (... and {held:,} more like it from {who} in the last "
                   f"{self.interval:g} s)" if held else "")
         self._logger.log(level, msg + "%s", *args, suffix, exc_info=exc_info)
