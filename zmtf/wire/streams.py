@@ -38,7 +38,7 @@ from zmtf.wire.tensors import DEFAULT_LIMITS, Allocate, Limits, StreamedTensors,
 Deliver = Callable[["Message | None", "BaseException | None", int], None]
 Expired = Callable[[Hashable, BaseException, int], None]   # (peer, error, id) of a dropped stream
 
-IDLE_SECONDS = 60.0
+IDLE_SECONDS = 30.0   # a server's own is its stream_idle_secs setting (the same default)
 
 
 class _Stream:
