@@ -8,8 +8,9 @@ costs ~250 bytes of log, not 1 MB.
 ``PeerLogLimiter`` logs a peer-caused error once per (peer, kind) per interval and counts the
 rest; the next line of that kind says how many were held back ("... and 1,234 more like it from
 <peer> in the last 60 s"). Peers are many (every reconnect can be a new identity), so at most
-``max_peers`` peers per kind get their own line in one interval; the others share one entry.
-The table is cleared each interval: memory stays bounded too. Pure Python; thread-safe.
+``max_peers`` peers per kind hold an entry of their own (one whose interval has passed makes
+room for a newcomer); the others share one entry, so the table, and the log, stay bounded
+however many peers come. Pure Python; thread-safe.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ OTHER_PEERS = "other peers"
 
 def clip(value: Any, limit: int = MAX_FIELD_CHARS) -> str:
     """``value`` as a log-safe field: ``repr`` of a str (quotes, escapes), else of its str,
-    cut to ``limit`` characters with the length it had (``'kkk…' (1000000 chars)``)."""
+    cut to ``limit`` characters with the length it had (``'kkk'... (1000000 chars)``)."""
     text = value if isinstance(value, str) else str(value) if not isinstance(value, bytes) else value
     shown = repr(text[:limit])
     if not shown.isascii():   # repr keeps printable non-ASCII: escape it too (no bidi tricks)
