@@ -133,24 +133,29 @@ def test_stalled_streams_are_bounded_by_the_budget_and_freed_after_the_idle_time
         for sock in stallers:
             sock.setsockopt(zmq.LINGER, 0)
             sock.connect(f"tcp://127.0.0.1:{address.split(':')[1]}")
-        stallers[0].send_multipart(sends[0])       # admitted: 32 MiB held ...
-        stallers[0].send_multipart(sends[1])       # ... a part, then nothing more
-        time.sleep(0.2)
-        stallers[1].send_multipart(sends[0])       # 32 MiB more: past the 48 MiB budget
-        refused = _reply(stallers[1], 5)
+        for sock in stallers[:2]:   # 32 MiB each, a part, then nothing: one fits in 48 MiB
+            sock.send_multipart(sends[0])
+            sock.send_multipart(sends[1])
+        answered = {}
+        deadline = time.monotonic() + 5
+        while not answered and time.monotonic() < deadline:
+            answered = {i: codec.decode(stallers[i].recv_multipart(copy=False))
+                        for i in (0, 1) if stallers[i].poll(50)}
+        assert len(answered) == 1, answered   # the one that came second, refused at once
+        (refused_at, refused), = answered.items()
         assert isinstance(refused, m.ErrorReply), refused
         error = m.error_from(refused)
         assert isinstance(error, ResourceExhaustedError) and "max_inflight_bytes" in error.message
-        for part in sends[1:]:                     # its parts are swallowed, not decoded
-            stallers[1].send_multipart(part)
+        for part in sends[2:]:                     # its parts are swallowed, not decoded
+            stallers[refused_at].send_multipart(part)
         assert normal.step() < SERVED_WITHIN
-        dropped = _reply(stallers[0], 5)           # the stall is dropped after ~1 s ...
+        dropped = _reply(stallers[1 - refused_at], 5)   # the stall is dropped after ~1 s ...
         assert isinstance(dropped, m.ErrorReply) and "did not come within 1 s" in dropped.message
         for part in sends:                          # ... and its bytes are free again
             stallers[2].send_multipart(part)
         created = _reply(stallers[2], 10)
         assert isinstance(created, m.SessionCreated), created
-        assert not stallers[1].poll(100)           # nothing more for the refused one
+        assert not stallers[refused_at].poll(100)  # nothing more for the refused one
         assert normal.step() < SERVED_WITHIN
         normal.close()
         for sock in stallers:
