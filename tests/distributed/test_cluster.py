@@ -14,7 +14,6 @@ import zmq
 
 import zmtf as tf
 from zmtf.wire import codec, messages
-from zmtf.wire import streams as wire_streams
 
 from server_processes import free_ports, start_server_process, stop_process
 
@@ -245,12 +244,11 @@ def test_a_malformed_stream_gets_one_error_reply_and_the_server_keeps_serving(cl
         assert isinstance(pong, messages.Pong) and pong.id == 18
 
 
-def test_a_stalled_stream_is_dropped_on_a_timer_its_peer_told_and_a_dead_peers_freed(monkeypatch):
+def test_a_stalled_stream_is_dropped_on_a_timer_its_peer_told_and_a_dead_peers_freed():
     """No further message needs to arrive: the listener's own timer drops a stream that
     stopped mid-way, tells that peer (not another one), and frees a dead peer's stream."""
-    monkeypatch.setattr(wire_streams, "IDLE_SECONDS", 0.3)
     spec = tf.train.ClusterSpec({"worker": [f"127.0.0.1:{free_ports(1)[0]}"]})
-    server = tf.train.Server(spec, job_name="worker", task_index=0)
+    server = tf.train.Server(spec, job_name="worker", task_index=0, stream_idle_secs=0.3)
     try:
         push = messages.PushTensor(id=21, step_id=5, keys=["k"],
                                    tensors=[np.zeros(5 << 18, np.float32)])    # 5 MiB: streamed

@@ -24,6 +24,8 @@ from zmtf.distributed.sockets import (
     OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, new_streams, next_monitor_event,
 )
 from zmtf.framework.errors import UnavailableError
+from zmtf.framework.log_limits import DEFAULT_INTERVAL_SECS, PeerLogLimiter, clip
+from zmtf.framework.memory_budget import MemoryBudget
 from zmtf.wire import codec, messages
 from zmtf.wire.connection_state import CAPPED_SERVER_EVENTS, SERVER_EVENTS, PeerTable
 
@@ -100,10 +102,15 @@ class Listener:
     def __init__(self, ctx: zmq.Context, endpoint: str, handler: Handler,
                  loop: asyncio.AbstractEventLoop, keys: security.Credential | None = None,
                  prepare_reply: Callable[[Any], Any] | None = None,
-                 handshake_secs: float = 0.0, max_connections: int = 0) -> None:
+                 handshake_secs: float = 0.0, max_connections: int = 0,
+                 budget: MemoryBudget | None = None,
+                 stream_idle_secs: float | None = None,
+                 peer_log_secs: float = DEFAULT_INTERVAL_SECS) -> None:
         """``handshake_secs``: close a connection whose ZeroMQ handshake takes longer (0:
-        libzmq's 30 s); ``max_connections``: the cap of ``connection_guard`` (0: none)."""
+        libzmq's 30 s); ``max_connections``: the cap of ``connection_guard`` (0: none);
+        ``budget``: what inbound streams are charged to (quotas)."""
         self._handler = handler
+        self._refusals = PeerLogLimiter(log, peer_log_secs)   # one line per peer and kind
         self._prepare_reply = prepare_reply   # e.g. copy what must not be shared in-process
         self._loop = loop
         # requests being served (tasks, futures, Deferreds) -> the peer that asked, so that
@@ -128,7 +135,8 @@ class Listener:
                                    f"another server already using it?") from None
         self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT) or endpoint
         self._sweep = IdleSweep(loop)
-        self._streams = new_streams(self._stream_expired, self._sweep.arm)   # by peer identity
+        self._streams = new_streams(self._stream_expired, self._sweep.arm,   # by peer identity
+                                    budget, stream_idle_secs)
         self._sweep.streams = self._streams
         # in-process peers (inproc://) leave with this process: no connections to watch
         self._peers: _PeerWatch | None = None
@@ -147,6 +155,7 @@ class Listener:
 
         def deliver(message: Any, error: BaseException | None, message_id: int) -> None:
             if error is not None:
+                self._log_refusal(identity, error)
                 self._reply(peer, messages.error_reply(message_id, error))
             else:
                 self._serve(peer, message, sender)
@@ -155,6 +164,17 @@ class Listener:
             self._streams.feed(peer, body, deliver)
         else:
             receive(self._loop, self._streams, peer, body, deliver)
+
+    def _log_refusal(self, identity: zmq.Frame, error: BaseException) -> None:
+        """A message refused before it reached a handler (malformed, unknown, over a quota):
+        one line per peer address and kind of error per interval, the rest counted."""
+        try:
+            peer: Any = identity.get("Peer-Address")   # its IP: a reconnect is the same peer
+        except (zmq.ZMQError, KeyError, ValueError):
+            peer = identity.bytes.hex()   # inproc:// has no address
+        self._refusals.log(logging.WARNING, peer, type(error).__name__,
+                           "refused a message from peer %s: %s", clip(peer, 64),
+                           clip(getattr(error, "message", str(error)), 300))
 
     def _peer_gone(self, peer: bytes) -> None:
         self._streams.forget(peer)

@@ -26,12 +26,14 @@ from zmtf.distributed.sockets import (
     NOBLOCK, OFF_LOOP_DECODE_BYTES, POLLIN, decode, poll, recv_frames, send_frames,
 )
 from zmtf.framework.errors import UnavailableError
+from zmtf.framework.log_limits import PeerLogLimiter
 from zmtf.wire import codec
 from zmtf.wire.calls import Calls
 from zmtf.wire.streams import Deliver, Streams
 
 log = logging.getLogger("zmtf.transport")
 _deadline_log = logging.getLogger("zmtf.deadlines")
+_bug_log = PeerLogLimiter(log)
 
 #: One drain handles messages for about this long (timed from its 4th message) before it
 #: lets the loop run other callbacks, and comes back: the parts of a 256 MB stream, copied
@@ -74,8 +76,12 @@ class Reactor:
                 raise
             try:
                 self._on_frames(frames)
-            except Exception:  # noqa: BLE001 - one bad message must not stop the server
-                log.exception("handler failed on a message; the server keeps serving")
+            except Exception as error:  # noqa: BLE001 - one bad message must not stop the server
+                # zmtf's own bug (a peer's bad input is a typed error reply): a traceback, but
+                # once per kind per interval, or a peer that found it could flood the log
+                _bug_log.log(logging.ERROR, None, type(error).__name__,
+                             "handler failed on a message; the server keeps serving",
+                             exc_info=True)
             handled += 1
             if not handled & 3:   # the clock is read every 4th message only
                 now = _clock()

@@ -32,6 +32,7 @@ from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.peers import WorkerPeer
+from zmtf.distributed.quotas import check_graph_size, inflight_budget
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.server_options import ServerOptions, with_environment
 from zmtf.distributed.session_gc import SessionCollector
@@ -42,6 +43,7 @@ from zmtf.distributed.sockets import RECEIVE_BUFFERS
 from zmtf.distributed.worker import WorkerService
 from zmtf.framework.errors import CancelledError, InvalidArgumentError, PermissionDeniedError, \
     UnavailableError
+from zmtf.framework.log_limits import PeerLogLimiter, clip_list
 from zmtf.placement.op_policy import OpPolicy, allowed_names, check_graph, check_reset
 from zmtf.kernels.cpu.blas import for_server as blas_for_server
 from zmtf.kernels.cpu.blas import set_blas_threads
@@ -108,6 +110,9 @@ class ServerCore:
         # (RunGraph); two clocks, so two tables (see transit)
         self._from_clients = transit.TransitDelays()
         self._from_masters = transit.TransitDelays()
+        # quotas: the bytes held for requests in flight (steps' outputs, inbound streams)
+        self.budget = inflight_budget(self.options.max_inflight_bytes)
+        self._peer_log = PeerLogLimiter(log, self.options.peer_log_secs)   # peer-caused lines
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -127,6 +132,7 @@ class ServerCore:
         blas_for_server(self.config.intra_op_parallelism_threads)
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
         self.worker.resources.files = FileAccess(self.options.file_root)
+        self.worker.budget = self.budget   # its steps' big outputs count against it
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self.peer,
                                     default_step_timeout(self.config), self.learn_cluster_devices,
                                     self._wait_for)
@@ -136,8 +142,7 @@ class ServerCore:
             security.start_authenticator(self.context, self.cluster_keys, self.keys)
         try:
             self._listener = Listener(self.context, bind, self.handle, loop, self.keys,
-                                      handshake_secs=self.options.handshake_timeout_secs,
-                                      max_connections=self.options.max_connections)
+                                      **self._listener_settings())
         except BaseException:
             if self.keys is not None:
                 security.stop_authenticator(self.context, self.keys)
@@ -165,6 +170,21 @@ class ServerCore:
             log.warning("%s serves %s in plaintext (insecure): anyone who reaches it can run any "
                         "op on this server", self.task, self._listener.endpoint)
 
+    def _listener_settings(self) -> dict[str, Any]:
+        """What a listener of this server admits (connections, its budget) and waits for (a
+        handshake, a stalled stream), and how often it logs a peer's errors."""
+        return {"handshake_secs": self.options.handshake_timeout_secs,
+                "max_connections": self.options.max_connections, "budget": self.budget,
+                "stream_idle_secs": self.options.stream_idle_secs,
+                "peer_log_secs": self.options.peer_log_secs}
+
+    def _admit_graph(self, what: str, graph: Any, arrays: Any) -> None:
+        """A graph from the network, before anything is built of it: its size within the
+        quotas, then its ops within the op policy (a worker's port is as open as a master's)."""
+        check_graph_size(what, graph, arrays, self.options.max_graph_nodes,
+                         self.options.max_graph_bytes)
+        check_graph(graph, self.op_policy)
+
     def _serve_in_process(self, loop: asyncio.AbstractEventLoop, worker: WorkerService,
                           bound: str) -> None:
         """Also listen on a private inproc:// endpoint, the alias of the tcp one for Sessions
@@ -173,7 +193,8 @@ class ServerCore:
         variable's memory with the client (zero-copy inproc would otherwise hand it over)."""
         local = f"inproc://zmtf-local{self.task}#{id(self):x}"
         self._local_listener = Listener(self.context, local, self.handle, loop,
-                                        prepare_reply=worker.private_reply)
+                                        prepare_reply=worker.private_reply,
+                                        **self._listener_settings())
         inproc.register(local, self.context)
         for name in _tcp_names(self.address, bound):
             inproc.register_alias(name, local)
@@ -243,7 +264,7 @@ class ServerCore:
         return reply
 
     async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
-        check_graph(msg.graph, self.op_policy)
+        self._admit_graph("CreateSession", msg.graph, msg.tensors)
         check_session_cluster(msg.config, self.cluster)
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
@@ -252,7 +273,7 @@ class ServerCore:
         return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
-        check_graph(msg.graph, self.op_policy)
+        self._admit_graph("ExtendSession", msg.graph, msg.tensors)
         assert self.master is not None
         self.master.extend_session(msg.session, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
@@ -370,7 +391,7 @@ class ServerCore:
         return m.DeviceList(id=msg.id, devices=own + others)
 
     def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
-        check_graph(msg.graph, self.op_policy)   # a worker's port is as open as a master's
+        self._admit_graph("RegisterGraph", msg.graph, msg.tensors)
         assert self.worker is not None
         self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors)
         return m.Ok(id=msg.id)
@@ -417,9 +438,10 @@ class ServerCore:
         fails that step here with the reason, instead of an error reply nobody reads."""
         assert self.worker is not None
         if len(msg.tensors) != len(msg.keys):
-            reason = (f"PushTensor for {msg.keys} carries {len(msg.tensors)} tensors, expected "
-                      f"{len(msg.keys)}")
-            log.warning("step %d: %s", msg.step_id, reason)
+            reason = (f"PushTensor for {clip_list(msg.keys)} carries {len(msg.tensors)} tensors, "
+                      f"expected {len(msg.keys)}")
+            self._peer_log.log(logging.WARNING, None, "PushTensor", "step %d: %s", msg.step_id,
+                               reason)
             self.worker.rendezvous.abort_step(msg.step_id, InvalidArgumentError(None, None, reason))
             return None
         for key, value in zip(msg.keys, msg.tensors):

@@ -81,6 +81,23 @@ class ServerOptions:
         DEFAULT_SESSIONS_PER_CLIENT, "sessions one client key may have open on this master "
         "under CURVE; more are refused with ResourceExhaustedError (task keys: no limit; 0: no "
         "limit)", "N")
+    # ---- quotas and log limits (issue 31, items 4 and 6) ----
+    max_inflight_bytes: int = _setting(
+        0, "refuse (ResourceExhaustedError) a step output or an inbound stream that would take "
+        "the bytes held for requests in flight past this (0: half of this machine's memory)",
+        "BYTES")
+    stream_idle_secs: float = _setting(
+        30.0, "drop an inbound stream, and free its buffers, when no part of it came for "
+        "this long", "SECONDS")
+    max_graph_bytes: int = _setting(
+        2 << 30, "refuse a session's graph larger than this, constants included, before "
+        "building it (TF1's GraphDef limit is 2 GB; 0: no limit)", "BYTES")
+    max_graph_nodes: int = _setting(
+        1_000_000, "refuse a session's graph with more nodes than this, before building it "
+        "(0: no limit)", "COUNT")
+    peer_log_secs: float = _setting(
+        60.0, "log a peer-caused error (a malformed message, ...) once per peer and kind this "
+        "often; the next line counts the ones held back", "SECONDS")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import zmq
 
+from zmtf.framework.memory_budget import MemoryBudget
 from zmtf.runtime.buffer_pool import BufferPool
 from zmtf.wire import codec
 from zmtf.wire.connection_state import (
@@ -130,6 +131,10 @@ def decode(frames: list[Any]) -> Any:
 
 
 def new_streams(on_expired: Expired | None = None,
-                on_open: Callable[[], None] | None = None) -> Streams:
-    """Reassembly state for one socket; streamed tensors land in pooled buffers."""
-    return Streams(allocate=_allocate, on_expired=on_expired, on_open=on_open)
+                on_open: Callable[[], None] | None = None,
+                budget: MemoryBudget | None = None,
+                idle_seconds: float | None = None) -> Streams:
+    """Reassembly state for one socket; streamed tensors land in pooled buffers (a server's
+    admitted against its ``budget`` first)."""
+    return Streams(allocate=_allocate, on_expired=on_expired, on_open=on_open, budget=budget,
+                   idle_seconds=idle_seconds)

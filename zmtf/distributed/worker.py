@@ -20,6 +20,7 @@ import numpy as np
 
 from zmtf.distributed.reactor import deadlines_for
 from zmtf.distributed.futures import Deferred, chain, outcome, resolved
+from zmtf.framework.memory_budget import Account, MemoryBudget
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import (
     AbortedError, FetchNotFoundError, GraphNotRegisteredError, InvalidArgumentError,
@@ -136,6 +137,7 @@ class WorkerService:
         self._to_clean: deque[tuple[float, int]] = deque()   # (when, step id), in time order
         self._sweep_timer: asyncio.TimerHandle | None = None
         self._deadlines = deadlines_for(loop)
+        self.budget: MemoryBudget | None = None   # the server's bytes for requests in flight
 
     # ---- graphs --------------------------------------------------------------------
     def register_graph(self, session: str, graph_key: str, graph: dict, arrays: list) -> None:
@@ -180,8 +182,10 @@ class WorkerService:
         # A step whose kernels took under INLINE_SECONDS last time runs right here on the loop
         # thread (time spent waiting for a Recv does not count): no thread hop per Recv/Send.
         inline = self._last_compute.get(id(step), 1.0) < INLINE_SECONDS
+        budget = self.budget
         running = self.executor.run(step, values, StepContext(self.context, step_id, self),
-                                    inline=inline, trace=trace)
+                                    inline=inline, trace=trace,
+                                    account=None if budget is None else Account(budget))
         ran = running.outcome()
         if ran is not None:
             # it ran through on this thread (no Recv waited: a ps's read of a variable, a

@@ -16,8 +16,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zmtf.framework.errors import CancelledError, OpError
+from zmtf.framework.log_limits import PeerLogLimiter, clip
 
 log = logging.getLogger("zmtf.data")
+_dropped = PeerLogLimiter(log, interval=10.0)   # per iterator and kind of error
 
 Element = list[np.ndarray]
 #: decides whether an error drops the element (True) or ends the iteration (False)
@@ -26,14 +28,17 @@ Tolerate = Callable[[OpError], bool]
 
 def tolerated_errors(options: Sequence[Any], node: str) -> Tolerate:
     """The rule of an ignore_errors stage (``options``: [log_warning]): every error but a
-    cancellation is dropped, and logged as a warning when asked."""
+    cancellation is dropped, and logged as a warning when asked (once per iterator and kind
+    of error every 10 s, with the count of the others)."""
     log_warning = bool(options[0]) if options else False
 
     def tolerated(error: OpError) -> bool:
         if isinstance(error, CancelledError):
             return False
-        if log_warning:
-            log.warning("iterator '%s': ignore_errors dropped an element: %s", node, error)
+        if log_warning:   # a graph from the network may drop every element: bounded lines
+            _dropped.log(logging.WARNING, node, type(error).__name__,
+                         "iterator %s: ignore_errors dropped an element: %s", clip(node),
+                         clip(str(error), 500))
         return True
 
     return tolerated

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zmtf.framework import errors
+from zmtf.framework.memory_budget import Account, charge_to
 from zmtf.framework.op_signatures import explain
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.dead import DEAD
@@ -158,16 +159,22 @@ class Executor:
         self._pools = pools
 
     def run(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, *, inline: bool,
-            trace: list[NodeTrace] | None = None, here_only: bool = False) -> StepFuture:
+            trace: list[NodeTrace] | None = None, here_only: bool = False,
+            account: Account | None = None) -> StepFuture:
         """Start a step; the Future gives the fetched values (a list) or the step's first error.
 
         ``inline=True`` drives the step on the calling thread until it has nothing left to
         run inline (the caller is about to block anyway); otherwise a pool thread starts it.
         ``here_only`` (with inline) runs every node on the calling thread, expensive ones too:
         a plan without async or GPU nodes is then done when this returns.
+        ``account`` (a server's step) is charged for the step's big outputs before they are
+        allocated, and given back when the step settles (``framework.memory_budget``).
         """
         run = _StepRun(step, feed_values, ctx, self._pools, trace)
         run.here_only = here_only
+        if account is not None:
+            run.account = account
+            run.future.add_done_callback(lambda _: account.close())
         run_ref = weakref.ref(run)  # no future <-> run cycle: results must die with the caller's refs
 
         def abort(error: BaseException | None = None) -> None:
@@ -196,7 +203,7 @@ class _StepRun:
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
                  "future", "failed", "inline", "here_only", "busy", "cancel_callbacks", "dead",
-                 "__weakref__")
+                 "account", "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -216,6 +223,7 @@ class _StepRun:
         self.failed = False
         self.inline = False
         self.here_only = False
+        self.account: Account | None = None   # a server's step: charged for big outputs
         self.busy = 0.0   # seconds spent inside kernels (not waiting for Recv): see compute_seconds
         #: node -> callback of a waiting async kernel, called once if the step aborts first
         self.cancel_callbacks: dict[int, Callable[[BaseException], None]] = {}
@@ -230,8 +238,16 @@ class _StepRun:
             self._process(list(self.step.roots))
 
     def _process(self, ready: list[int], placed: int = -1) -> None:
-        with quiet_section():   # numpy's float-error state, set once around many kernels
-            self._run_ready(ready, placed)
+        if self.account is None:
+            with quiet_section():   # numpy's float-error state, set once around many kernels
+                self._run_ready(ready, placed)
+            return
+        previous = charge_to(self.account)   # the kernels' size checks charge this step
+        try:
+            with quiet_section():
+                self._run_ready(ready, placed)
+        finally:
+            charge_to(previous)
 
     def _run_ready(self, ready: list[int], placed: int = -1) -> None:
         """Run ready nodes on this thread until none is left (or the step failed).

@@ -224,6 +224,15 @@ def message_from(cls: type[Message], header: dict[str, Any], frames: Sequence[An
     return cls(id=message_id, **fields)  # the constructor checks every field's type
 
 
+def packed_size(value: Any) -> int:
+    """The bytes ``value`` (a decoded body field, e.g. a graph) takes on the wire: a
+    server's size quota counts what a peer sent, not Python's overhead for it."""
+    try:
+        return len(msgpack.Packer(use_bin_type=True).pack(value))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidArgumentError(f"cannot measure a value that is not plain data: {exc}") from None
+
+
 def peek_id(frames: Any, limits: Limits = DEFAULT_LIMITS) -> int:
     """The id of a message that may be malformed, for addressing an ErrorReply; 0 if unreadable.
 

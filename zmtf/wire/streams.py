@@ -17,7 +17,10 @@ reconnected under a new identity) is dropped, and its memory with it; its Deadli
 goes to ``on_expired(peer, error, id)``, addressed to that stream's own peer. ``feed`` looks
 for idle streams at most once a second; ``sweep()`` is for the caller's timer (``on_open``
 says when to arm one), so that a socket that receives nothing more still lets go of a dead
-peer's stream. Nothing here blocks; the clock is the caller's (read only while streams are
+peer's stream. With a ``budget`` (a server's ``MemoryBudget``), a stream's header is
+admitted for the bytes its descriptors declare before any buffer is allocated, or refused
+with ResourceExhaustedError (its parts swallowed); the bytes are given back when the stream
+is delivered, fails or is dropped. Nothing here blocks; the clock is the caller's (read only while streams are
 open).
 """
 
@@ -26,7 +29,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Hashable, Sequence
 
-from zmtf.framework.errors import DeadlineExceededError, InvalidArgumentError
+from zmtf.framework.errors import DeadlineExceededError, InvalidArgumentError, ResourceExhaustedError
+from zmtf.framework.memory_budget import Account, MemoryBudget
 from zmtf.wire import codec
 from zmtf.wire.messages import CARRIES_TENSORS, Message
 from zmtf.wire.tensors import DEFAULT_LIMITS, Allocate, Limits, StreamedTensors, short_repr
@@ -34,17 +38,26 @@ from zmtf.wire.tensors import DEFAULT_LIMITS, Allocate, Limits, StreamedTensors,
 Deliver = Callable[["Message | None", "BaseException | None", int], None]
 Expired = Callable[[Hashable, BaseException, int], None]   # (peer, error, id) of a dropped stream
 
-IDLE_SECONDS = 60.0
+IDLE_SECONDS = 30.0   # a server's own is its stream_idle_secs setting (the same default)
 
 
 class _Stream:
-    __slots__ = ("cls", "id", "fields", "tensors", "remaining", "last_seen")
+    __slots__ = ("cls", "id", "fields", "tensors", "remaining", "last_seen", "account")
 
     def __init__(self, cls: type[Message], message_id: int, fields: dict[str, Any] | None,
-                 tensors: StreamedTensors | None, remaining: int, now: float) -> None:
+                 tensors: StreamedTensors | None, remaining: int, now: float,
+                 account: Account | None = None) -> None:
         self.cls, self.id, self.fields, self.tensors = cls, message_id, fields, tensors
         self.remaining = remaining   # part messages still to come
         self.last_seen = now
+        self.account = account       # the bytes its tensors took from the budget
+
+    def release(self) -> None:
+        """Its buffers are no longer ours to count (delivered, failed or dropped)."""
+        self.tensors = None
+        if self.account is not None:
+            self.account.close()
+            self.account = None
 
     @property
     def failed(self) -> bool:
@@ -61,8 +74,10 @@ class Streams:
                  idle_seconds: float | None = None,   # None: IDLE_SECONDS
                  clock: Callable[[], float] = time.monotonic,
                  on_expired: Expired | None = None,
-                 on_open: Callable[[], None] | None = None) -> None:
+                 on_open: Callable[[], None] | None = None,
+                 budget: MemoryBudget | None = None) -> None:
         self._limits = limits
+        self._budget = budget   # admits a stream's declared bytes before its buffers exist
         self._clock = clock
         self._allocate = allocate
         self.idle_seconds = IDLE_SECONDS if idle_seconds is None else idle_seconds
@@ -90,7 +105,9 @@ class Streams:
                     self._continue(peer, stream, frames[0], now, deliver)
                     return
                 del self._open[peer]
-                if not stream.failed:
+                failed = stream.failed
+                stream.release()
+                if not failed:
                     deliver(None, InvalidArgumentError(
                         f"{stream.what()} was cut short: {stream.remaining} more part messages "
                         f"were due, then came a {len(frames)}-frame message"), stream.id)
@@ -100,22 +117,25 @@ class Streams:
                 self._start(peer, cls, header, frames, self._clock())
                 return
             message = codec.message_from(cls, header, frames, self._limits, self._allocate)
-        except InvalidArgumentError as error:
+        except (InvalidArgumentError, ResourceExhaustedError) as error:
             deliver(None, error, codec.peek_id(frames))
             return
         deliver(message, None, message.id)
 
     def forget(self, peer: Hashable) -> None:
         """Drop ``peer``'s open stream, if any, without a word (the peer has gone)."""
-        self._open.pop(peer, None)
+        stream = self._open.pop(peer, None)
+        if stream is not None:
+            stream.release()
 
     def drop(self, reason: BaseException | None = None, deliver: Deliver | None = None) -> None:
         """Forget every open stream (the connection is gone); report them if asked."""
         streams, self._open = self._open, {}
-        if deliver is not None and reason is not None:
-            for stream in streams.values():
-                if not stream.failed:
-                    deliver(None, reason, stream.id)
+        for stream in streams.values():
+            failed = stream.failed
+            stream.release()
+            if deliver is not None and reason is not None and not failed:
+                deliver(None, reason, stream.id)
 
     def _start(self, peer: Hashable, cls: type[Message], header: dict[str, Any],
                frames: Sequence[Any], now: float) -> None:
@@ -145,10 +165,14 @@ class Streams:
                 raise InvalidArgumentError(
                     f"{cls.__name__} (id {message_id}): the tensors have {tensors.remaining} "
                     f"parts, the header says {count} part messages follow")
-        except InvalidArgumentError:
+            account = None
+            if self._budget is not None:   # refused here, before a buffer is allocated
+                account = Account(self._budget)
+                account.charge(tensors.nbytes, f"inbound {cls.__name__} (id {message_id})")
+        except (InvalidArgumentError, ResourceExhaustedError):
             self._open[peer] = failed   # swallow its parts
             raise
-        self._open[peer] = _Stream(cls, message_id, fields, tensors, count, now)
+        self._open[peer] = _Stream(cls, message_id, fields, tensors, count, now, account)
 
     def _continue(self, peer: Hashable, stream: _Stream, frame: Any, now: float,
                   deliver: Deliver) -> None:
@@ -166,10 +190,10 @@ class Streams:
             fields["tensors"] = stream.tensors.arrays()   # type: ignore[index,union-attr]
             message = stream.cls(id=stream.id, **fields)  # type: ignore[arg-type]
         except InvalidArgumentError as error:
-            if stream.remaining:
-                stream.tensors = None    # fail once; swallow the parts still to come
+            stream.release()    # fail once; swallow the parts still to come
             deliver(None, InvalidArgumentError(f"{stream.what()}: {error.message}"), stream.id)
             return
+        stream.release()   # arrived: the request's step counts what it holds from here on
         deliver(message, None, stream.id)
 
     def sweep(self) -> None:
@@ -182,7 +206,9 @@ class Streams:
         for peer, stream in list(self._open.items()):
             if now - stream.last_seen >= self.idle_seconds:
                 del self._open[peer]
-                if not stream.failed and self._on_expired is not None:
+                failed = stream.failed
+                stream.release()   # its buffers go with it
+                if not failed and self._on_expired is not None:
                     self._on_expired(peer, DeadlineExceededError(
                         None, None, f"{stream.what()}: {stream.remaining} part messages did not "
                         f"come within {self.idle_seconds:g} s of the last; the stream was "

@@ -358,7 +358,7 @@ class TensorParts:
 class StreamedTensors:
     """The tensors of one message, filled part by part (every descriptor checked up front)."""
 
-    __slots__ = ("_tensors", "_current", "remaining", "_limits")
+    __slots__ = ("_tensors", "_current", "remaining", "nbytes", "_limits")
 
     def __init__(self, descriptors: Any, limits: Limits = DEFAULT_LIMITS,
                  allocate: Allocate | None = None) -> None:
@@ -366,6 +366,7 @@ class StreamedTensors:
         self._tensors = [TensorParts(i, spec, allocate) for i, spec in enumerate(specs)]
         self._current = 0
         self.remaining = sum(spec[2] for spec in specs)   # parts still to come
+        self.nbytes = sum(spec[3] for spec in specs)      # what the parts declare, in all
         self._limits = limits
 
     def add(self, frame: Frame) -> None:

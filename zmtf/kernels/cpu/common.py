@@ -10,6 +10,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework.errors import InvalidArgumentError, ResourceExhaustedError
+from zmtf.framework.memory_budget import CHARGE_MIN_BYTES, charge
 from zmtf.kernels.fp import in_quiet_section, quiet_fp, quietly  # noqa: F401 - the kernels' import site
 
 FLOATS: tuple[str, ...] = ("float16", "float32", "float64")
@@ -56,6 +57,8 @@ def check_output_size(shape: Sequence[int], dtype: Any, node_name: str,
             f"{shape_str(shape)}, {size} bytes{'' if dtype else ' at one byte an element'}, past "
             f"the limit of {MAX_OUTPUT_BYTES} bytes for "
             f"one tensor; check the shape it was given (or raise ZMTF_MAX_OUTPUT_BYTES)")
+    if size >= CHARGE_MIN_BYTES:   # a server's step: its bytes in flight are bounded too
+        charge(size, f"{what} of node '{node_name}'")
 
 
 def shape_input(value: Any, node_name: str, dtype: Any = None) -> tuple[int, ...]:
