@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import struct
 import subprocess
@@ -14,23 +13,10 @@ import sys
 import tempfile
 import time
 
-import pytest
 
 import zmtf as tf
 
 START_BOUND = 60.0   # seconds for a server process to say it listens (numba loads first)
-
-
-def own_address() -> str:
-    """This machine's IPv4 address on its ethernet interface (never another host's); skip the
-    test when it has none."""
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"],
-                         capture_output=True, text=True, check=False).stdout
-    for line in out.splitlines():
-        match = re.match(r"\d+:\s+(e(?:th|n)\S*)\s+inet\s+([\d.]+)/", line)
-        if match:
-            return match.group(2)
-    pytest.skip("this machine has no ethernet IPv4 address to listen on")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
