@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import zmq
 
@@ -28,6 +28,9 @@ from zmtf.framework.errors import (
 from zmtf.wire import codec, messages
 from zmtf.wire.calls import Calls, call_ids
 from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection
+
+if TYPE_CHECKING:   # prometheus_client loads only in a server with metrics on
+    from zmtf.distributed.metrics import PeerTraffic
 
 #: Where every channel of this process, async or blocking, takes its request ids. A server
 #: keys a running step by (session, request id), and the threads of one Session each have
@@ -73,6 +76,7 @@ class Channel:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         self.context = ctx
+        self.traffic: PeerTraffic | None = None   # its metrics (a server's, when on)
         # tcp:// or ipc://: its socket is closed only by close() (an inproc one also when the
         # peer server's Context goes), so a caller may keep it without asking ``closed``
         self.remote = not endpoint.startswith("inproc://")
@@ -108,6 +112,8 @@ class Channel:
             f"in-process server was stopped"))
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
+        if self.traffic is not None:
+            self.traffic.received(frames)
         if sum(map(len, frames)) < OFF_LOOP_DECODE_BYTES:   # small: decoded here, on the loop
             self._streams.feed(None, frames, self._deliver)
         else:
@@ -168,7 +174,10 @@ class Channel:
         calls = self._calls
         call_id = calls.new_call(when, (outcome, unwrap, timeout, type(message)))
         try:   # a closed socket refuses it: no ``closed`` check before each request
-            self._reactor.send(codec.encode_messages(message, id=call_id))
+            sends = codec.encode_messages(message, id=call_id)
+            if self.traffic is not None:
+                self.traffic.sent(sends)
+            self._reactor.send(sends)
         except UnavailableError:
             calls.match(call_id)
             raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
@@ -197,7 +206,10 @@ class Channel:
         call_id = self._calls.new_call(when, (future, None, timeout, type(message)))
         sent = False
         try:
-            self._reactor.send(codec.encode_messages(message, id=call_id))
+            sends = codec.encode_messages(message, id=call_id)
+            if self.traffic is not None:
+                self.traffic.sent(sends)
+            self._reactor.send(sends)
             sent = True
             self._deadline_timer.armed(when)
             return await future
@@ -215,7 +227,10 @@ class Channel:
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""
         # an id from the same source, registered nowhere: a reply to it matches no call
-        self._reactor.send(codec.encode_messages(message, id=next(CALL_IDS)))
+        sends = codec.encode_messages(message, id=next(CALL_IDS))
+        if self.traffic is not None:
+            self.traffic.sent(sends)
+        self._reactor.send(sends)
 
     def unavailable(self) -> UnavailableError | None:
         """UnavailableError naming the peer if its live connection dropped and is not back."""

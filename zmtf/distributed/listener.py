@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any, Callable, Hashable
+from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 import zmq
 
@@ -28,6 +28,9 @@ from zmtf.framework.log_limits import DEFAULT_INTERVAL_SECS, PeerLogLimiter, cli
 from zmtf.framework.memory_budget import MemoryBudget
 from zmtf.wire import codec, messages
 from zmtf.wire.connection_state import CAPPED_SERVER_EVENTS, SERVER_EVENTS, PeerTable
+
+if TYPE_CHECKING:   # prometheus_client loads only in a server with metrics on
+    from zmtf.distributed.metrics import ListenerMeter
 
 log = logging.getLogger("zmtf.transport")
 
@@ -105,11 +108,14 @@ class Listener:
                  handshake_secs: float = 0.0, max_connections: int = 0,
                  budget: MemoryBudget | None = None,
                  stream_idle_secs: float | None = None,
-                 peer_log_secs: float = DEFAULT_INTERVAL_SECS) -> None:
+                 peer_log_secs: float = DEFAULT_INTERVAL_SECS,
+                 meter: ListenerMeter | None = None) -> None:
         """``handshake_secs``: close a connection whose ZeroMQ handshake takes longer (0:
         libzmq's 30 s); ``max_connections``: the cap of ``connection_guard`` (0: none);
-        ``budget``: what inbound streams are charged to (quotas)."""
+        ``budget``: what inbound streams are charged to (quotas); ``meter``: its metrics
+        (None: metrics off)."""
         self._handler = handler
+        self._meter = meter
         self._refusals = PeerLogLimiter(log, peer_log_secs)   # one line per peer and kind
         self._prepare_reply = prepare_reply   # e.g. copy what must not be shared in-process
         self._loop = loop
@@ -152,9 +158,13 @@ class Listener:
             self._peers.seen(peer, identity)
         # the key it authenticated with, as libzmq attaches it to each message (ZAP User-Id)
         sender = identities.sender(identity.get(security.USER_ID)) if self._secured else None
+        if self._meter is not None:
+            self._meter.received(peer, sender, body)
 
         def deliver(message: Any, error: BaseException | None, message_id: int) -> None:
             if error is not None:
+                if self._meter is not None:
+                    self._meter.refused(error)
                 self._log_refusal(identity, error)
                 self._reply(peer, messages.error_reply(message_id, error))
             else:
@@ -178,6 +188,8 @@ class Listener:
 
     def _peer_gone(self, peer: bytes) -> None:
         self._streams.forget(peer)
+        if self._meter is not None:
+            self._meter.forget(peer)
         requests = [request for request, asker in self._tasks.items() if asker == peer]
         if requests:
             log.info("a peer disconnected with %d request(s) in flight; they are cancelled "
@@ -193,6 +205,8 @@ class Listener:
         try:
             result = self._handler(message, sender)
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
+            if self._meter is not None:
+                self._meter.refused(error)
             self._reply(identity, messages.error_reply(message.id, error))
             return
         if type(result) is not Deferred:
@@ -231,10 +245,16 @@ class Listener:
             sends = codec.encode_messages(reply)
         except Exception as error:  # noqa: BLE001 - a reply that cannot travel fails its request
             sends = codec.encode_messages(messages.error_reply(reply.id, error))  # (or it hangs)
+        if self._meter is not None:
+            self._meter.sent(identity, sends)
         if len(sends) == 1:   # one multipart, not a stream
             self._reactor.send([[identity, *sends[0]]])
         else:
             self._reactor.send([[identity, *frames] for frames in sends])
+
+    def in_flight(self) -> int:
+        """Requests being served that have not replied yet (read by metrics)."""
+        return len(self._tasks)
 
     async def close(self) -> None:
         serving = list(self._tasks)

@@ -124,6 +124,15 @@ class MasterService:
                                                                timeout)))
         return step.outcome
 
+    def step_kind(self, handle: str, feeds: list[str], fetches: list[str],
+                  targets: list[str]) -> str:
+        """"distributed" when a signature's partitions run on other tasks too, else "local"
+        (the ``kind`` of a step's metrics)."""
+        session = self._sessions.get(handle)
+        setup = session.setups.get((tuple(feeds), tuple(fetches), tuple(targets))) \
+            if session is not None else None
+        return "distributed" if setup is not None and setup.peers else "local"
+
     def start_partition(self, session: MasterSession, setup: StepSetup, part: TaskPartition,
                         step_id: int, feed_values: dict[str, np.ndarray], timeout: float,
                         trace: list | None = None, received: dict | None = None) -> Deferred:

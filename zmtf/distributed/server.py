@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import numpy as np
 import zmq
@@ -51,6 +51,9 @@ from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
 from zmtf.runtime.file_access import FileAccess
 from zmtf.runtime.step_stats import to_plain
 from zmtf.wire import messages as m
+
+if TYPE_CHECKING:   # prometheus_client loads only in a server with metrics on
+    from zmtf.distributed.metrics import ServerMetrics
 
 log = logging.getLogger("zmtf.server")
 
@@ -113,6 +116,7 @@ class ServerCore:
         # quotas: the bytes held for requests in flight (steps' outputs, inbound streams)
         self.budget = inflight_budget(self.options.max_inflight_bytes)
         self._peer_log = PeerLogLimiter(log, self.options.peer_log_secs)   # peer-caused lines
+        self.metrics: ServerMetrics | None = None   # while started with a metrics_port
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -123,6 +127,9 @@ class ServerCore:
         if self.started:
             return
         check_may_listen(self.address, self.task, self.keys is not None, self.options.insecure)
+        if self.options.metrics_port:   # first: a port in use leaves nothing else open
+            from zmtf.distributed.metrics import for_server   # prometheus_client: only then
+            self.metrics = for_server(self)
         loop = asyncio.get_running_loop()
         self._pools = DevicePools(self.config.inter_op_parallelism_threads)
         self._devices = local_devices(self.task, self.config.gpu_options, self.config.device_count,
@@ -146,6 +153,8 @@ class ServerCore:
         except BaseException:
             if self.keys is not None:
                 security.stop_authenticator(self.context, self.keys)
+            if self.metrics is not None:
+                self.metrics.close()
             raise
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
@@ -176,7 +185,8 @@ class ServerCore:
         return {"handshake_secs": self.options.handshake_timeout_secs,
                 "max_connections": self.options.max_connections, "budget": self.budget,
                 "stream_idle_secs": self.options.stream_idle_secs,
-                "peer_log_secs": self.options.peer_log_secs}
+                "peer_log_secs": self.options.peer_log_secs,
+                "meter": self.metrics.listener_meter() if self.metrics is not None else None}
 
     def _admit_graph(self, what: str, graph: Any, arrays: Any) -> None:
         """A graph from the network, before anything is built of it: its size within the
@@ -220,6 +230,8 @@ class ServerCore:
             security.stop_authenticator(self.context, self.keys)
         if self._pauses is not None:
             liveness.unwatch_pauses()
+        if self.metrics is not None:
+            self.metrics.close()
         self.release_context()
         log.info("stopped %s", self.task)
 
@@ -300,8 +312,14 @@ class ServerCore:
             running.pop(key, None)   # done: no CancelStep for it now (and its values not kept)
             return m.RunStepResult(id=msg.id, tensors=values, step_stats=to_plain(trace) if trace else [])
 
+        metrics = self.metrics
+        started = time.perf_counter() if metrics is not None else 0.0
         step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
                                     timeout_ms, trace, finish)
+        if metrics is not None:
+            master = self.master
+            metrics.watch_step(step, started, lambda: master.step_kind(
+                msg.session, msg.feeds, msg.fetches, msg.targets))
         if not step.settled:
             running[key] = step   # for CancelStep and CloseSession
             if len(running) > self._running_limit:   # failed steps are dropped now and then
@@ -319,6 +337,11 @@ class ServerCore:
     def steps_in_flight(self) -> int:
         """How many RunSteps this master is running now."""
         return sum(not step.settled for step in self._running.values())
+
+    def requests_in_flight(self) -> int:
+        """Requests this task is serving that have not replied yet (its listeners')."""
+        return sum(listener.in_flight() for listener in (self._listener, self._local_listener)
+                   if listener is not None)
 
     def _cancel_step(self, msg: m.CancelStep) -> None:
         """Abort a running step whose client gave up (no reply: the client is not waiting)."""
@@ -417,8 +440,11 @@ class ServerCore:
                 raise refused
             if timeout is not None:
                 timeout -= waited
+        started = time.perf_counter() if self.metrics is not None else 0.0
         outputs = self.worker.run_graph(msg.session, msg.graph_key, msg.step_id, msg.feeds,
                                         msg.fetches, msg.targets, msg.tensors, timeout, trace)
+        if self.metrics is not None:
+            self.metrics.watch_run_graph(outputs, started)
 
         def result(tensors: list) -> m.RunGraphResult:
             return m.RunGraphResult(id=msg.id, tensors=tensors,
@@ -523,6 +549,8 @@ class ServerCore:
             if channel is not None:
                 channel.close()
             channel = Channel(context, address, asyncio.get_running_loop(), peer=task, keys=self.keys)
+            if self.metrics is not None:
+                channel.traffic = self.metrics.peer_traffic(task)
             self._channels[task] = channel
         return channel
 

@@ -98,6 +98,13 @@ class ServerOptions:
     peer_log_secs: float = _setting(
         60.0, "log a peer-caused error (a malformed message, ...) once per peer and kind this "
         "often; the next line counts the ones held back", "SECONDS")
+    # ---- Prometheus metrics (issue 24, item 3: distributed/metrics.py) ----
+    metrics_port: int = _setting(
+        0, "serve Prometheus metrics (steps, latency, bytes per peer, ...) over HTTP on this "
+        "port, at /metrics; no authentication (0: off)", "PORT")
+    metrics_address: str = _setting(
+        "127.0.0.1", "the address the metrics endpoint binds (anyone who reaches it reads the "
+        "metrics: keep it on loopback or a private network)", "ADDRESS")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -110,6 +117,12 @@ class ServerOptions:
                 raise ValueError(f"server setting {f.name} must be an integer >= 0, not {value!r}")
             elif type(f.default) is bool and type(value) is not bool:
                 raise ValueError(f"server setting {f.name} must be True or False, not {value!r}")
+        if self.metrics_port > 65535:
+            raise ValueError(f"server setting metrics_port must be a port number (1-65535, 0: "
+                             f"off), not {self.metrics_port}")
+        if not isinstance(self.metrics_address, str) or not self.metrics_address:
+            raise ValueError(f"server setting metrics_address must be an address to bind, not "
+                             f"{self.metrics_address!r}")
         names = allowed_names(self.allow_ops)   # ValueError on a name the policy does not refuse
         object.__setattr__(self, "allow_ops", ",".join(sorted(names)) or None)
         if self.file_root is not None and not isinstance(self.file_root, str):

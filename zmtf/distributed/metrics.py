@@ -1,0 +1,230 @@
+"""Prometheus metrics of one server (``--metrics-port``), through ``prometheus_client``.
+
+Every metric of a server is defined here, in its own registry (not the library's global
+one: several servers in one process, as tests run them, each serve their own). The step
+path calls in only where a server has metrics on (its hooks check for None), one call per
+event; gauges that a scrape can read (open sessions, requests in flight, budget bytes) are
+functions read at scrape time, so they cost the step path nothing at all.
+
+Label values are bounded: ``task`` is this server's task; ``peer`` is a task of the
+cluster ("ps-0"), "client" (a CURVE client key) or "unidentified" (a plaintext
+connection: nobody is identified there), never an address or a client's own name;
+``reason`` is an error class; ``kind`` is "local" or "distributed".
+
+The endpoint has no authentication: it binds 127.0.0.1 unless ``metrics_address`` says
+otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.exposition import start_http_server
+
+from zmtf.framework.errors import UnavailableError
+
+if TYPE_CHECKING:
+    from zmtf.distributed.server import ServerCore
+
+log = logging.getLogger("zmtf.server")
+
+#: step and RunGraph latency buckets, seconds: a ps read (~100 µs) to a long training step
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                   0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CLIENT = "client"                 # any CURVE client key
+UNIDENTIFIED = "unidentified"     # a plaintext connection: who it is is not known
+
+
+def task_label(task: str) -> str:
+    """"/job:ps/replica:0/task:0" -> "ps-0" (the name a task's CURVE key has)."""
+    parts = dict(p.split(":", 1) for p in task.strip("/").split("/") if ":" in p)
+    return f"{parts.get('job', '?')}-{parts.get('task', '?')}"
+
+
+def _frame_bytes(frames: list[Any]) -> int:
+    return sum(f.nbytes if type(f) is memoryview else len(f) for f in frames)
+
+
+class PeerTraffic:
+    """The byte and message counters of one peer label (prebound children)."""
+
+    __slots__ = ("_sent_bytes", "_sent_messages", "_received_bytes", "_received_messages")
+
+    def __init__(self, metrics: ServerMetrics, peer: str) -> None:
+        labels = {"task": metrics.task, "peer": peer}
+        self._sent_bytes = metrics.sent_bytes.labels(**labels)
+        self._sent_messages = metrics.sent_messages.labels(**labels)
+        self._received_bytes = metrics.received_bytes.labels(**labels)
+        self._received_messages = metrics.received_messages.labels(**labels)
+
+    def sent(self, sends: list[list[Any]]) -> None:
+        """ZeroMQ messages sent (one per multipart; a streamed message is several)."""
+        self._sent_messages.inc(len(sends))
+        self._sent_bytes.inc(sum(map(_frame_bytes, sends)))
+
+    def received(self, frames: list[Any]) -> None:
+        """One ZeroMQ message received."""
+        self._received_messages.inc()
+        self._received_bytes.inc(_frame_bytes(frames))
+
+
+class ListenerMeter:
+    """What one listener counts: traffic by the sender's label, refused requests."""
+
+    __slots__ = ("_metrics", "_by_peer", "_unidentified")
+
+    def __init__(self, metrics: ServerMetrics) -> None:
+        self._metrics = metrics
+        self._by_peer: dict[bytes, PeerTraffic] = {}   # CURVE connections only: forgotten as they go
+        self._unidentified = metrics.traffic(UNIDENTIFIED)
+
+    def received(self, peer: bytes, sender: Any, frames: list[Any]) -> None:
+        """A message from routing id ``peer``; ``sender``: its CURVE identity, or None."""
+        if sender is None:
+            self._unidentified.received(frames)
+            return
+        traffic = self._by_peer.get(peer)
+        if traffic is None:
+            traffic = self._by_peer[peer] = self._metrics.traffic(self._metrics.sender_label(sender))
+        traffic.received(frames)
+
+    def sent(self, peer: Any, sends: list[list[Any]]) -> None:
+        self._by_peer.get(peer, self._unidentified).sent(sends)
+
+    def forget(self, peer: bytes) -> None:
+        """``peer``'s connection closed."""
+        self._by_peer.pop(peer, None)
+
+    def refused(self, error: BaseException) -> None:
+        """A request refused before or by its handler (malformed, unknown, not allowed...)."""
+        self._metrics.refused.labels(task=self._metrics.task, reason=type(error).__name__).inc()
+
+
+class ServerMetrics:
+    """One server's metrics and their HTTP endpoint."""
+
+    def __init__(self, task: str, cluster_tasks: list[str]) -> None:
+        self.task = task_label(task)
+        self._known = {task_label(t) for t in cluster_tasks}   # the peer labels a task key may get
+        self.registry = registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=registry)   # process_resident_memory_bytes, cpu, fds
+        self.steps = Counter("zmtf_steps", "RunSteps this master finished successfully",
+                             ["task", "kind"], registry=registry)
+        self.step_seconds = Histogram("zmtf_step_seconds", "RunStep latency on this master, "
+                                      "from the request to its reply", ["task", "kind"],
+                                      buckets=LATENCY_BUCKETS, registry=registry)
+        self.step_failures = Counter("zmtf_step_failures", "RunSteps that failed, by error class",
+                                     ["task", "reason"], registry=registry)
+        self.run_graph_seconds = Histogram("zmtf_run_graph_seconds", "latency of the partitions "
+                                           "this worker ran for its masters' RunGraph requests",
+                                           ["task"], buckets=LATENCY_BUCKETS, registry=registry)
+        self.sent_bytes = Counter("zmtf_peer_sent_bytes", "bytes sent to a peer (requests to "
+                                  "tasks, replies to callers)", ["task", "peer"], registry=registry)
+        self.received_bytes = Counter("zmtf_peer_received_bytes", "bytes received from a peer",
+                                      ["task", "peer"], registry=registry)
+        self.sent_messages = Counter("zmtf_peer_sent_messages", "ZeroMQ messages sent to a peer",
+                                     ["task", "peer"], registry=registry)
+        self.received_messages = Counter("zmtf_peer_received_messages", "ZeroMQ messages "
+                                         "received from a peer", ["task", "peer"], registry=registry)
+        self.refused = Counter("zmtf_refused_requests", "requests refused (malformed, unknown, "
+                               "over a quota, not allowed...), by error class",
+                               ["task", "reason"], registry=registry)
+        self._peers: dict[str, PeerTraffic] = {}
+        self._gauges: list[Gauge] = []
+        self._http: Any = None
+
+    def traffic(self, peer: str) -> PeerTraffic:
+        """The counters of peer label ``peer`` (one object per label)."""
+        traffic = self._peers.get(peer)
+        if traffic is None:
+            traffic = self._peers[peer] = PeerTraffic(self, peer)
+        return traffic
+
+    def peer_traffic(self, task: str) -> PeerTraffic:
+        """The counters of the cluster's task ``task`` ("/job:ps/replica:0/task:0")."""
+        return self.traffic(task_label(task))
+
+    def listener_meter(self) -> ListenerMeter:
+        return ListenerMeter(self)
+
+    def sender_label(self, sender: Any) -> str:
+        """A CURVE sender's label: its task when it is a task of this cluster, else "client"."""
+        if sender.is_task and sender.name in self._known:
+            return str(sender.name)
+        return CLIENT
+
+    def gauge(self, name: str, help: str, read: Callable[[], float]) -> None:
+        """A gauge read at scrape time (nothing to update on the step path)."""
+        gauge = Gauge(name, help, ["task"], registry=self.registry)
+        gauge.labels(task=self.task).set_function(read)
+        self._gauges.append(gauge)
+
+    # ---- the step path's hooks --------------------------------------------------------------
+    def watch_step(self, step: Any, started: float, kind: Callable[[], str]) -> None:
+        """Count a RunStep when its outcome settles (at once if it has)."""
+        def done(outcome: Any) -> None:
+            reason = _failure(outcome)
+            if reason is None:
+                label = kind()
+                self.steps.labels(task=self.task, kind=label).inc()
+                self.step_seconds.labels(task=self.task, kind=label).observe(
+                    time.perf_counter() - started)
+            else:
+                self.step_failures.labels(task=self.task, reason=reason).inc()
+        step.add_done_callback(done)
+
+    def watch_run_graph(self, outputs: Any, started: float) -> None:
+        """Time a RunGraph's partition when its outcome settles."""
+        histogram = self.run_graph_seconds.labels(task=self.task)
+        outputs.add_done_callback(lambda _: histogram.observe(time.perf_counter() - started))
+
+    # ---- the endpoint -----------------------------------------------------------------------
+    def serve(self, address: str, port: int) -> None:
+        """Serve the text format on http://address:port/metrics (prometheus_client's server)."""
+        try:
+            self._http = start_http_server(port, address, registry=self.registry)
+        except OSError as error:
+            raise UnavailableError(None, None, f"cannot serve metrics on {address}:{port}: "
+                                   f"{error.strerror or error}; is another server already "
+                                   f"using that port? (--metrics-port)") from None
+
+    def close(self) -> None:
+        if self._http is not None:
+            server, thread = self._http
+            self._http = None
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+
+
+def for_server(core: ServerCore) -> ServerMetrics:
+    """A starting server's metrics, served on its metrics_address:metrics_port."""
+    cluster = core.cluster
+    metrics = ServerMetrics(core.task, [cluster.device_name(j, i) for j, i, _ in cluster.all_tasks()])
+    metrics.gauge("zmtf_open_sessions", "sessions open on this master",
+                  lambda: len(core.open_sessions()))
+    metrics.gauge("zmtf_requests_in_flight", "requests this task is serving that have not "
+                  "replied yet", core.requests_in_flight)
+    budget = core.budget
+    metrics.gauge("zmtf_inflight_held_bytes", "bytes held for requests in flight (inbound "
+                  "streams, step outputs), counted against max_inflight_bytes",
+                  lambda: budget.held)
+    metrics.gauge("zmtf_inflight_limit_bytes", "max_inflight_bytes: the most that may be held",
+                  lambda: budget.limit)
+    options = core.options
+    metrics.serve(options.metrics_address, options.metrics_port)
+    log.info("%s serves Prometheus metrics on http://%s:%d/metrics (no authentication)",
+             core.task, options.metrics_address, options.metrics_port)
+    return metrics
+
+
+def _failure(outcome: Any) -> str | None:
+    """The error class a settled outcome failed with ("CancelledError" when cancelled), or
+    None when it succeeded."""
+    if outcome.cancelled():
+        return "CancelledError"
+    error = outcome.exception()
+    return None if error is None else type(error).__name__
