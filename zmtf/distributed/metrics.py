@@ -79,12 +79,17 @@ class ListenerMeter:
     def __init__(self, metrics: ServerMetrics) -> None:
         self._metrics = metrics
         self._by_peer: dict[bytes, PeerTraffic] = {}   # CURVE connections only: forgotten as they go
-        self._unidentified = metrics.traffic(UNIDENTIFIED)
+        self._unidentified: PeerTraffic | None = None   # made at its first message (no 0 series)
+
+    def _plaintext(self) -> PeerTraffic:
+        if self._unidentified is None:
+            self._unidentified = self._metrics.traffic(UNIDENTIFIED)
+        return self._unidentified
 
     def received(self, peer: bytes, sender: Any, frames: list[Any]) -> None:
         """A message from routing id ``peer``; ``sender``: its CURVE identity, or None."""
         if sender is None:
-            self._unidentified.received(frames)
+            self._plaintext().received(frames)
             return
         traffic = self._by_peer.get(peer)
         if traffic is None:
@@ -92,7 +97,8 @@ class ListenerMeter:
         traffic.received(frames)
 
     def sent(self, peer: Any, sends: list[list[Any]]) -> None:
-        self._by_peer.get(peer, self._unidentified).sent(sends)
+        traffic = self._by_peer.get(peer)
+        (traffic if traffic is not None else self._plaintext()).sent(sends)
 
     def forget(self, peer: bytes) -> None:
         """``peer``'s connection closed."""
