@@ -159,3 +159,22 @@ def test_metrics_are_off_by_default_and_a_taken_port_is_refused():
         first.stop()
     with pytest.raises(ValueError, match="metrics_port"):
         tf.train.Server(cluster, "worker", 0, metrics_port=70000, start=False)
+
+
+def test_the_example_dashboard_names_only_metrics_a_server_serves():
+    import re
+    from pathlib import Path
+
+    port, metrics_port = free_tcp_ports(2)
+    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0,
+                             metrics_port=metrics_port)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
+            families = {f.name for f in text_string_to_metric_families(r.read().decode())}
+    finally:
+        server.stop()
+    dashboard = Path(__file__).parents[2] / "examples" / "grafana_dashboard.json"
+    exprs = [t["expr"] for p in json.loads(dashboard.read_text())["panels"] for t in p["targets"]]
+    named = {re.sub(r"_(total|bucket)$", "", n)
+             for e in exprs for n in re.findall(r"\b(?:zmtf|process)_\w+", e)}
+    assert len(named) >= 10 and named <= families, named - families
