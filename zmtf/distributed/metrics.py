@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_left
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client import CollectorRegistry, Gauge, ProcessCollector
 from prometheus_client.exposition import start_http_server
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 
 from zmtf.framework.errors import UnavailableError
 
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("zmtf.server")
 
-#: step and RunGraph latency buckets, seconds: a ps read (~100 µs) to a long training step
+#: step and RunGraph latency bucket bounds, seconds: a ps read (~100 µs) to a long step
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                    0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CLIENT = "client"                 # any CURVE client key
@@ -44,31 +47,47 @@ def task_label(task: str) -> str:
     return f"{parts.get('job', '?')}-{parts.get('task', '?')}"
 
 
-def _frame_bytes(frames: list[Any]) -> int:
-    return sum(f.nbytes if type(f) is memoryview else len(f) for f in frames)
+class Latency:
+    """A histogram's counts, kept as plain numbers (see ``ServerMetrics``)."""
+
+    __slots__ = ("counts", "sum")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(LATENCY_BUCKETS) + 1)   # the last: above every bound (+Inf)
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.counts[bisect_left(LATENCY_BUCKETS, seconds)] += 1   # le: first bound >= seconds
+        self.sum += seconds
+
+    def buckets(self) -> list[tuple[str, float]]:
+        """Cumulative (le, count) pairs, as the text format has them."""
+        out, running = [], 0
+        for bound, count in zip([*map(str, LATENCY_BUCKETS), "+Inf"], self.counts):
+            running += count
+            out.append((bound, float(running)))
+        return out
 
 
 class PeerTraffic:
-    """The byte and message counters of one peer label (prebound children)."""
+    """The bytes and ZeroMQ messages to and from one peer label."""
 
-    __slots__ = ("_sent_bytes", "_sent_messages", "_received_bytes", "_received_messages")
+    __slots__ = ("sent_bytes", "sent_messages", "received_bytes", "received_messages")
 
-    def __init__(self, metrics: ServerMetrics, peer: str) -> None:
-        labels = {"task": metrics.task, "peer": peer}
-        self._sent_bytes = metrics.sent_bytes.labels(**labels)
-        self._sent_messages = metrics.sent_messages.labels(**labels)
-        self._received_bytes = metrics.received_bytes.labels(**labels)
-        self._received_messages = metrics.received_messages.labels(**labels)
+    def __init__(self) -> None:
+        self.sent_bytes = self.sent_messages = self.received_bytes = self.received_messages = 0
 
     def sent(self, sends: list[list[Any]]) -> None:
-        """ZeroMQ messages sent (one per multipart; a streamed message is several)."""
-        self._sent_messages.inc(len(sends))
-        self._sent_bytes.inc(sum(map(_frame_bytes, sends)))
+        """ZeroMQ messages sent (one per multipart; a streamed message is several). Frames are
+        bytes, flat byte memoryviews or zmq.Frames: ``len`` is their size in bytes."""
+        self.sent_messages += len(sends)
+        for frames in sends:
+            self.sent_bytes += sum(map(len, frames))
 
     def received(self, frames: list[Any]) -> None:
         """One ZeroMQ message received."""
-        self._received_messages.inc()
-        self._received_bytes.inc(_frame_bytes(frames))
+        self.received_messages += 1
+        self.received_bytes += sum(map(len, frames))
 
 
 class ListenerMeter:
@@ -106,39 +125,32 @@ class ListenerMeter:
 
     def refused(self, error: BaseException) -> None:
         """A request refused before or by its handler (malformed, unknown, not allowed...)."""
-        self._metrics.refused.labels(task=self._metrics.task, reason=type(error).__name__).inc()
+        _count(self._metrics.refused, type(error).__name__)
+
+
+def _count(table: dict[str, int], key: str) -> None:
+    table[key] = table.get(key, 0) + 1
 
 
 class ServerMetrics:
-    """One server's metrics and their HTTP endpoint."""
+    """One server's metrics and their HTTP endpoint.
+
+    Why plain numbers: prometheus_client's Counter and Histogram take a lock per update
+    (~1 µs each, several per step); every update here happens on the server's loop thread,
+    so the counts are plain ints, turned into metric families only when a scrape asks
+    (``collect``, on the HTTP thread: it reads numbers, which the GIL keeps whole)."""
 
     def __init__(self, task: str, cluster_tasks: list[str]) -> None:
         self.task = task_label(task)
         self._known = {task_label(t) for t in cluster_tasks}   # the peer labels a task key may get
+        self.steps: dict[str, Latency] = {}            # kind -> its steps that succeeded
+        self.step_failures: dict[str, int] = {}        # error class -> steps
+        self.run_graph = Latency()
+        self.refused: dict[str, int] = {}              # error class -> requests
+        self._peers: dict[str, PeerTraffic] = {}
         self.registry = registry = CollectorRegistry(auto_describe=True)
         ProcessCollector(registry=registry)   # process_resident_memory_bytes, cpu, fds
-        self.steps = Counter("zmtf_steps", "RunSteps this master finished successfully",
-                             ["task", "kind"], registry=registry)
-        self.step_seconds = Histogram("zmtf_step_seconds", "RunStep latency on this master, "
-                                      "from the request to its reply", ["task", "kind"],
-                                      buckets=LATENCY_BUCKETS, registry=registry)
-        self.step_failures = Counter("zmtf_step_failures", "RunSteps that failed, by error class",
-                                     ["task", "reason"], registry=registry)
-        self.run_graph_seconds = Histogram("zmtf_run_graph_seconds", "latency of the partitions "
-                                           "this worker ran for its masters' RunGraph requests",
-                                           ["task"], buckets=LATENCY_BUCKETS, registry=registry)
-        self.sent_bytes = Counter("zmtf_peer_sent_bytes", "bytes sent to a peer (requests to "
-                                  "tasks, replies to callers)", ["task", "peer"], registry=registry)
-        self.received_bytes = Counter("zmtf_peer_received_bytes", "bytes received from a peer",
-                                      ["task", "peer"], registry=registry)
-        self.sent_messages = Counter("zmtf_peer_sent_messages", "ZeroMQ messages sent to a peer",
-                                     ["task", "peer"], registry=registry)
-        self.received_messages = Counter("zmtf_peer_received_messages", "ZeroMQ messages "
-                                         "received from a peer", ["task", "peer"], registry=registry)
-        self.refused = Counter("zmtf_refused_requests", "requests refused (malformed, unknown, "
-                               "over a quota, not allowed...), by error class",
-                               ["task", "reason"], registry=registry)
-        self._peers: dict[str, PeerTraffic] = {}
+        registry.register(self)   # ``collect`` below
         self._gauges: list[Gauge] = []
         self._http: Any = None
 
@@ -146,7 +158,7 @@ class ServerMetrics:
         """The counters of peer label ``peer`` (one object per label)."""
         traffic = self._peers.get(peer)
         if traffic is None:
-            traffic = self._peers[peer] = PeerTraffic(self, peer)
+            traffic = self._peers[peer] = PeerTraffic()
         return traffic
 
     def peer_traffic(self, task: str) -> PeerTraffic:
@@ -175,17 +187,57 @@ class ServerMetrics:
             reason = _failure(outcome)
             if reason is None:
                 label = kind()
-                self.steps.labels(task=self.task, kind=label).inc()
-                self.step_seconds.labels(task=self.task, kind=label).observe(
-                    time.perf_counter() - started)
+                latency = self.steps.get(label)
+                if latency is None:
+                    latency = self.steps[label] = Latency()
+                latency.observe(time.perf_counter() - started)
             else:
-                self.step_failures.labels(task=self.task, reason=reason).inc()
+                _count(self.step_failures, reason)
         step.add_done_callback(done)
 
     def watch_run_graph(self, outputs: Any, started: float) -> None:
         """Time a RunGraph's partition when its outcome settles."""
-        histogram = self.run_graph_seconds.labels(task=self.task)
-        outputs.add_done_callback(lambda _: histogram.observe(time.perf_counter() - started))
+        observe = self.run_graph.observe
+        outputs.add_done_callback(lambda _: observe(time.perf_counter() - started))
+
+    # ---- a scrape ---------------------------------------------------------------------------
+    def collect(self) -> Iterator[Metric]:
+        """The counters and histograms, as prometheus_client's families (its Collector API)."""
+        task = self.task
+        steps = CounterMetricFamily("zmtf_steps", "RunSteps this master finished successfully",
+                                    labels=["task", "kind"])
+        latency = HistogramMetricFamily("zmtf_step_seconds", "RunStep latency on this master, "
+                                        "from the request to its reply", labels=["task", "kind"])
+        for kind, tally in list(self.steps.items()):
+            buckets = tally.buckets()
+            steps.add_metric([task, kind], buckets[-1][1])
+            latency.add_metric([task, kind], buckets, tally.sum)
+        yield steps
+        yield latency
+        yield _by_reason("zmtf_step_failures", "RunSteps that failed, by error class", task,
+                         self.step_failures)
+        run_graph = HistogramMetricFamily("zmtf_run_graph_seconds", "latency of the partitions "
+                                          "this worker ran for its masters' RunGraph requests",
+                                          labels=["task"])
+        run_graph.add_metric([task], self.run_graph.buckets(), self.run_graph.sum)
+        yield run_graph
+        peers = list(self._peers.items())
+        for field, name, help in (
+                ("sent_bytes", "zmtf_peer_sent_bytes", "bytes sent to a peer (requests to "
+                 "tasks, replies to callers)"),
+                ("received_bytes", "zmtf_peer_received_bytes", "bytes received from a peer"),
+                ("sent_messages", "zmtf_peer_sent_messages", "ZeroMQ messages sent to a peer"),
+                ("received_messages", "zmtf_peer_received_messages", "ZeroMQ messages received "
+                 "from a peer")):
+            family = CounterMetricFamily(name, help, labels=["task", "peer"])
+            for peer, traffic in peers:
+                family.add_metric([task, peer], getattr(traffic, field))
+            yield family
+        yield _by_reason("zmtf_refused_requests", "requests refused (malformed, unknown, over a "
+                         "quota, not allowed...), by error class", task, self.refused)
+
+    def describe(self) -> list[Metric]:
+        return []   # families are known at scrape time only (no names checked at register)
 
     # ---- the endpoint -----------------------------------------------------------------------
     def serve(self, address: str, port: int) -> None:
@@ -204,6 +256,13 @@ class ServerMetrics:
             server.shutdown()
             server.server_close()
             thread.join(5)
+
+
+def _by_reason(name: str, help: str, task: str, counts: dict[str, int]) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, help, labels=["task", "reason"])
+    for reason, count in list(counts.items()):
+        family.add_metric([task, reason], count)
+    return family
 
 
 def for_server(core: ServerCore) -> ServerMetrics:
