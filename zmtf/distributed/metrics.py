@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Gauge, ProcessCollector
 from prometheus_client.exposition import start_http_server
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 
+from zmtf.distributed.bind_policy import is_local_only
 from zmtf.framework.errors import UnavailableError
 
 if TYPE_CHECKING:
@@ -283,6 +284,10 @@ def for_server(core: ServerCore) -> ServerMetrics:
     metrics.serve(options.metrics_address, options.metrics_port)
     log.info("%s serves Prometheus metrics on http://%s:%d/metrics (no authentication)",
              core.task, options.metrics_address, options.metrics_port)
+    if not is_local_only(f"{options.metrics_address}:{options.metrics_port}"):
+        log.warning("%s: the metrics endpoint on %s has no authentication: anyone who reaches "
+                    "it reads this task's metrics (peers, traffic, errors)", core.task,
+                    options.metrics_address)
     return metrics
 
 
