@@ -199,6 +199,8 @@ class Listener:
 
     def _stream_expired(self, identity: Hashable, error: BaseException, message_id: int) -> None:
         """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
+        if self._meter is not None:
+            self._meter.refused(error)
         self._reply(identity, messages.error_reply(message_id, error))
 
     def _serve(self, identity: Any, message: Any, sender: identities.Sender | None) -> None:
