@@ -208,7 +208,7 @@ class ServerMetrics:
         steps = CounterMetricFamily("zmtf_steps", "RunSteps this master finished successfully",
                                     labels=["task", "kind"])
         latency = HistogramMetricFamily("zmtf_step_seconds", "RunStep latency on this master, "
-                                        "from the request to its reply", labels=["task", "kind"])
+                                        "from its dispatch to its outcome", labels=["task", "kind"])
         for kind, tally in list(self.steps.items()):
             buckets = tally.buckets()
             steps.add_metric([task, kind], buckets[-1][1])
