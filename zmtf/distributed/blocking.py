@@ -20,14 +20,13 @@ import zmq
 from zmtf.distributed import liveness, security
 from zmtf.distributed.channel import CALL_IDS, lost_error, no_reply_error, unreachable_error
 from zmtf.distributed.sockets import (
-    NOBLOCK, close_monitor, configure_socket, heartbeats, new_streams, next_connection_change, poll,
-    recv_frames,
-    send_frames,
+    NOBLOCK, close_monitor, configure_socket, heartbeats, identify_client, new_streams,
+    next_connection_change, poll, recv_frames, send_frames,
 )
 from zmtf.framework.errors import CancelledError, UnavailableError
 from zmtf.wire import codec, messages
 from zmtf.wire.calls import Calls
-from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection
+from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection, Refused
 
 
 class BlockingChannel:
@@ -42,6 +41,7 @@ class BlockingChannel:
         self._connection = ClientConnection(self.peer, endpoint, secured, connected=not remote)
         self._sock = ctx.socket(zmq.DEALER)
         configure_socket(self._sock)
+        identify_client(self._sock)
         if secured:
             security.secure_client(self._sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
@@ -55,6 +55,7 @@ class BlockingChannel:
         self._sock.connect(endpoint)
         # what a wait polls (zmq.zmq_poll itself: zmq.Poller.poll is a Python layer over it)
         self._poll_items = [(self._sock, zmq.POLLIN)]
+        self._monitor_item: list[tuple[Any, int]] = [(self._monitor, zmq.POLLIN)]
         if self._monitor is not None:
             self._poll_items.append((self._monitor, zmq.POLLIN))
         # the call in flight (one at a time: one thread), by id: a late reply to a call given
@@ -86,6 +87,8 @@ class BlockingChannel:
 
     def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None) -> Any:
         deadline = time.monotonic() + timeout
+        if self._monitor is not None and poll(self._monitor_item, 0):
+            self._catch_up()   # what happened to the connection while no call was in flight
         if not self._connection.connected:   # (a later disconnect shows in the poll below)
             self._wait_connected(deadline, timeout, message)
         call_id = self._calls.new_call(deadline, (timeout, type(message)))
@@ -120,6 +123,17 @@ class BlockingChannel:
         if self._monitor is not None:
             change = next_connection_change(self._monitor, self._connection)
             if change is not None:
+                raise self._connection.error_for(change)
+
+    def _catch_up(self) -> None:
+        """Take the monitor's events that came between calls: a connection that dropped and
+        came back meanwhile (a pause, a blink) fails no call; one still down is waited for."""
+        assert self._monitor is not None
+        while True:
+            change = next_connection_change(self._monitor, self._connection)
+            if change is None:
+                return
+            if type(change) is Refused:
                 raise self._connection.error_for(change)
 
     def _wait_connected(self, deadline: float, timeout: float, message: Any) -> None:

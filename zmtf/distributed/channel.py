@@ -19,7 +19,8 @@ from zmtf.distributed import liveness, security
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
 from zmtf.distributed.sockets import (
-    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, new_streams,
+    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, identify_client,
+    new_streams,
     next_connection_change,
 )
 from zmtf.framework.errors import (
@@ -90,6 +91,7 @@ class Channel:
         self._sweep.streams = self._streams
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock)
+        identify_client(sock)
         if secured:
             security.secure_client(sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None

@@ -4,7 +4,10 @@ Each request is decoded (``wire.codec``, through ``reactor.receive``), handed to
 server's handler, and its reply sent back to the peer that asked, now if the handler
 finished inline, else when its outcome settles. A peer whose connection closes has its
 requests in flight cancelled, as TF's gRPC master cancels the step of a dropped call: a
-dequeue waiting for that client must not take an element nobody will receive.
+dequeue waiting for that client must not take an element nobody will receive; and the
+server hears of it (``on_gone``), to collect the sessions of a client that is gone.
+A client keeps its routing id when it reconnects (``sockets.identify_client``): the new
+connection takes the peer over (ROUTER_HANDOVER), and the old one's close is not the peer's.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from zmtf.distributed.futures import Deferred, is_outcome, outcome
 from zmtf.distributed.reactor import IdleSweep, Reactor, receive
 from zmtf.distributed.sockets import (
     OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, new_streams, next_monitor_event,
+    send_frames,
 )
 from zmtf.framework.errors import UnavailableError
 from zmtf.wire import codec, messages
@@ -28,8 +32,12 @@ from zmtf.wire.connection_state import SERVER_EVENTS, PeerTable
 
 log = logging.getLogger("zmtf.transport")
 
-#: a request -> its reply, None (no reply), or a coroutine, Deferred or future settling with it
-Handler = Callable[[Any], Any]
+#: (a request, the routing id of the peer that sent it) -> its reply, None (no reply), or a
+#: coroutine, Deferred or future settling with it
+Handler = Callable[[Any, bytes], Any]
+_SRCFD = int(zmq.SRCFD)
+#: sent to a peer only to learn whether it is connected now: a reply to no call, dropped
+_PROBE = codec.encode(messages.Ok(id=0))
 
 
 class _PeerWatch:
@@ -45,10 +53,10 @@ class _PeerWatch:
         self._gone = gone
         loop.add_reader(self._monitor.FD, self.read_monitor)
 
-    def seen(self, peer: bytes, identity: zmq.Frame) -> None:
-        """The first message from ``peer`` (its routing-id frame ``identity``)."""
+    def seen(self, peer: bytes, fd: int) -> None:
+        """The first message from ``peer`` on connection ``fd``."""
         self.read_monitor()   # connections that closed before this one opened go first
-        self.table.seen(peer, identity.get(zmq.SRCFD))
+        self.table.seen(peer, fd)
 
     def read_monitor(self) -> None:
         while self._monitor is not None:
@@ -74,8 +82,10 @@ class Listener:
 
     def __init__(self, ctx: zmq.Context, endpoint: str, handler: Handler,
                  loop: asyncio.AbstractEventLoop, keys: security.CurveKeys | None = None,
-                 prepare_reply: Callable[[Any], Any] | None = None) -> None:
+                 prepare_reply: Callable[[Any], Any] | None = None,
+                 on_gone: Callable[[bytes], Any] | None = None) -> None:
         self._handler = handler
+        self._on_gone = on_gone   # told of each peer whose connection closed
         self._prepare_reply = prepare_reply   # e.g. copy what must not be shared in-process
         self._loop = loop
         # requests being served (tasks, futures, Deferreds) -> the peer that asked, so that
@@ -84,6 +94,7 @@ class Listener:
         sock = ctx.socket(zmq.ROUTER)
         configure_socket(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.ROUTER_HANDOVER, 1)   # a client that reconnects keeps its routing id
         if keys is not None and security.applies(endpoint):
             security.secure_server(sock, keys)
         try:
@@ -104,8 +115,10 @@ class Listener:
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         identity, body = frames[0], frames[1:]
         peer = identity.bytes
-        if self._peers is not None and peer not in self._peers.table.fd_of:
-            self._peers.seen(peer, identity)
+        if self._peers is not None:
+            fd = identity.get(_SRCFD)
+            if self._peers.table.fd_of.get(peer) != fd:   # a new peer, or one that reconnected
+                self._peers.seen(peer, fd)
 
         def deliver(message: Any, error: BaseException | None, message_id: int) -> None:
             if error is not None:
@@ -126,6 +139,26 @@ class Listener:
                      "(as TF cancels the step of a dropped call)", len(requests))
         for request in requests:
             request.cancel()
+        if self._on_gone is not None:
+            self._on_gone(peer)
+
+    def connected_peers(self) -> list[bytes]:
+        """The peers whose connection is open, as far as their messages told."""
+        return list(self._peers.table.fd_of) if self._peers is not None else []
+
+    def reachable(self, peer: bytes) -> bool:
+        """Whether ``peer`` is connected now (it may have reconnected without sending
+        anything): a message that no call of its waits for is sent to it, which only a
+        connected peer can be sent (ROUTER_MANDATORY)."""
+        try:
+            send_frames(self._reactor.sock, [peer, *_PROBE])
+        except zmq.Again:
+            return True
+        except zmq.ZMQError as error:
+            if error.errno == zmq.EHOSTUNREACH:
+                return False
+            raise
+        return True
 
     def _stream_expired(self, identity: Hashable, error: BaseException, message_id: int) -> None:
         """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
@@ -133,7 +166,7 @@ class Listener:
 
     def _serve(self, identity: Any, message: Any) -> None:
         try:
-            result = self._handler(message)
+            result = self._handler(message, identity)
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
             self._reply(identity, messages.error_reply(message.id, error))
             return

@@ -29,6 +29,7 @@ from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.session_cluster import check_session_cluster
+from zmtf.distributed.client_sessions import ClientSessions
 from zmtf.distributed.session_gc import DEFAULT_SESSION_GC_SECS, SessionCollector
 from zmtf.distributed.task_wait import DEFAULT_LOG_SECS, DEFAULT_WAIT_SECS, wait_for_tasks
 from zmtf.distributed.channel import Channel
@@ -68,6 +69,8 @@ class ServerCore:
         self.session_gc_secs = float(session_gc_secs)
         self.wait_for_tasks_secs, self.wait_log_secs = float(wait_for_tasks_secs), float(wait_log_secs)
         self._collector: SessionCollector | None = None
+        self._clients: ClientSessions | None = None   # sessions by client process (while started)
+        self._asking = b""   # the routing id of the peer whose request is being dispatched
         if job_name not in self.cluster.jobs:
             raise ValueError(f"job '{job_name}' is not in the cluster spec (jobs: {self.cluster.jobs})")
         self.address = self.cluster.task_address(job_name, task_index)
@@ -116,7 +119,8 @@ class ServerCore:
         if self.keys is not None:
             security.start_authenticator(self.context, self.keys)
         try:
-            self._listener = Listener(self.context, bind, self.handle, loop, self.keys)
+            self._listener = Listener(self.context, bind, self.handle, loop, self.keys,
+                                      on_gone=self._peer_gone)
         except BaseException:
             if self.keys is not None:
                 security.stop_authenticator(self.context)
@@ -128,11 +132,14 @@ class ServerCore:
             inproc.register(bind, self.context)
         elif self.keys is None:   # under CURVE every client shows its key, in-process ones too
             self._serve_in_process(loop, self.worker, self._listener.endpoint)
+        self._collector = SessionCollector(loop, self.master, self.session_gc_secs,
+                                           self._session_busy, self._collect_session,
+                                           self._release_buffers)
         if self.session_gc_secs > 0:
-            self._collector = SessionCollector(loop, self.master, self.session_gc_secs,
-                                               self._session_busy, self._collect_session,
-                                               self._release_buffers)
             self._collector.start()
+        listener = self._listener
+        self._clients = ClientSessions(loop, liveness.liveness_seconds(), listener.connected_peers,
+                                       listener.reachable, self._collector.collect)
         self.started = True
         log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d; "
                  "%s)", self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
@@ -159,6 +166,8 @@ class ServerCore:
         self.started = False
         if self._collector is not None:
             self._collector.stop()
+        if self._clients is not None:
+            self._clients.stop()
         for listener in (self._listener, self._local_listener):
             if listener is not None:
                 await listener.close()
@@ -184,21 +193,33 @@ class ServerCore:
     # ---- serving -----------------------------------------------------------------------------
     # Requests come through the listeners, which start() opens after it made the worker and
     # master services: the handlers assert that (an invariant, not a check of the request).
-    def handle(self, message: Any) -> Any:
-        """Dispatch one request; returns a reply or a coroutine that makes one."""
+    def handle(self, message: Any, peer: bytes = b"") -> Any:
+        """Dispatch one request from ``peer`` (its routing id); returns a reply or a coroutine
+        that makes one."""
         handler = self._HANDLERS.get(type(message))
         if handler is None:
             raise InvalidArgumentError(None, None, f"{type(message).__name__} is not a request this "
                                        f"server accepts")
+        self._asking = peer
         return handler(self, message)
 
-    async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
+    def _create_session(self, msg: m.CreateSession) -> Any:
+        return self._create_session_for(msg, self._asking)
+
+    async def _create_session_for(self, msg: m.CreateSession, peer: bytes) -> m.SessionCreated:
         check_session_cluster(msg.config, self.cluster)
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
         await self.learn_cluster_devices(filters)
         assert self.master is not None
-        return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
+        handle = self.master.create_session(msg.graph, msg.tensors, msg.config)
+        if self._clients is not None:   # closed when that client is gone
+            self._clients.created(peer, handle)
+        return m.SessionCreated(id=msg.id, session=handle)
+
+    def _peer_gone(self, peer: bytes) -> None:
+        if self._clients is not None:
+            self._clients.gone(peer)
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
         assert self.master is not None
@@ -263,6 +284,8 @@ class ServerCore:
                 if session == msg.session and not step.settled:
                     step.set_exception(_closed_session())   # aborts it, as a cancel would
             assert self.master is not None
+            if self._clients is not None:
+                self._clients.closed(msg.session)
             await self.master.close_session(msg.session)
         finally:
             self._closing.discard(msg.session)
@@ -276,6 +299,8 @@ class ServerCore:
         """Close a session whose client is gone (session_gc): as CloseSession, with no reply."""
         for key in [key for key in self._running if key[0] == handle]:
             del self._running[key]
+        if self._clients is not None:
+            self._clients.closed(handle)
         assert self.master is not None
         await self.master.close_session(handle)
 

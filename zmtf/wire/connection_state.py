@@ -176,7 +176,12 @@ class PeerTable:
         self._peer_on: dict[int, bytes] = {}   # descriptor -> the peer on it
 
     def seen(self, peer: bytes, fd: int) -> None:
-        """A message from ``peer`` arrived on connection ``fd``."""
+        """A message from ``peer`` arrived on connection ``fd``: a new peer, or one that
+        reconnected (a client keeps its routing id; its old connection's close, maybe not
+        reported yet, is then not this peer's)."""
+        old = self.fd_of.get(peer)
+        if old is not None and self._peer_on.get(old) == peer:
+            del self._peer_on[old]
         self.fd_of[peer] = fd
         self._peer_on[fd] = peer
 
