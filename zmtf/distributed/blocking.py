@@ -69,15 +69,18 @@ class BlockingChannel:
         self._close_requested = False
 
     def call(self, message: Any, timeout: float,
-             on_cancel: Callable[[int], Any] | None = None) -> Any:
-        """Send ``message`` and wait for its reply; Ctrl-C sends ``on_cancel(id)`` first."""
+             on_cancel: Callable[[int], Any] | None = None,
+             connect_timeout: float | None = None) -> Any:
+        """Send ``message`` and wait for its reply within ``timeout`` s (not connected yet:
+        within ``connect_timeout`` s, when given, to connect first); Ctrl-C sends
+        ``on_cancel(id)`` first."""
         with self._state:
             if self._sock.closed or self._close_requested:
                 raise CancelledError(None, None, f"the session to {self.peer} has been closed; "
                                      f"open a new Session to run more steps")
             self._busy = True
         try:
-            return self._call(message, timeout, on_cancel)
+            return self._call(message, timeout, on_cancel, connect_timeout)
         finally:
             with self._state:
                 self._busy = False
@@ -85,12 +88,16 @@ class BlockingChannel:
             if deferred:
                 self._close_now()
 
-    def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None) -> Any:
+    def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None,
+              connect_timeout: float | None) -> Any:
         deadline = time.monotonic() + timeout
         if self._monitor is not None and poll(self._monitor_item, 0):
             self._catch_up()   # what happened to the connection while no call was in flight
         if not self._connection.connected:   # (a later disconnect shows in the poll below)
-            self._wait_connected(deadline, timeout, message)
+            if connect_timeout is None:
+                self._wait_connected(deadline, timeout, message)
+            else:
+                self._wait_connected(time.monotonic() + connect_timeout, connect_timeout, message)
         call_id = self._calls.new_call(deadline, (timeout, type(message)))
         try:
             for frames in codec.encode_messages(message, id=call_id):

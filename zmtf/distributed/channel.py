@@ -183,8 +183,10 @@ class Channel:
         return outcome
 
     async def call(self, message: Any, timeout: float,
-                   on_cancel: Callable[[int], Any] | None = None) -> Any:
-        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s.
+                   on_cancel: Callable[[int], Any] | None = None,
+                   connect_timeout: float | None = None) -> Any:
+        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s
+        (not connected yet: within ``connect_timeout`` s, when given, to connect first).
 
         If the caller is cancelled after sending, ``on_cancel(id)`` may return a message that
         is sent at once, without waiting for a reply (a CancelStep for the peer).
@@ -193,7 +195,8 @@ class Channel:
             raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
                                    f"is closed ({type(message).__name__} not sent)")
         if not self._connection.connected:
-            await self._wait_connected(timeout, message)
+            await self._wait_connected(timeout if connect_timeout is None else connect_timeout,
+                                       message)
         future: asyncio.Future = self._loop.create_future()
         when = time.monotonic() + timeout
         call_id = self._calls.new_call(when, (future, None, timeout, type(message)))

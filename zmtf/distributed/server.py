@@ -22,6 +22,8 @@ import zmq
 from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.graph import Graph
+from zmtf.framework.graph_io import graph_from_dict
 from zmtf.distributed import inproc, liveness, security
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
@@ -207,12 +209,22 @@ class ServerCore:
         return self._create_session_for(msg, self._asking)
 
     async def _create_session_for(self, msg: m.CreateSession, peer: bytes) -> m.SessionCreated:
+        """Open a session; first wait for the tasks its graph places ops on that are not up
+        yet (TF1 waits at CreateSession too), so that their devices are known when it is
+        placed: a late GPU ps gets its variables on its GPU, not on a guessed CPU:0."""
         check_session_cluster(msg.config, self.cluster)
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
+        if type(msg.timeout_ms) is not int:
+            raise InvalidArgumentError(None, None, "CreateSession's timeout_ms must be an int")
+        graph = graph_from_dict(msg.graph, msg.tensors)
+        named = self._tasks_named(graph, filters)
+        if named:
+            limit = msg.timeout_ms / 1000.0 if msg.timeout_ms > 0 else self.wait_for_tasks_secs
+            await self._wait_for(named, limit, "CreateSession")
         await self.learn_cluster_devices(filters)
         assert self.master is not None
-        handle = self.master.create_session(msg.graph, msg.tensors, msg.config)
+        handle = self.master.open_session(graph, msg.config)
         if self._clients is not None:   # closed when that client is gone
             self._clients.created(peer, handle)
         return m.SessionCreated(id=msg.id, session=handle)
@@ -429,7 +441,20 @@ class ServerCore:
             peers = [t for t in peers if any(_names_task(f, t) for f in filters)]
         await asyncio.gather(*[ask(t) for t in peers if t != self.task and t not in self._peer_devices])
 
-    async def _wait_for(self, tasks: list[str], limit: float) -> None:
+    def _tasks_named(self, graph: Graph, filters: list[str]) -> list[str]:
+        """The other tasks whose devices ``graph``'s ops name (by job, or job and task), among
+        those ``filters`` (device_filters) let the session see."""
+        specs = {op.device for op in graph.get_operations() if op.device.startswith("/job:")}
+        named = []
+        for job, index, _ in self.cluster.all_tasks():
+            task = self.cluster.device_name(job, index)
+            if task == self.task or (filters and not any(_names_task(f, task) for f in filters)):
+                continue
+            if any(_names_task(spec, task) for spec in specs):
+                named.append(task)
+        return named
+
+    async def _wait_for(self, tasks: list[str], limit: float, what: str = "RegisterGraph") -> None:
         """Wait for tasks that have not started yet (task_wait), up to ``limit`` s and the
         server's wait_for_tasks_secs. An in-process (inproc://) peer is not waited for: it
         fails at once, as it always did."""
@@ -443,7 +468,7 @@ class ServerCore:
         if remote:
             await wait_for_tasks(lambda task, timeout: self.peer(task).ping(timeout), remote,
                                  self._address_of, min(limit, self.wait_for_tasks_secs),
-                                 self.wait_log_secs)
+                                 self.wait_log_secs, what)
 
     def _address_of(self, task: str) -> str:
         """The endpoint of a task named "/job:J/replica:0/task:I"."""
