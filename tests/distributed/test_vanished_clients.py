@@ -61,7 +61,8 @@ while True:
 
 def _client(target, n, mb, mode, env=None):
     return subprocess.Popen([sys.executable, "-c", CLIENT, target, str(n), str(mb), mode],
-                            stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, text=True, env=env,
+                            stdin=subprocess.PIPE if mode == "idle" else subprocess.DEVNULL)
 
 
 def _wait_line(proc, line, seconds=120):
@@ -86,7 +87,8 @@ def _kill(proc):
     proc.kill()
     proc.wait(10)
     proc.stdout.close()
-    proc.stdin.close()
+    if proc.stdin is not None:
+        proc.stdin.close()
 
 
 def test_a_killed_clients_session_is_closed_and_deregistered_on_every_task():
@@ -190,7 +192,7 @@ def test_a_workers_memory_returns_after_vanished_clients_are_collected(tmp_path)
             _kill(client)
         assert during > before + 30, (before, during)   # they did hold memory
         assert _poll(lambda: _read(worker.log_path).count("closing session") >= 10, 20)
-        assert _poll(lambda: _rss_mb(worker.pid) <= before * 1.10, 10), (before, during,
+        assert _poll(lambda: _rss_mb(worker.pid) <= before * 1.10, 20), (before, during,
                                                                          _rss_mb(worker.pid))
     finally:
         for proc in procs:
@@ -267,7 +269,7 @@ def test_killed_clients_memory_returns_within_seconds_without_the_idle_timer(tmp
         assert during > before + 120, (before, during)   # they did hold memory
         assert _poll(lambda: _read(worker.log_path).count("did not come back") >= 20, 15), \
             _read(worker.log_path)[-3000:]
-        assert _poll(lambda: _rss_mb(worker.pid) <= before * 1.10, 10), (before, during,
+        assert _poll(lambda: _rss_mb(worker.pid) <= before * 1.10, 20), (before, during,
                                                                          _rss_mb(worker.pid))
         took = time.monotonic() - killed
         assert took < 15, took

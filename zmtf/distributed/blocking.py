@@ -18,7 +18,9 @@ from typing import Any, Callable
 import zmq
 
 from zmtf.distributed import liveness, security
-from zmtf.distributed.channel import CALL_IDS, lost_error, no_reply_error, unreachable_error
+from zmtf.distributed.channel import (
+    CALL_IDS, lost_error, no_reply_error, stuck_error, unreachable_error,
+)
 from zmtf.distributed.sockets import (
     NOBLOCK, close_monitor, configure_socket, heartbeats, identify_client, new_streams,
     next_connection_change, poll, recv_frames, send_frames,
@@ -164,15 +166,29 @@ class BlockingChannel:
 
     def _poll_reply(self, deadline: float) -> Any:
         """Wait for the reply to the call in flight (its ``deadline`` is the table's only
-        one); the reply, or the error it was delivered with."""
+        one); the reply, or the error it was delivered with. A server silent for half the
+        liveness bound gets a Ping, which its event loop answers: none within the bound,
+        and the call fails naming it (its loop is stuck; heartbeats come from its I/O
+        thread). A reply that comes at once costs none of this."""
         calls = self._calls
+        half = self._liveness / 2
+        quiet_since = time.monotonic()   # when the server last sent anything
+        pinged_at = None
         while self._outcome is None:
             now = time.monotonic()
             left = deadline - now
             if left <= 0:   # a reply half-streamed by now finishes later and is dropped then
                 (_, (timeout, kind)), = calls.expire(now)
                 raise no_reply_error(self.peer, self.endpoint, timeout, kind)
-            ready = dict(poll(self._poll_items, int(min(left, 1.0) * 1000)))
+            if now - quiet_since >= half and self._monitor is not None:
+                if pinged_at is None:   # its Pong matches no call: it only breaks the silence
+                    self._sock.send_multipart(codec.encode(messages.Ping(id=0), id=next(CALL_IDS)))
+                    pinged_at = now
+                elif now - pinged_at >= self._liveness and self._connection.connected:
+                    (_, _), = calls.take_all()
+                    self._streams.drop()
+                    raise stuck_error(self.peer, self.endpoint, self._liveness)
+            ready = dict(poll(self._poll_items, int(min(left, 1.0, half) * 1000)))
             if self._monitor is not None and self._monitor in ready:
                 try:
                     self._events()
@@ -182,6 +198,7 @@ class BlockingChannel:
             if self._sock not in ready:
                 self._streams.sweep()   # a reply stalled mid-stream fails the call (or not yet)
                 continue
+            quiet_since, pinged_at = now, None
             while self._outcome is None:   # drain: a streamed reply is many messages
                 try:
                     frames = recv_frames(self._sock, NOBLOCK)

@@ -97,6 +97,7 @@ class ServerCore:
         # CURVE: the cluster's credential (curve_dir, else ZMTF_CURVE_DIR), or None: plaintext
         self.keys = security.load(curve_dir) if curve_dir else security.from_env()
         self._pauses: liveness.PauseWatch | None = None   # while started (see liveness)
+        self._beat: liveness.LoopBeat | None = None
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -130,6 +131,7 @@ class ServerCore:
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
         self._pauses = liveness.watch_pauses()   # drops work queued while this task was paused
+        self._beat = liveness.LoopBeat(loop, self._pauses)   # ... or while its loop was stuck
         if bind.startswith("inproc://"):
             inproc.register(bind, self.context)
         elif self.keys is None:   # under CURVE every client shows its key, in-process ones too
@@ -184,6 +186,8 @@ class ServerCore:
             security.stop_authenticator(self.context)
         if self._pauses is not None:
             liveness.unwatch_pauses()
+        if self._beat is not None:
+            self._beat.stop()
         if self._own_context:
             self.context.destroy(linger=0)
         log.info("stopped %s", self.task)
@@ -248,7 +252,8 @@ class ServerCore:
         timeout_ms = msg.timeout_ms
         assert self._pauses is not None   # started, like the services
         refused, waited = self._pauses.refusal(
-            self.task, "RunStep", msg.id, timeout_ms / 1000.0 if timeout_ms > 0 else None)
+            self.task, "RunStep", msg.id, timeout_ms / 1000.0 if timeout_ms > 0 else None,
+            self._beat)
         if waited:   # read during or just after a pause of this task: rare
             if refused is not None:
                 raise refused
@@ -368,7 +373,7 @@ class ServerCore:
         assert self.worker is not None
         assert self._pauses is not None
         refused, waited = self._pauses.refusal(self.task, "RunGraph of step", msg.step_id,
-                                               timeout)
+                                               timeout, self._beat)
         if waited:   # read during or just after a pause of this task: rare
             if refused is not None:
                 raise refused
