@@ -95,7 +95,8 @@ class PauseWatch:
         after a pause has waited."""
         now = time.monotonic()
         waited, stale_after = now - self.arrived_after(now), self.stale_after
-        if beat is not None:
+        if beat is not None and (now - beat.last > beat.late or
+                                 now - beat.resumed_at < SETTLE_SECONDS):   # rare: no call else
             stuck_for = now - beat.arrived_after(now)
             if stuck_for > waited:   # peers fail calls to a stuck loop after L (Channel's ping)
                 waited, stale_after = stuck_for, self.liveness
@@ -132,7 +133,7 @@ class LoopBeat:
     def __init__(self, loop: asyncio.AbstractEventLoop, watch: PauseWatch) -> None:
         # a loop busy for less than half the bound is not stuck: no peer fails it for that
         self._loop, self._tick = loop, watch.tick
-        self._late = max(watch.late, watch.liveness / 2)
+        self.late = max(watch.late, watch.liveness / 2)
         self.last = time.monotonic()
         self.stuck_from = -math.inf
         self.resumed_at = -math.inf
@@ -140,7 +141,7 @@ class LoopBeat:
 
     def _beat(self) -> None:
         now = time.monotonic()
-        if now - self.last > self._late:
+        if now - self.last > self.late:
             self.stuck_from, self.resumed_at = self.last, now
         self.last = now
         self._handle = self._loop.call_later(self._tick, self._beat)
@@ -148,7 +149,7 @@ class LoopBeat:
     def arrived_after(self, now: float) -> float:
         """The earliest time a request this loop reads at ``now`` may have arrived."""
         last = self.last
-        if now - last > self._late:   # the beats stopped: the loop was stuck until a moment ago
+        if now - last > self.late:   # the beats stopped: the loop was stuck until a moment ago
             return last
         if now - self.resumed_at < SETTLE_SECONDS:
             return self.stuck_from
