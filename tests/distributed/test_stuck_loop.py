@@ -82,12 +82,12 @@ def test_a_step_waiting_on_a_stuck_loop_fails_naming_it_and_is_not_applied_later
     with tf.Session(f"grpc://{spec.task_address('worker', 0)}") as sess:   # no deadline
         sess.run(counter.initializer)
         assert sess.run(increment) == 1
-        block = 6 * LIVENESS
+        block = 10 * LIVENESS
         blocked_at = _block(ps, block)
         error, seconds = timed_error(lambda: sess.run(increment), limit=4 * block)
         assert isinstance(error, tf.errors.UnavailableError), error
         assert PS in str(error) and "event loop is stuck" in str(error), error
-        assert seconds < 2.5 * LIVENESS + 1.0, seconds   # L/2 to notice, L for the ping
+        assert seconds < 3 * LIVENESS + 3.0, seconds   # L/2 to notice, L for the ping; slack
         time.sleep(max(0.0, blocked_at + block + 1.0 - time.monotonic()))   # the loop runs again
         assert sess.run(increment) == 2   # the failed increment was dropped, not applied
         assert sess.run(counter) == 2
@@ -104,12 +104,12 @@ def test_a_client_waiting_on_a_master_whose_loop_is_stuck_fails_naming_it(monkey
         target = f"grpc://{spec.task_address('worker', 0)}"
         with tf.Session(target) as sess:
             assert sess.run(total) == 5.0
-            block = 6 * LIVENESS
+            block = 10 * LIVENESS
             blocked_at = _block(master, block)
             error, seconds = timed_error(lambda: sess.run(total), limit=4 * block)
             assert isinstance(error, tf.errors.UnavailableError), error
             assert target in str(error) and "event loop is stuck" in str(error), error
-            assert seconds < 2.5 * LIVENESS + 1.0, seconds
+            assert seconds < 3 * LIVENESS + 3.0, seconds   # L/2 to notice, L for the ping; slack
             time.sleep(max(0.0, blocked_at + block + 1.0 - time.monotonic()))
             assert sess.run(total) == 5.0   # its loop runs again: so does the session
     finally:
