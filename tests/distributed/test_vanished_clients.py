@@ -246,7 +246,9 @@ def test_killed_clients_memory_returns_within_seconds_without_the_idle_timer(tmp
     an hour)."""
     ports = free_ports(2)
     spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
-    flags = ("--liveness-timeout", LIVENESS)
+    # 2 s, not 1: a loaded machine can stall a first step's loop for a second, and requests
+    # read after a stall of the bound are dropped as stale (liveness.LoopBeat)
+    flags = ("--liveness-timeout", "2")
     procs, clients = [], []
     try:
         procs.append(_server(spec, "ps", 0, str(tmp_path / "ps.log"), *flags))
@@ -258,7 +260,7 @@ def test_killed_clients_memory_returns_within_seconds_without_the_idle_timer(tmp
         warm.wait(30)
         warm.stdout.close()
         before = _rss_mb(worker.pid)
-        env = dict(os.environ, ZMTF_LIVENESS_TIMEOUT=LIVENESS)
+        env = dict(os.environ, ZMTF_LIVENESS_TIMEOUT="2")
         clients = [_client(target, 2, 8.0, "kill", env) for _ in range(10)]
         for client in clients:
             _wait_line(client, "ready")
