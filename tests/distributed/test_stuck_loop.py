@@ -88,6 +88,7 @@ def test_a_step_waiting_on_a_stuck_loop_fails_naming_it_and_is_not_applied_later
         assert isinstance(error, tf.errors.UnavailableError), error
         assert PS in str(error) and "event loop is stuck" in str(error), error
         assert seconds < 3 * LIVENESS + 3.0, seconds   # L/2 to notice, L for the ping; slack
+        print(f"stuck ps: UnavailableError after {seconds:.2f} s (liveness bound {LIVENESS} s)")
         time.sleep(max(0.0, blocked_at + block + 1.0 - time.monotonic()))   # the loop runs again
         assert sess.run(increment) == 2   # the failed increment was dropped, not applied
         assert sess.run(counter) == 2
@@ -110,6 +111,7 @@ def test_a_client_waiting_on_a_master_whose_loop_is_stuck_fails_naming_it(monkey
             assert isinstance(error, tf.errors.UnavailableError), error
             assert target in str(error) and "event loop is stuck" in str(error), error
             assert seconds < 3 * LIVENESS + 3.0, seconds   # L/2 to notice, L for the ping; slack
+            print(f"stuck master: UnavailableError after {seconds:.2f} s (bound {LIVENESS} s)")
             time.sleep(max(0.0, blocked_at + block + 1.0 - time.monotonic()))
             assert sess.run(total) == 5.0   # its loop runs again: so does the session
     finally:
