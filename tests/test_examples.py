@@ -226,15 +226,11 @@ def _assert_latest_checkpoint_holds(model_dir, step):
 
 def _numpy_accuracy_of_checkpoint(model_dir):
     """The example's MLP on its eval data, in numpy, from the newest checkpoint's weights."""
-    import importlib.util
-
     import numpy as np
 
     import zmtf as tf
 
-    spec = importlib.util.spec_from_file_location("estimator_cluster", EXAMPLES / "estimator_cluster.py")
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _load_example("estimator_cluster")
     x, y = example.make_data(512, seed=1)
     value = lambda name: tf.train.load_variable(str(model_dir), name)  # noqa: E731
     hidden = np.maximum(x @ value("dense/kernel") + value("dense/bias"), 0)
