@@ -82,7 +82,7 @@ def test_a_step_waiting_on_a_stuck_loop_fails_naming_it_and_is_not_applied_later
     with tf.Session(f"grpc://{spec.task_address('worker', 0)}") as sess:   # no deadline
         sess.run(counter.initializer)
         assert sess.run(increment) == 1
-        block = 10 * LIVENESS
+        block = 7 * LIVENESS
         blocked_at = _block(ps, block)
         error, seconds = timed_error(lambda: sess.run(increment), limit=4 * block)
         assert isinstance(error, tf.errors.UnavailableError), error
@@ -105,7 +105,7 @@ def test_a_client_waiting_on_a_master_whose_loop_is_stuck_fails_naming_it(monkey
         target = f"grpc://{spec.task_address('worker', 0)}"
         with tf.Session(target) as sess:
             assert sess.run(total) == 5.0
-            block = 10 * LIVENESS
+            block = 7 * LIVENESS
             blocked_at = _block(master, block)
             error, seconds = timed_error(lambda: sess.run(total), limit=4 * block)
             assert isinstance(error, tf.errors.UnavailableError), error

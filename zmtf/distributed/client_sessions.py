@@ -13,12 +13,9 @@ sessions; one whose connection blinked and came back keeps them too.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any, Callable, Iterable
 
 from zmtf.distributed.sockets import client_of
-
-log = logging.getLogger("zmtf.master")
 
 
 class ClientSessions:
