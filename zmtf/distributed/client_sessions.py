@@ -18,6 +18,9 @@ from typing import Any, Callable, Iterable
 from zmtf.distributed.sockets import client_of
 
 
+BATCH_SECONDS = 0.2   # clients gone within this of each other are collected in one pass
+
+
 class ClientSessions:
     """Sessions by the client process that created them; ``gone(peer)`` starts the wait."""
 
@@ -34,6 +37,7 @@ class ClientSessions:
         self._owner: dict[str, bytes] = {}           # session -> its client process
         self._routes: dict[bytes, set[bytes]] = {}   # client process -> its peers seen
         self._checks: dict[bytes, asyncio.TimerHandle] = {}
+        self._batch: list[str] = []   # sessions to collect at the next flush
 
     def created(self, peer: bytes, handle: str) -> None:
         """``peer`` created session ``handle``."""
@@ -81,6 +85,12 @@ class ClientSessions:
         self._forget(client)
         for handle in handles:
             self._owner.pop(handle, None)
+        if not self._batch:   # clients that left together are collected together: one trim
+            self._loop.call_later(BATCH_SECONDS, self._flush)
+        self._batch.extend(handles)
+
+    def _flush(self) -> None:
+        handles, self._batch = self._batch, []
         self._collect(handles, f"its client's connection closed and did not come back within "
                                f"{self.grace:g} s (the liveness bound)")
 
