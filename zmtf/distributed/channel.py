@@ -19,7 +19,8 @@ from zmtf.distributed import liveness, security
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
 from zmtf.distributed.sockets import (
-    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, new_streams,
+    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, identify_client,
+    new_streams,
     next_connection_change,
 )
 from zmtf.framework.errors import (
@@ -48,6 +49,18 @@ def unreachable_error(peer: str, endpoint: str, timeout: float, kind: type) -> U
         None, None, f"cannot reach {peer} at {endpoint} within {timeout:.1f} s "
         f"({kind.__name__}): no server is listening there. Start it (e.g. "
         f"'python -m zmtf.server --cluster ... --job ... --task ...') or fix the address.")
+
+
+def stuck_error(peer: str, endpoint: str, bound: float) -> UnavailableError:
+    """The error of calls to a peer that is connected but whose event loop does not answer."""
+    return UnavailableError(
+        None, None, f"{peer} at {endpoint} is unavailable: it did not answer a ping within the "
+        f"liveness bound ({bound:g} s) while calls waited on it. Its process is up (its connection "
+        f"answers ZeroMQ heartbeats) but its event loop is stuck (a handler or kernel blocking it?)")
+
+
+#: a channel that is never probed (an in-process peer: it shares our fate)
+_NEVER_PROBED = object()
 
 
 def lost_error(peer: str, endpoint: str, lost_for: float, bound: float,
@@ -90,6 +103,7 @@ class Channel:
         self._sweep.streams = self._streams
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock)
+        identify_client(sock)
         if secured:
             security.secure_client(sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
@@ -100,6 +114,14 @@ class Channel:
             loop.add_reader(self._monitor_fd, self._on_monitor)
         sock.connect(endpoint)
         self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost)
+        # Is the peer's event loop answering? ZeroMQ's heartbeats come from its I/O thread,
+        # so a peer whose loop is stuck still looks connected. While calls wait, every L/2 s
+        # without a message from the peer sends a Ping, which its loop answers; none within L:
+        # the calls fail (``_check_loop``). Per request: one ``is None``; per message: one add.
+        self._heard = 0   # messages received
+        self._probe: Any = None if self.remote else _NEVER_PROBED   # the check's timer
+        self._heard_at_check = 0
+        self._pinging = False
 
     # ---- replies and connection events -------------------------------------------------
     def _on_socket_lost(self) -> None:
@@ -108,6 +130,7 @@ class Channel:
             f"in-process server was stopped"))
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
+        self._heard += 1
         if sum(map(len, frames)) < OFF_LOOP_DECODE_BYTES:   # small: decoded here, on the loop
             self._streams.feed(None, frames, self._deliver)
         else:
@@ -163,6 +186,8 @@ class Channel:
         if not self._connection.connected:  # rare: a new channel's first call waits to connect
             call = asyncio.ensure_future(self.call(message, timeout))
             return then(call, unwrap or (lambda reply: reply))
+        if self._probe is None:
+            self._arm_probe()
         outcome = Deferred()
         when = time.monotonic() + timeout   # the loop's clock (asyncio uses time.monotonic)
         calls = self._calls
@@ -181,8 +206,10 @@ class Channel:
         return outcome
 
     async def call(self, message: Any, timeout: float,
-                   on_cancel: Callable[[int], Any] | None = None) -> Any:
-        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s.
+                   on_cancel: Callable[[int], Any] | None = None,
+                   connect_timeout: float | None = None) -> Any:
+        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s
+        (not connected yet: within ``connect_timeout`` s, when given, to connect first).
 
         If the caller is cancelled after sending, ``on_cancel(id)`` may return a message that
         is sent at once, without waiting for a reply (a CancelStep for the peer).
@@ -191,7 +218,10 @@ class Channel:
             raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
                                    f"is closed ({type(message).__name__} not sent)")
         if not self._connection.connected:
-            await self._wait_connected(timeout, message)
+            await self._wait_connected(timeout if connect_timeout is None else connect_timeout,
+                                       message)
+        if self._probe is None:
+            self._arm_probe()
         future: asyncio.Future = self._loop.create_future()
         when = time.monotonic() + timeout
         call_id = self._calls.new_call(when, (future, None, timeout, type(message)))
@@ -211,6 +241,33 @@ class Channel:
     @property
     def closed(self) -> bool:
         return self._reactor.closed
+
+    # ---- is the peer's loop answering? -------------------------------------------------
+    def _arm_probe(self) -> None:
+        self._heard_at_check = self._heard
+        self._probe = self._loop.call_later(self._liveness / 2, self._check_loop)
+
+    def _check_loop(self) -> None:
+        """Every L/2 s while calls wait: a peer silent since the last check gets a Ping."""
+        self._probe = None
+        if self._reactor.closed or not self._calls.pending():
+            return   # nothing waits: the next request arms the check again
+        if (self._heard == self._heard_at_check and self._connection.connected
+                and not self._pinging):
+            self._pinging = True
+            asyncio.ensure_future(self._ping())
+        self._arm_probe()
+
+    async def _ping(self) -> None:
+        try:
+            await self.call(messages.Ping(id=0), self._liveness)
+        except DeadlineExceededError:   # connected, yet no answer: its loop is stuck
+            if not self._reactor.closed:
+                self._fail_all(stuck_error(self.peer, self.endpoint, self._liveness))
+        except OpError:
+            pass   # the connection dropped or closed: its monitor fails the calls
+        finally:
+            self._pinging = False
 
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""
@@ -241,6 +298,9 @@ class Channel:
             self._on_monitor()
 
     def close(self) -> None:
+        if isinstance(self._probe, asyncio.TimerHandle):
+            self._probe.cancel()
+        self._probe = _NEVER_PROBED
         self._fail_all(UnavailableError(None, None, f"channel to {self.peer} was closed"))
         self._deadline_timer.cancel()
         self._sweep.cancel()

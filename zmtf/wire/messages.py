@@ -71,11 +71,14 @@ class Message:
 # ---- client <-> master ----------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateSession(Message):
-    """Client -> master: a new session on ``graph`` (graph_io dict; its arrays in ``tensors``)."""
+    """Client -> master: a new session on ``graph`` (graph_io dict; its arrays in ``tensors``).
+    ``timeout_ms``: how long the master may wait for the tasks the graph names that are not
+    up yet (the client's budget; 0: the master's own limit)."""
 
     graph: dict[str, Any]
     config: dict[str, Any] = field(default_factory=dict)
     tensors: Tensors = field(default_factory=list)
+    timeout_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
