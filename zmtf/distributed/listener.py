@@ -228,9 +228,9 @@ class Listener:
         """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
         self._reply(identity, messages.error_reply(message_id, error))
 
-    def _serve(self, identity: Any, message: Any, sender: identities.Sender | None) -> None:
+    def _serve(self, identity: bytes, message: Any, sender: identities.Sender | None) -> None:
         try:
-            result = self._handler(message, sender, peer)
+            result = self._handler(message, sender, identity)
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
             self._reply(identity, messages.error_reply(message.id, error))
             return
