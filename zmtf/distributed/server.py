@@ -89,6 +89,7 @@ class ServerCore:
         # Context is made: a server refused for its keys leaves nothing open
         self.cluster_keys, self.keys = security.for_server(
             self.options.curve_dir, self.options.curve_key, job_name, self.task_index)
+        self._owners = identities.SessionOwners()   # under CURVE: who created each session
         self._session_quota = identities.SessionQuota(
             identities.check_session_limit(self.options.max_sessions_per_client))
         self._own_context = context is None
@@ -262,23 +263,30 @@ class ServerCore:
             check_reset(self.options.allow_reset or identities.is_task(sender), self.task)
         if sender is not None:
             identities.check_message(type(message), sender)
-        if type(message) is m.CreateSession:   # who opens it: its quota, its collection
-            if sender is not None and not sender.is_task:
-                return self._client_session(message, sender, peer)
+            if type(message) in _NAMING_A_SESSION and not sender.is_task:
+                self._owners.check(message.session, sender, self.task)
+        if type(message) is m.CreateSession:   # who opens it: its quota, owner, collection
+            if sender is not None:
+                return self._create_session_as(message, sender, peer)
             return self._create_session(message, peer)
         return handler(self, message)
 
-    async def _client_session(self, msg: m.CreateSession, sender: identities.Sender,
-                              peer: bytes) -> Any:
-        """CreateSession from a client key: counted against max_sessions_per_client."""
-        quota = self._session_quota
-        quota.admit(sender, set(self.open_sessions()), self.task)
+    async def _create_session_as(self, msg: m.CreateSession, sender: identities.Sender,
+                                 peer: bytes) -> Any:
+        """CreateSession under CURVE: a client key's is counted against
+        max_sessions_per_client; the session is its creator's (SessionOwners)."""
+        counted = not sender.is_task
+        if counted:
+            self._session_quota.admit(sender, set(self.open_sessions()), self.task)
         try:
             reply = await self._create_session(msg, peer)
         except BaseException:
-            quota.failed(sender)
+            if counted:
+                self._session_quota.failed(sender)
             raise
-        quota.created(sender, reply.session)
+        if counted:
+            self._session_quota.created(sender, reply.session)
+        self._owners.record(reply.session, sender)
         return reply
 
     async def _create_session(self, msg: m.CreateSession, peer: bytes = b"") -> m.SessionCreated:
@@ -374,8 +382,7 @@ class ServerCore:
                 if session == msg.session and not step.settled:
                     step.set_exception(_closed_session())   # aborts it, as a cancel would
             assert self.master is not None
-            if self._clients is not None:
-                self._clients.closed(msg.session)
+            self._forget_session(msg.session)
             await self.master.close_session(msg.session)
         finally:
             self._closing.discard(msg.session)
@@ -389,10 +396,15 @@ class ServerCore:
         """Close a session whose client is gone (session_gc): as CloseSession, with no reply."""
         for key in [key for key in self._running if key[0] == handle]:
             del self._running[key]
-        if self._clients is not None:
-            self._clients.closed(handle)
+        self._forget_session(handle)
         assert self.master is not None
         await self.master.close_session(handle)
+
+    def _forget_session(self, handle: str) -> None:
+        """A session being closed is no longer its client's (collection) or creator's."""
+        if self._clients is not None:
+            self._clients.closed(handle)
+        self._owners.forget(handle)
 
     def _release_buffers(self) -> None:
         """Hand back received and output buffers nothing uses (kept for reuse otherwise)."""
@@ -592,6 +604,10 @@ class ServerCore:
 
 
 _FLAGS = ("allow_soft_placement", "log_device_placement")
+
+
+#: client requests that name a session: a client key may name only its own (SessionOwners)
+_NAMING_A_SESSION = frozenset({m.ExtendSession, m.RunStep, m.CloseSession, m.CancelStep})
 
 
 def _closed_session() -> CancelledError:
