@@ -18,6 +18,7 @@ import zmq
 from zmtf.distributed import liveness, security
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
+from zmtf.distributed.task_stats import Traffic
 from zmtf.distributed.sockets import (
     OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, new_streams,
     next_connection_change,
@@ -69,7 +70,8 @@ class Channel:
     """
 
     def __init__(self, ctx: zmq.Context, endpoint: str, loop: asyncio.AbstractEventLoop,
-                 peer: str = "", keys: security.Credential | None = None) -> None:
+                 peer: str = "", keys: security.Credential | None = None,
+                 traffic: Traffic | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         self.context = ctx
@@ -99,7 +101,7 @@ class Channel:
             self._monitor_fd = self._monitor.FD
             loop.add_reader(self._monitor_fd, self._on_monitor)
         sock.connect(endpoint)
-        self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost)
+        self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost, traffic)
 
     # ---- replies and connection events -------------------------------------------------
     def _on_socket_lost(self) -> None:
