@@ -1,7 +1,9 @@
 """``python -m zmtf.status`` against real ``python -m zmtf.server`` processes: every task's
 row while all are up (sessions, rates and bytes that moved with a client's steps), a killed
-task reported down with exit status 1 within the probe timeout, and usage errors exit 2."""
+and a paused task reported down with exit status 1, both within one probe timeout, --watch,
+and usage errors exit 2."""
 
+import datetime
 import json
 import signal
 import subprocess
@@ -39,6 +41,10 @@ def cluster():
             stop_process(proc)
 
 
+def _seconds(iso):
+    return datetime.datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+
+
 def run_steps(spec, steps):
     """A client session on task 0 whose steps update variables on tasks 1 and 2; left open."""
     graph = tf.Graph()
@@ -57,7 +63,27 @@ def run_steps(spec, steps):
     return sess
 
 
-def test_all_up_then_one_killed(cluster):
+def test_watch_redraws_until_interrupted(cluster, tmp_path):
+    spec, _ = cluster
+    out = tmp_path / "watch.txt"
+    with open(out, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "zmtf.status", "--cluster",
+                                 json.dumps(spec.as_dict()), "--json", "--timeout", "1",
+                                 "--watch", "0.3"], stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and out.read_text().count("\n") < 2:
+                time.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(15)
+    reports = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(reports) >= 2
+    assert all(r["tasks"][0]["state"] == "up" for r in reports)
+    assert proc.returncode in (0, 1)   # the last report's health (task 2 may have been killed)
+
+
+def test_all_up_then_tasks_down(cluster):
     spec, procs = cluster
     sess = run_steps(spec, 20)
     try:
@@ -87,41 +113,30 @@ def test_all_up_then_one_killed(cluster):
 
         procs[2].send_signal(signal.SIGKILL)
         procs[2].wait(10)
-        code, out, err, took = status("--cluster", json.dumps(spec.as_dict()), "--json",
-                                      "--timeout", str(TIMEOUT))
+        procs[1].send_signal(signal.SIGSTOP)   # paused: connects, never answers
+        try:
+            code, out, err, _ = status("--cluster", json.dumps(spec.as_dict()), "--json",
+                                       "--timeout", str(TIMEOUT))
+        finally:
+            procs[1].send_signal(signal.SIGCONT)
         assert code == 1, out + err
-        states = [r["state"] for r in json.loads(out)["tasks"]]
-        assert states == ["up", "up", "down"]
-        assert took < TIMEOUT + 20   # the probes ran at once: one timeout, not one per task
+        report = json.loads(out)
+        assert [r["state"] for r in report["tasks"]] == ["up", "down", "down"]
+        # asked at once: each stalled probe ended about one timeout after the report began
+        # (asked one after the other, the second would end two timeouts after)
+        began = _seconds(report["checked_at"])
+        for row in report["tasks"][1:]:
+            assert row["last_up_at"] is None and row["error"]
+            assert _seconds(row["first_failed_at"]) - began < 2 * TIMEOUT
 
         code, table, _, _ = status("--cluster", json.dumps(spec.as_dict()), "--timeout",
                                    str(TIMEOUT))
         assert code == 1
         row = next(line for line in table.splitlines() if "/job:worker/task:2 " in line)
         assert " down " in row and spec.task_address("worker", 2) in row
-        assert "2 up, 1 down" in table
+        assert "2 up, 1 down" in table   # task 1 answers again once resumed
     finally:
         sess.close()
-
-
-def test_watch_redraws_until_interrupted(cluster, tmp_path):
-    spec, _ = cluster
-    out = tmp_path / "watch.txt"
-    with open(out, "w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "zmtf.status", "--cluster",
-                                 json.dumps(spec.as_dict()), "--json", "--timeout", "1",
-                                 "--watch", "0.3"], stdout=sink, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and out.read_text().count("\n") < 2:
-                time.sleep(0.1)
-        finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(15)
-    reports = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(reports) >= 2
-    assert all(r["tasks"][0]["state"] == "up" for r in reports)
-    assert proc.returncode in (0, 1)   # the last report's health (task 2 may have been killed)
 
 
 @pytest.mark.parametrize("flags, says", [
