@@ -69,9 +69,10 @@ ALLOWED = {
     "compat": rules("__init__"),
     "tf1": rules("framework formats ops interop platform runtime training distributed client "
                  "saved_model feature_column distribute keras estimator contrib testing compat"),
-    # the three command lines
+    # the command lines
     "server": rules("framework formats distributed"),
     "keys": rules("framework distributed"),
+    "status": rules("framework formats distributed"),
     "devices": rules("runtime"),
 }
 

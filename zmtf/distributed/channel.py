@@ -18,6 +18,7 @@ import zmq
 from zmtf.distributed import liveness, security
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
+from zmtf.distributed.task_stats import Traffic
 from zmtf.distributed.sockets import (
     OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, identify_client,
     new_streams,
@@ -82,7 +83,8 @@ class Channel:
     """
 
     def __init__(self, ctx: zmq.Context, endpoint: str, loop: asyncio.AbstractEventLoop,
-                 peer: str = "", keys: security.Credential | None = None) -> None:
+                 peer: str = "", keys: security.Credential | None = None,
+                 traffic: Traffic | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         self.context = ctx
@@ -113,7 +115,7 @@ class Channel:
             self._monitor_fd = self._monitor.FD
             loop.add_reader(self._monitor_fd, self._on_monitor)
         sock.connect(endpoint)
-        self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost)
+        self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost, traffic)
         # Is the peer's event loop answering? ZeroMQ's heartbeats come from its I/O thread,
         # so a peer whose loop is stuck still looks connected. While calls wait, every L/2 s
         # without a message from the peer sends a Ping, which its loop answers; none within L:

@@ -57,7 +57,7 @@ def is_task(sender: Sender | None) -> bool:
 #: PushTensor, CleanupStep, DeregisterGraph, and any added later) is for task keys only
 CLIENT_MESSAGES: frozenset[type[m.Message]] = frozenset({
     m.CreateSession, m.ExtendSession, m.RunStep, m.CloseSession, m.CancelStep, m.Reset,
-    m.ListDevices, m.Ping,
+    m.ListDevices, m.Ping, m.StatusRequest,
 })
 
 

@@ -23,6 +23,7 @@ from zmtf.distributed import identities, security
 from zmtf.distributed.connection_guard import ConnectionGuard
 from zmtf.distributed.futures import Deferred, is_outcome, outcome
 from zmtf.distributed.reactor import IdleSweep, Reactor, receive
+from zmtf.distributed.task_stats import Traffic
 from zmtf.distributed.sockets import (
     OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, new_streams, next_monitor_event,
     send_frames,
@@ -119,11 +120,13 @@ class Listener:
                  budget: MemoryBudget | None = None,
                  stream_idle_secs: float | None = None,
                  peer_log_secs: float = DEFAULT_INTERVAL_SECS,
-                 on_gone: Callable[[bytes], Any] | None = None) -> None:
+                 on_gone: Callable[[bytes], Any] | None = None,
+                 traffic: Traffic | None = None) -> None:
         """``handshake_secs``: close a connection whose ZeroMQ handshake takes longer (0:
         libzmq's 30 s); ``max_connections``: the cap of ``connection_guard`` (0: none);
         ``budget``: what inbound streams are charged to (quotas); ``on_gone``: told of each
-        peer whose connection closed."""
+        peer whose connection closed; ``traffic``: what its messages are counted into (its
+        server's ``task_stats``)."""
         self._handler = handler
         self._refusals = PeerLogLimiter(log, peer_log_secs)   # one line per peer and kind
         self._on_gone = on_gone
@@ -160,7 +163,7 @@ class Listener:
         if not endpoint.startswith("inproc://"):
             guard = ConnectionGuard(self.endpoint, max_connections) if max_connections else None
             self._peers = _PeerWatch(sock, loop, self._peer_gone, guard)
-        self._reactor = Reactor(sock, loop, self._on_frames)
+        self._reactor = Reactor(sock, loop, self._on_frames, traffic=traffic)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         identity, body = frames[0], frames[1:]

@@ -39,6 +39,7 @@ from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.client_sessions import ClientSessions
 from zmtf.distributed.server_options import ServerOptions, with_environment
 from zmtf.distributed.session_gc import SessionCollector
+from zmtf.distributed.task_stats import TaskStats, status_fields
 from zmtf.distributed.task_wait import wait_for_tasks
 from zmtf.distributed.channel import Channel
 from zmtf.distributed.listener import Listener
@@ -119,6 +120,7 @@ class ServerCore:
         self.budget = inflight_budget(self.options.max_inflight_bytes)
         self._peer_log = PeerLogLimiter(log, self.options.peer_log_secs)   # peer-caused lines
         self._beat: liveness.LoopBeat | None = None
+        self.stats = TaskStats()   # steps, partitions, traffic: for StatusRequest (zmtf.status)
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -155,6 +157,7 @@ class ServerCore:
             raise
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
+        self.stats.start(loop)
         self._pauses = liveness.watch_pauses()   # drops work queued while this task was paused
         self._beat = liveness.LoopBeat(loop, self._pauses)   # ... or while its loop was stuck
         if bind.startswith("inproc://"):
@@ -186,7 +189,7 @@ class ServerCore:
         return {"handshake_secs": self.options.handshake_timeout_secs,
                 "max_connections": self.options.max_connections, "budget": self.budget,
                 "stream_idle_secs": self.options.stream_idle_secs,
-                "peer_log_secs": self.options.peer_log_secs}
+                "peer_log_secs": self.options.peer_log_secs, "traffic": self.stats.traffic}
 
     def _admit_graph(self, what: str, graph: Any, arrays: Any) -> None:
         """A graph from the network, before anything is built of it: its size within the
@@ -218,6 +221,7 @@ class ServerCore:
             self._collector.stop()
         if self._clients is not None:
             self._clients.stop()
+        self.stats.stop()
         for listener in (self._listener, self._local_listener):
             if listener is not None:
                 await listener.close()
@@ -328,6 +332,7 @@ class ServerCore:
         trace: list | None = [] if msg.trace_level > 0 else None
         key = (msg.session, msg.id)
         running = self._running
+        stats = self.stats
         assert self.master is not None
         timeout_ms = msg.timeout_ms
         assert self._pauses is not None   # started, like the services
@@ -343,6 +348,7 @@ class ServerCore:
 
         def finish(values: list) -> m.RunStepResult:
             running.pop(key, None)   # done: no CancelStep for it now (and its values not kept)
+            stats.steps += 1
             return m.RunStepResult(id=msg.id, tensors=values, step_stats=to_plain(trace) if trace else [])
 
         step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
@@ -474,6 +480,7 @@ class ServerCore:
                                         msg.fetches, msg.targets, msg.tensors, timeout, trace)
 
         def result(tensors: list) -> m.RunGraphResult:
+            self.stats.graphs += 1
             return m.RunGraphResult(id=msg.id, tensors=tensors,
                                     step_stats=to_plain(trace) if trace else [])
 
@@ -504,12 +511,19 @@ class ServerCore:
     def _ping(self, msg: m.Ping) -> m.Pong:
         return m.Pong(id=msg.id, task=self.task, incarnation=0)
 
+    def _status(self, msg: m.StatusRequest) -> m.TaskStatus:
+        """This task's health and load, for ``python -m zmtf.status`` (task_stats)."""
+        return m.TaskStatus(id=msg.id, task=self.task, address=self.endpoint,
+                            devices=[d.name for d in self.devices],
+                            sessions=len(self.open_sessions()),
+                            steps_running=self.steps_in_flight(), **status_fields(self.stats))
+
     _HANDLERS: ClassVar[dict[type[m.Message], Callable[[ServerCore, Any], Any]]] = {
         m.CreateSession: _create_session, m.ExtendSession: _extend_session, m.RunStep: _run_step,
         m.CloseSession: _close_session, m.Reset: _reset, m.ListDevices: _list_devices,
         m.RegisterGraph: _register_graph, m.DeregisterGraph: _deregister_graph,
         m.RunGraph: _run_graph, m.CleanupStep: _cleanup_step, m.PushTensor: _push_tensor,
-        m.Ping: _ping, m.CancelStep: _cancel_step,
+        m.Ping: _ping, m.CancelStep: _cancel_step, m.StatusRequest: _status,
     }
 
     # ---- calling peers -----------------------------------------------------------------------
@@ -588,7 +602,8 @@ class ServerCore:
         if channel is None or channel.closed or channel.context is not context:
             if channel is not None:
                 channel.close()
-            channel = Channel(context, address, asyncio.get_running_loop(), peer=task, keys=self.keys)
+            channel = Channel(context, address, asyncio.get_running_loop(), peer=task, keys=self.keys,
+                              traffic=self.stats.traffic)
             self._channels[task] = channel
         return channel
 
