@@ -28,7 +28,7 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         words = self.prog.split()
         name = next((w for w in words if w.startswith("zmtf.")), self.prog)   # "zmtf.server"
-        fail(name, f"{message} (see {' '.join(words[:3])} --help)")
+        fail(name, f"{message} (see {self.prog} --help)")
         sys.exit(USAGE_ERROR)
 
 
