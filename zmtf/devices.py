@@ -22,7 +22,7 @@ NAME = "zmtf.devices"
 FROM_TF_CONFIG = "TF_CONFIG"   # --cluster without a value
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     doc = __doc__.strip().splitlines()
     parser = OneLineParser(prog="python -m zmtf.devices", description=doc[0].split(": ", 1)[1],
                            epilog="\n".join(doc[2:]), formatter_class=help_formatter)
@@ -32,7 +32,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS",
                         help="how long each task is given to answer before it is reported down "
                              "(default: 3)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def _shown(value: object, limit: int = 200) -> str:

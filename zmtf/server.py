@@ -40,7 +40,7 @@ def log_level(text: str) -> str:
     return text.lower()
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     doc = __doc__.strip().splitlines()
     parser = OneLineParser(prog=PROG, description=doc[0].split(": ", 1)[1],
                            epilog="\n".join(doc[2:]), formatter_class=help_formatter)
@@ -66,7 +66,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="how long a task that stops answering (dead, paused, cut off) is "
                         "given before the steps that need it fail with UnavailableError; use the "
                         "same on every task (default: ZMTF_LIVENESS_TIMEOUT, else 5)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
@@ -87,11 +91,8 @@ def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from zmtf.distributed.liveness import liveness_seconds
-    from zmtf.distributed.server import Server
-    from zmtf.distributed.serving import serve_until_signalled
-    from zmtf.formats.config_proto import ConfigProto
     from zmtf.distributed.bind_errors import check_can_listen
+    from zmtf.distributed.liveness import liveness_seconds
     from zmtf.framework.errors import OpError
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -104,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         check_can_listen(cluster.task_address(job, task), cluster.device_name(job, task))
     except (OpError, ValueError) as error:
         return fail(NAME, getattr(error, "message", error))
+    from zmtf.distributed.server import Server   # the runtime (numba, zmq): once the flags are good
+    from zmtf.distributed.serving import serve_until_signalled
+    from zmtf.formats.config_proto import ConfigProto
+
     config = ConfigProto(inter_op_parallelism_threads=args.inter_op_threads,
                          intra_op_parallelism_threads=args.intra_op_threads,
                          operation_timeout_in_ms=args.operation_timeout_ms)
