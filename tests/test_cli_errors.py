@@ -108,3 +108,14 @@ def test_devices_says_why_there_is_no_gpu():
                           text=True, timeout=60)
     assert real.returncode == 0, real.stderr
     assert "device:GPU:0" in real.stdout or "no GPU: numba.cuda: " in real.stdout, real.stdout
+
+
+def test_tf_train_server_says_why_it_cannot_listen(taken_port):
+    import zmtf as tf
+    from zmtf.framework.errors import UnavailableError
+
+    for address, fix in ((f"127.0.0.1:{taken_port}", "the port is already in use"),
+                         ("192.0.2.1:2222", "that address is not on this machine")):
+        with pytest.raises(UnavailableError, match=fix):
+            tf.train.Server(tf.train.ClusterSpec({"worker": [address]}), job_name="worker",
+                            task_index=0, insecure=True)
