@@ -70,10 +70,10 @@ ALLOWED = {
     "tf1": rules("framework formats ops interop platform runtime training distributed client "
                  "saved_model feature_column distribute keras estimator contrib testing compat"),
     # the command lines
-    "server": rules("framework formats distributed"),
-    "keys": rules("framework distributed"),
-    "status": rules("framework formats distributed"),
-    "devices": rules("runtime"),
+    "server": rules("framework formats distributed platform"),
+    "keys": rules("framework distributed platform"),
+    "status": rules("framework formats distributed platform"),
+    "devices": rules("framework runtime distributed platform"),
 }
 
 #: files of distributed/ that open sockets (the transport layer); the CLIs server and keys too

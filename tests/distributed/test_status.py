@@ -15,7 +15,7 @@ import pytest
 import zmtf as tf
 from server_processes import free_ports, launch_server_process, stop_process, wait_listening
 from zmtf.distributed.cluster_spec import ClusterSpec
-from zmtf.distributed.task_stats import zmtf_version
+from zmtf.framework.versions import ZMTF_VERSION
 
 TIMEOUT = 2.0   # the status CLI's per-task timeout in these tests
 
@@ -98,7 +98,7 @@ def test_all_up_then_tasks_down(cluster):
             assert row["task"] == task and row["state"] == "up"
             assert f"{task}/device:CPU:0" in row["devices"]
             assert row["bytes_in"] > 0 and row["bytes_out"] > 0, row
-            assert row["rss_bytes"] > 10 << 20 and row["version"] == zmtf_version()
+            assert row["rss_bytes"] > 10 << 20 and row["version"] == ZMTF_VERSION
             assert row["uptime_s"] > 0
         assert rows[0]["sessions"] == 1 and rows[0]["steps"] >= 20
         assert rows[0]["steps_per_sec"] > 0

@@ -20,6 +20,7 @@ from typing import Any, Callable, Hashable
 import zmq
 
 from zmtf.distributed import identities, security
+from zmtf.distributed.bind_errors import bind_failure
 from zmtf.distributed.connection_guard import ConnectionGuard
 from zmtf.distributed.futures import Deferred, is_outcome, outcome
 from zmtf.distributed.reactor import IdleSweep, Reactor, receive
@@ -151,8 +152,7 @@ class Listener:
             sock.bind(endpoint)
         except zmq.ZMQError as error:
             sock.close(linger=0)
-            raise UnavailableError(None, None, f"cannot listen on {endpoint}: {error.strerror}; is "
-                                   f"another server already using it?") from None
+            raise bind_failure(endpoint, "", error.errno, error.strerror) from None
         self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT) or endpoint
         self._sweep = IdleSweep(loop)
         self._streams = new_streams(self._stream_expired, self._sweep.arm,   # by peer identity

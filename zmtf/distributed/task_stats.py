@@ -13,12 +13,13 @@ Readers (status replies, a Prometheus collector) call ``TaskStats.snapshot()``.
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
+
+from zmtf.framework.versions import ZMTF_VERSION
 
 SAMPLE_SECS = 1.0    # how often the loop samples the counters
 WINDOW_SECS = 10     # how far back a rate looks
@@ -108,21 +109,10 @@ def rss_bytes() -> int:
         return int(peak) * (1 if os.uname().sysname == "Darwin" else 1024)
 
 
-@functools.lru_cache(maxsize=1)
-def zmtf_version() -> str:
-    """The installed zmtf's version (its package metadata), "unknown" when not installed."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("zmtf")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def status_fields(stats: TaskStats) -> dict[str, Any]:
     """A snapshot as the fields of the ``TaskStatus`` reply (wire.messages) that carry it."""
     s = stats.snapshot()
-    return {"version": zmtf_version(), "started_ms": s.started_ms, "uptime_ms": s.uptime_ms,
+    return {"version": ZMTF_VERSION, "started_ms": s.started_ms, "uptime_ms": s.uptime_ms,
             "steps": s.steps, "graphs": s.graphs, "steps_per_sec": s.steps_per_sec,
             "graphs_per_sec": s.graphs_per_sec, "window_ms": s.window_ms,
             "bytes_in": s.bytes_in, "bytes_out": s.bytes_out, "messages_in": s.messages_in,
