@@ -21,6 +21,7 @@ import tempfile
 
 import numpy as np
 
+import checkpointing
 import zmtf as tf
 
 
@@ -78,13 +79,15 @@ def report(role, metrics):
 
 
 def run_task(args):
-    """Play the task TF_CONFIG names (or everything, locally, when it names none)."""
+    """Play the task TF_CONFIG names (or everything, locally, when it names none); 130 when
+    interrupted (Ctrl-C: training stops after its step, the chief saves; checkpointing.py)."""
     estimator, train_spec, eval_spec, exporter = estimator_and_specs(args)
     role = estimator.config.task_type if estimator.config.cluster_spec or \
         estimator.config.task_type == "evaluator" else "local"
-    tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-    if role in ("local", "evaluator"):
+    code = checkpointing.train_and_evaluate(estimator, train_spec, eval_spec, role)
+    if role in ("local", "evaluator") and not code:
         report(role, exporter.metrics)
+    return code
 
 
 def free_ports(count):
@@ -107,9 +110,10 @@ def launch(args):
     tasks = {}
     for job in ("ps", "chief", "worker", "evaluator"):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": job, "index": 0}}))
-        tasks[job] = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+        tasks[job] = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True,
+                                      start_new_session=job == "ps")   # Ctrl-C reaches the others; the ps serves the last save
     try:
-        outputs = {job: tasks[job].communicate(timeout=args.timeout)[0] for job in ("chief", "worker", "evaluator")}
+        outputs = checkpointing.wait_for_tasks(tasks, ("chief", "worker", "evaluator"), args.timeout)
     finally:
         tasks["ps"].send_signal(signal.SIGTERM)          # the ps serves until told to stop
         for proc in tasks.values():
@@ -119,8 +123,9 @@ def launch(args):
                 proc.kill()
     codes = {job: proc.returncode for job, proc in tasks.items()}
     print(f"exit codes: {json.dumps(codes, sort_keys=True)}")
+    print(outputs["chief"].strip())   # whether it restored a checkpoint or started fresh
     print(outputs["evaluator"].strip())
-    return 0 if not any(codes.values()) else 1
+    return 130 if 130 in codes.values() else 0 if not any(codes.values()) else 1
 
 
 def main():
@@ -137,8 +142,7 @@ def main():
     args.model_dir = args.model_dir or tempfile.mkdtemp(prefix="estimator_cluster-")
     if args.tf_config_launch:
         return launch(args)
-    run_task(args)
-    return 0
+    return run_task(args)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,16 @@ model smaller. Run one process per task, as with TF:
     ... --job_name=worker --task_index=0      (and 1), optionally --sync_replicas
 
 or let ``--local`` start 1 ps and 2 workers on free localhost ports and wait for them.
+
+Checkpoints (zmtf's additions, ``checkpointing.py``): the chief says whether the
+Supervisor restores one from ``--train_dir`` or starts fresh, and saves every
+``--save_secs``; Ctrl-C ends the loop after the step in flight, the chief saves, and each
+worker exits (130) with one line.
 """
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +30,7 @@ import time
 
 import numpy as np
 
+import checkpointing
 import zmtf as tf
 
 FLAGS = None
@@ -50,6 +57,7 @@ def main(unused_argv):
         server.join()
         return
     is_chief = FLAGS.task_index == 0
+    interrupt = checkpointing.Interrupt()
     worker_device = "/job:worker/task:%d/cpu:0" % FLAGS.task_index
     with tf.device(tf.train.replica_device_setter(worker_device=worker_device,
                                                   ps_device="/job:ps/cpu:0", cluster=cluster)):
@@ -89,14 +97,17 @@ def main(unused_argv):
             sv = tf.train.Supervisor(is_chief=is_chief, logdir=train_dir, init_op=init_op,
                                      local_init_op=local_init_op,
                                      ready_for_local_init_op=ready_for_local_init_op,
-                                     recovery_wait_secs=1, global_step=global_step)
+                                     recovery_wait_secs=1, global_step=global_step,
+                                     save_model_secs=FLAGS.save_secs)
         else:
             sv = tf.train.Supervisor(is_chief=is_chief, logdir=train_dir, init_op=init_op,
-                                     recovery_wait_secs=1, global_step=global_step)
+                                     recovery_wait_secs=1, global_step=global_step,
+                                     save_model_secs=FLAGS.save_secs)
 
         sess_config = tf.ConfigProto(allow_soft_placement=True, log_device_placement=False,
                                      device_filters=["/job:ps", "/job:worker/task:%d" % FLAGS.task_index])
         if is_chief:
+            checkpointing.announce(train_dir, who="Worker 0: ")
             print("Worker %d: Initializing session..." % FLAGS.task_index)
         else:
             print("Worker %d: Waiting for session to be initialized..." % FLAGS.task_index)
@@ -114,8 +125,14 @@ def main(unused_argv):
             batch_xs, batch_ys = next(data)
             _, step = sess.run([train_step, global_step], feed_dict={x: batch_xs, y_: batch_ys})
             local_step += 1
-            if step >= FLAGS.train_steps:
+            if step >= FLAGS.train_steps or interrupt:
                 break
+        if interrupt:
+            if is_chief:
+                checkpointing.save(sess, sv.saver, sv.save_path, global_step)
+            code = checkpointing.interrupted(train_dir if is_chief else None,
+                                             who="worker %d: " % FLAGS.task_index)
+            os._exit(code)   # as below: a sync chief's runner may still wait on the others
         elapsed = time.time() - time_begin
         val_xs, val_ys = next(batches(99))
         acc = sess.run(accuracy, feed_dict={x: val_xs, y_: val_ys})
@@ -137,11 +154,24 @@ def run_local():
               "--worker_hosts=" + ",".join(hosts[1:]), "--train_steps=%d" % FLAGS.train_steps]
     if FLAGS.sync_replicas:
         common.append("--sync_replicas")
-    ps = subprocess.Popen(common + ["--job_name=ps", "--task_index=0"], stderr=subprocess.DEVNULL)
+    if FLAGS.train_dir:
+        common.append("--train_dir=" + FLAGS.train_dir)
+    common.append("--save_secs=%g" % FLAGS.save_secs)
+    # the ps in a session of its own: Ctrl-C reaches the workers, and the ps serves the
+    # chief's last save before this stops it
+    ps = subprocess.Popen(common + ["--job_name=ps", "--task_index=0"], stderr=subprocess.DEVNULL,
+                          start_new_session=True)
     workers = [subprocess.Popen(common + ["--job_name=worker", "--task_index=%d" % i]) for i in range(2)]
-    codes = [w.wait(timeout=300) for w in workers]
-    ps.terminate()
-    ps.wait()
+    try:
+        codes = [w.wait(timeout=300) for w in workers]
+    except KeyboardInterrupt:   # the workers got it too: the chief saves, they stop
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        codes = [w.wait(timeout=60) for w in workers]
+    finally:
+        ps.terminate()
+        ps.wait()
+    if 130 in codes:
+        return 130
     for i, code in enumerate(codes):
         if code:   # a negative code is a signal: report it, never let max() hide it
             print("worker %d exited with %d" % (i, code), file=sys.stderr)
@@ -162,6 +192,7 @@ if __name__ == "__main__":
     parser.add_argument("--replicas_to_aggregate", type=int, default=None,
                         help="Replicas to aggregate before an update (default: the number of workers)")
     parser.add_argument("--train_dir", type=str, default="", help="The Supervisor's logdir")
+    parser.add_argument("--save_secs", type=float, default=60, help="The chief saves this often")
     parser.add_argument("--local", action="store_true", help="Start 1 ps + 2 workers here and wait")
     FLAGS, unparsed = parser.parse_known_args()
     if FLAGS.local:

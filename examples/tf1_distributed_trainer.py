@@ -10,16 +10,23 @@ model. Run one process per task, as with TF:
     ... --job_name=worker --task_index=0      (and 1)
 
 or let ``--local`` start 1 ps and 2 workers on free localhost ports and wait for them.
+
+Checkpoints (zmtf's additions, ``checkpointing.py``): the chief says whether it restores
+one from ``--checkpoint_dir`` or starts fresh; MonitoredTrainingSession's
+CheckpointSaverHook saves every ``--save_secs`` and at the end; Ctrl-C ends the loop after
+the step in flight, so that the last save runs, and the worker exits (130) with one line.
 """
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+import checkpointing
 import zmtf as tf
 
 FLAGS = None
@@ -53,6 +60,10 @@ def main(_):
     if FLAGS.job_name == "ps":
         server.join()
     elif FLAGS.job_name == "worker":
+        interrupt = checkpointing.Interrupt()
+        is_chief = FLAGS.task_index == 0
+        if is_chief:
+            checkpointing.announce(FLAGS.checkpoint_dir, who="worker 0: ")
         # Assigns ops to the local worker by default.
         with tf.device(tf.train.replica_device_setter(
                 worker_device="/job:worker/task:%d" % FLAGS.task_index, cluster=cluster)):
@@ -61,16 +72,21 @@ def main(_):
             train_op = tf.train.AdagradOptimizer(0.5).minimize(loss, global_step=global_step)
 
         # The StopAtStepHook handles stopping after running given steps.
-        hooks = [tf.train.StopAtStepHook(last_step=FLAGS.last_step)]
+        hooks = [tf.train.StopAtStepHook(last_step=FLAGS.last_step),
+                 checkpointing.StopOnInterruptHook(interrupt)]
 
         # The MonitoredTrainingSession takes care of session initialization, restoring from
         # a checkpoint, saving to a checkpoint, and closing when done or an error occurs.
         with tf.train.MonitoredTrainingSession(master=server.target,
-                                               is_chief=(FLAGS.task_index == 0),
+                                               is_chief=is_chief,
                                                checkpoint_dir=FLAGS.checkpoint_dir,
+                                               save_checkpoint_secs=FLAGS.save_secs,
                                                hooks=hooks) as mon_sess:
             while not mon_sess.should_stop():
                 _, step, acc = mon_sess.run([train_op, global_step, accuracy])
+        if interrupt:
+            sys.exit(checkpointing.interrupted(FLAGS.checkpoint_dir if is_chief else None,
+                                               who="worker %d: " % FLAGS.task_index))
         # one write per line: the workers share the launcher's stdout (see mnist_replica.py)
         sys.stdout.write("worker %d done at global step %d, accuracy %.3f\n" % (FLAGS.task_index, step, acc))
         sys.stdout.flush()
@@ -85,13 +101,21 @@ def run_local():
     checkpoint_dir = FLAGS.checkpoint_dir or tempfile.mkdtemp(prefix="zmtf-tf1-trainer-")
     common = [sys.executable, os.path.abspath(__file__), "--ps_hosts=" + hosts[0],
               "--worker_hosts=" + ",".join(hosts[1:]), "--last_step=%d" % FLAGS.last_step,
-              "--checkpoint_dir=" + checkpoint_dir]
-    ps = subprocess.Popen(common + ["--job_name=ps", "--task_index=0"], stderr=subprocess.DEVNULL)
+              "--checkpoint_dir=" + checkpoint_dir, "--save_secs=%g" % FLAGS.save_secs]
+    # the ps in a session of its own: Ctrl-C reaches the workers, and the ps serves their
+    # last save before this stops it
+    ps = subprocess.Popen(common + ["--job_name=ps", "--task_index=0"], stderr=subprocess.DEVNULL,
+                          start_new_session=True)
     workers = [subprocess.Popen(common + ["--job_name=worker", "--task_index=%d" % i])
                for i in range(2)]
-    codes = [w.wait(timeout=300) for w in workers]
-    ps.terminate()
-    ps.wait()
+    try:
+        codes = [w.wait(timeout=300) for w in workers]
+    except KeyboardInterrupt:   # the workers got it too: they save and stop
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        codes = [w.wait(timeout=60) for w in workers]
+    finally:
+        ps.terminate()
+        ps.wait()
     print("checkpoints in", checkpoint_dir)
     return max(codes)
 
@@ -104,6 +128,7 @@ if __name__ == "__main__":
     parser.add_argument("--task_index", type=int, default=0, help="Index of task within the job")
     parser.add_argument("--last_step", type=int, default=300, help="Global step to stop at")
     parser.add_argument("--checkpoint_dir", type=str, default="", help="Where the chief saves checkpoints")
+    parser.add_argument("--save_secs", type=float, default=60, help="The chief saves this often")
     parser.add_argument("--local", action="store_true", help="Start 1 ps + 2 workers here and wait")
     FLAGS, unparsed = parser.parse_known_args()
     if FLAGS.local:

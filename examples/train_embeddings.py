@@ -9,15 +9,21 @@ gradients does) to show the difference. Input comes from tf.data, accuracy from 
 
     python examples/train_embeddings.py            # local cluster: 2 ps + 1 worker, tcp
     python examples/train_embeddings.py --dense    # the same with dense gradients
+
+It continues from the newest checkpoint in ``--checkpoint-dir`` (``--fresh``: not), saves
+every ``--save-secs`` and at the end; Ctrl-C saves after the step in flight and exits (130).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
 
+import checkpointing
 import zmtf as tf
 from zmtf.testing import free_tcp_ports
 
@@ -56,12 +62,18 @@ def build(cluster: tf.train.ClusterSpec, dense: bool, batch: int, steps: int):
     return loss, train, accuracy, update_accuracy
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dense", action="store_true", help="densify the gradients (for comparison)")
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--checkpoint-dir", default=checkpointing.default_dir("zmtf-embeddings"))
+    parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
+    parser.add_argument("--save-secs", type=float, default=60.0,
+                        help="save a checkpoint this often (and at the end, and on Ctrl-C)")
     args = parser.parse_args()
+    os.makedirs(args.checkpoint_dir, exist_ok=True)
+    interrupt = checkpointing.Interrupt()
     ports = free_tcp_ports(3)
     cluster = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{p}" for p in ports[:2]],
                                     "worker": [f"127.0.0.1:{ports[2]}"]})
@@ -69,11 +81,16 @@ def main() -> None:
                for job, i in (("ps", 0), ("ps", 1), ("worker", 0))]
     try:
         loss, train, accuracy, update_accuracy = build(cluster, args.dense, args.batch, args.steps)
+        saver = tf.train.Saver()
         with tf.Session(servers[2].target) as sess:
-            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            sess.run(tf.local_variables_initializer())   # the metric's counts: not saved
+            checkpointing.restore_or_initialize(sess, saver, tf.global_variables_initializer(),
+                                                args.checkpoint_dir, args.fresh)
+            saves = checkpointing.PeriodicSave(sess, saver, os.path.join(args.checkpoint_dir, "embeddings"),
+                                               tf.train.get_global_step(), args.save_secs)
             start, step = time.perf_counter(), 0
-            first = None
-            while True:
+            first = value = None
+            while not interrupt:
                 try:
                     value, _, _ = sess.run([loss, train, update_accuracy])
                 except tf.errors.OutOfRangeError:
@@ -83,13 +100,18 @@ def main() -> None:
                 if step % 50 == 0:
                     print(f"step {step:4d}  loss {value:.3f}  running accuracy {sess.run(accuracy):.3f}",
                           flush=True)
+                saves.maybe()
+            saves.now()
+            if interrupt:
+                return checkpointing.interrupted(args.checkpoint_dir)
             elapsed = time.perf_counter() - start
             print(f"done: {step} steps, {step / elapsed:.1f} steps/s ({'dense' if args.dense else 'sparse'} "
                   f"gradients), loss {first:.3f} -> {value:.3f}, accuracy {sess.run(accuracy):.3f}")
     finally:
         for server in servers:
             server.stop()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+import checkpointing
 import zmtf as tf
 from zmtf.testing import free_tcp_ports as free_ports
 
@@ -122,19 +123,6 @@ def run_worker(task: int, target: str, args, report: dict, stop: threading.Event
         report[f"done-{task}"] = True
 
 
-def restore_or_initialize(sess, saver, init, args, who: str = "") -> None:
-    """Restore the newest checkpoint of --checkpoint-dir (unless --fresh), else run ``init``;
-    say which, so a user knows whether the run continues an earlier one."""
-    latest = tf.train.latest_checkpoint(args.checkpoint_dir)
-    if latest and not args.fresh:
-        saver.restore(sess, latest)
-        print(f"{who}restored {latest}", flush=True)
-    else:
-        sess.run(init)
-        print(f"{who}no checkpoint in {args.checkpoint_dir}"
-              f"{' used (--fresh)' if latest else ''}: starting fresh", flush=True)
-
-
 def train_worker(task: int, target: str, args, report: dict, stop: threading.Event) -> None:
     graph, images, labels, loss, accuracy, train_op, init, ready, saver, sync = \
         build_worker_graph(task, args.ps, args.learning_rate, args.workers if args.sync_replicas else 0)
@@ -142,7 +130,8 @@ def train_worker(task: int, target: str, args, report: dict, stop: threading.Eve
     coord, threads = tf.train.Coordinator(), []
     with tf.Session(target, graph=graph) as sess:
         if task == 0:
-            restore_or_initialize(sess, saver, init, args, who="chief: ")
+            checkpointing.restore_or_initialize(sess, saver, init, args.checkpoint_dir, args.fresh,
+                                                who="chief: ")
         else:
             wait_for_chief(sess, ready)
         if sync:
@@ -205,7 +194,7 @@ def run_sync(target: str, args, report: dict, stop: threading.Event) -> None:
         init = tf.global_variables_initializer()
     test_x, test_y = make_data(seed=999, n=512)
     with tf.Session(target, graph=graph) as sess:
-        restore_or_initialize(sess, saver, init, args)
+        checkpointing.restore_or_initialize(sess, saver, init, args.checkpoint_dir, args.fresh)
 
         def save() -> None:
             report["global_step"] = int(sess.run(params["global_step"]))

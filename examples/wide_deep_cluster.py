@@ -27,6 +27,7 @@ import tempfile
 
 import numpy as np
 
+import checkpointing
 import zmtf as tf
 
 WORKCLASS = ["Private", "Self-emp", "Federal-gov", "Local-gov", "Without-pay"]
@@ -204,13 +205,15 @@ def estimator_and_specs(args):
 
 
 def run_task(args):
-    """Play the task TF_CONFIG names (or everything, locally, when it names none)."""
+    """Play the task TF_CONFIG names (or everything, locally, when it names none); 130 when
+    interrupted (Ctrl-C: training stops after its step, the chief saves; checkpointing.py)."""
     estimator, train_spec, eval_spec, exporter = estimator_and_specs(args)
     role = estimator.config.task_type if estimator.config.cluster_spec or \
         estimator.config.task_type == "evaluator" else "local"
-    tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-    if role in ("local", "evaluator"):
+    code = checkpointing.train_and_evaluate(estimator, train_spec, eval_spec, role)
+    if role in ("local", "evaluator") and not code:
         print(f"{role} metrics: " + json.dumps(exporter.metrics, sort_keys=True), flush=True)
+    return code
 
 
 def free_ports(count):
@@ -236,9 +239,10 @@ def launch(args):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": job, "index": index}}),
                    ZMTF_FILE_ROOT=args.data_dir)   # the servers' op policy: read the data, nothing else
         tasks[f"{job}{index}" if job == "ps" else job] = subprocess.Popen(
-            command, env=env, stdout=subprocess.PIPE, text=True)
+            command, env=env, stdout=subprocess.PIPE, text=True,
+            start_new_session=job == "ps")   # Ctrl-C reaches the others; a ps serves the last save
     try:
-        outputs = {job: tasks[job].communicate(timeout=args.timeout)[0] for job in ("chief", "worker", "evaluator")}
+        outputs = checkpointing.wait_for_tasks(tasks, ("chief", "worker", "evaluator"), args.timeout)
     finally:
         for job in ("ps0", "ps1"):
             tasks[job].send_signal(signal.SIGTERM)      # a ps serves until told to stop
@@ -249,8 +253,9 @@ def launch(args):
                 proc.kill()
     codes = {job: proc.returncode for job, proc in tasks.items()}
     print(f"exit codes: {json.dumps(codes, sort_keys=True)}")
+    print(outputs["chief"].strip())   # whether it restored a checkpoint or started fresh
     print(outputs["evaluator"].strip())
-    return 0 if not any(codes.values()) else 1
+    return 130 if 130 in codes.values() else 0 if not any(codes.values()) else 1
 
 
 def main():
@@ -273,8 +278,7 @@ def main():
         write_tfrecords(args.data_dir, "eval", 1000, seed=1)
     if args.tf_config_launch:
         return launch(args)
-    run_task(args)
-    return 0
+    return run_task(args)
 
 
 if __name__ == "__main__":

@@ -118,16 +118,27 @@ def test_seed_memory_fraction_two_programs_share_a_simulated_gpu_a_third_is_refu
 
 
 def test_the_tf1_distributed_trainer_runs_as_written(tmp_path):
+    import zmtf as tf
+
     stdout, _ = run_example("tf1_distributed_trainer.py", "--local", "--last_step=60",
                             f"--checkpoint_dir={tmp_path}")
-    done = sorted(line for line in stdout.splitlines() if line.startswith("worker "))
+    done = sorted(line for line in stdout.splitlines() if line.startswith("worker ") and " done" in line)
     assert [line.split(" done")[0] for line in done] == ["worker 0", "worker 1"]
     assert all(float(line.rsplit(" ", 1)[1]) > 0.5 for line in done)          # it learned
     assert (tmp_path / "checkpoint").exists()                                 # the chief saved
+    assert f"worker 0: no checkpoint in {tmp_path}: starting fresh" in stdout
+    # Ctrl-C (to the launcher's process group, as a terminal sends it) on the next run,
+    # which continues from that checkpoint: the chief saves again on its way out
+    saved = tf.train.latest_checkpoint(str(tmp_path))
+    code, out, err = interrupt_example("tf1_distributed_trainer.py", "--local", "--last_step=10000000",
+                                       f"--checkpoint_dir={tmp_path}", after="worker 0: restoring")
+    assert f"worker 0: restoring {saved}" in out
+    _assert_interrupted_and_saved(code, err, tmp_path, saved, who="worker 0: ")
 
 
-def test_sharded_embedding_example_learns_with_sparse_updates():
-    out, _ = run_example("train_embeddings.py", "--steps", "120")
+def test_sharded_embedding_example_learns_with_sparse_updates(tmp_path):
+    out, _ = run_example("train_embeddings.py", "--steps", "120", "--checkpoint-dir", str(tmp_path))
+    assert out.splitlines()[0] == f"no checkpoint in {tmp_path}: starting fresh"
     done = out.splitlines()[-1]
     assert "sparse gradients" in done and done.startswith("done: 120 steps")
     loss = float(done.split("loss ")[1].split(" -> ")[1].split(",")[0])
@@ -168,9 +179,15 @@ def _metrics_line(stdout, role):
 
 def test_estimator_cluster_runs_locally(tmp_path):
     stdout, _ = run_example("estimator_cluster.py", "--model-dir", str(tmp_path), "--steps", "40")
+    assert stdout.splitlines()[0] == f"no checkpoint in {tmp_path}: starting fresh"
     metrics = _metrics_line(stdout, "local")
     assert metrics["global_step"] == 40 and metrics["accuracy"] > 0.8 and metrics["loss"] < 0.5
     assert (tmp_path / "model.ckpt-40.npz").exists() and list((tmp_path / "eval").iterdir())
+    # the next run restores it; Ctrl-C stops its training and the Estimator's last save runs
+    code, out, err = interrupt_example("estimator_cluster.py", "--model-dir", str(tmp_path), "--steps",
+                                       "10000000", "--save-every", "10000000", after="restoring")
+    assert out.splitlines()[0] == f"restoring {tmp_path / 'model.ckpt-40'}"
+    _assert_interrupted_and_saved(code, err, tmp_path, str(tmp_path / "model.ckpt-40"))
 
 
 def test_estimator_cluster_launches_ps_chief_worker_evaluator_from_tf_config(tmp_path):
@@ -209,15 +226,11 @@ def _assert_latest_checkpoint_holds(model_dir, step):
 
 def _numpy_accuracy_of_checkpoint(model_dir):
     """The example's MLP on its eval data, in numpy, from the newest checkpoint's weights."""
-    import importlib.util
-
     import numpy as np
 
     import zmtf as tf
 
-    spec = importlib.util.spec_from_file_location("estimator_cluster", EXAMPLES / "estimator_cluster.py")
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _load_example("estimator_cluster")
     x, y = example.make_data(512, seed=1)
     value = lambda name: tf.train.load_variable(str(model_dir), name)  # noqa: E731
     hidden = np.maximum(x @ value("dense/kernel") + value("dense/bias"), 0)
@@ -229,6 +242,8 @@ def _numpy_accuracy_of_checkpoint(model_dir):
 def _load_example(name):
     import importlib.util
 
+    if str(EXAMPLES) not in sys.path:   # the examples import their checkpointing.py
+        sys.path.append(str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
@@ -262,6 +277,7 @@ def test_wide_deep_trains_locally_exports_and_serves_what_predict_predicts(tmp_p
     import zmtf as tf
 
     stdout, _ = run_example("wide_deep_cluster.py", "--model-dir", str(tmp_path), "--steps", "200")
+    assert f"no checkpoint in {tmp_path}: starting fresh" in stdout
     metrics = _metrics_line(stdout, "local")
     example = _load_example("wide_deep_cluster")
     assert metrics["global_step"] == 200 and 0.85 < metrics["auc"] <= _oracle_auc(example)
@@ -309,3 +325,65 @@ def test_wide_deep_launches_two_ps_chief_worker_evaluator_from_tf_config(tmp_pat
     # checkpoint may hold one step more (TF's train_and_evaluate has the same race).
     assert metrics["global_step"] <= step <= metrics["global_step"] + 1
     assert list((tmp_path / "export" / "wide_deep").iterdir())
+
+
+def interrupt_example(name, *args, after, seconds=1.5):
+    """Run an example in a process group of its own, wait for a stdout line containing
+    ``after``, then ``seconds``, and send SIGINT to the group (what Ctrl-C in a terminal
+    does); its exit status, stdout and stderr. Bounded: the group is killed after 150 s."""
+    import signal
+    import threading
+    import time
+
+    proc = subprocess.Popen([sys.executable, str(EXAMPLES / name), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    guard = threading.Timer(150, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    guard.start()
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if after in line:
+                break
+        assert any(after in line for line in lines), (lines, proc.stderr.read()[-3000:])
+        time.sleep(seconds)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, "".join(lines) + out, err
+
+
+def _assert_interrupted_and_saved(code, err, checkpoint_dir, before=None, who=""):
+    """Exit 130, no traceback, the one line naming a checkpoint newer than ``before``."""
+    import zmtf as tf
+
+    latest = tf.train.latest_checkpoint(str(checkpoint_dir))
+    assert code == 130, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    assert f"{who}interrupted: saved {latest}; run again to continue from it" in err, err[-3000:]
+    assert latest != before, latest
+
+
+def test_ctrl_c_on_train_embeddings_saves_and_the_next_run_restores(tmp_path):
+    code, out, err = interrupt_example("train_embeddings.py", "--steps", "3000", "--checkpoint-dir",
+                                       str(tmp_path), after="step   50")
+    assert out.splitlines()[0] == f"no checkpoint in {tmp_path}: starting fresh"
+    _assert_interrupted_and_saved(code, err, tmp_path)
+    assert len(err.strip().splitlines()) == 1, err
+    import zmtf as tf
+
+    saved = tf.train.latest_checkpoint(str(tmp_path))
+    assert int(saved.rsplit("-", 1)[1]) >= 50
+    out, _ = run_example("train_embeddings.py", "--steps", "10", "--checkpoint-dir", str(tmp_path))
+    assert out.splitlines()[0] == f"restored {saved}"
+
+
+def test_ctrl_c_on_mnist_replica_has_the_chief_save(tmp_path):
+    code, out, err = interrupt_example("mnist_replica.py", "--local", "--train_steps=100000000",
+                                       f"--train_dir={tmp_path}", after="Session initialization complete")
+    assert f"Worker 0: no checkpoint in {tmp_path}: starting fresh" in out
+    _assert_interrupted_and_saved(code, err, tmp_path, who="worker 0: ")

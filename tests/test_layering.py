@@ -69,10 +69,11 @@ ALLOWED = {
     "compat": rules("__init__"),
     "tf1": rules("framework formats ops interop platform runtime training distributed client "
                  "saved_model feature_column distribute keras estimator contrib testing compat"),
-    # the three command lines
-    "server": rules("framework formats distributed"),
-    "keys": rules("framework distributed"),
-    "devices": rules("runtime"),
+    # the command lines
+    "server": rules("framework formats distributed platform"),
+    "keys": rules("framework distributed platform"),
+    "status": rules("framework formats distributed platform"),
+    "devices": rules("framework runtime distributed platform"),
 }
 
 #: files of distributed/ that open sockets (the transport layer); the CLIs server and keys too

@@ -17,11 +17,17 @@ _LIBRARIES = frozenset({"keras", "estimator", "contrib", "feature_column", "save
                         "distribute", "testing", "tf1"})
 
 
+#: names ``zmtf.framework.versions`` answers without loading the TF1 face (``zmtf.__version__``)
+_VERSIONS = frozenset({"__version__", "VERSION", "GIT_VERSION", "COMPILER_VERSION", "ZMTF_VERSION"})
+
+
 def __getattr__(name: str) -> object:
     """``tf.<name>``: a library package, or a name of the TF1 face (``zmtf.tf1``); cached."""
     if name in _LIBRARIES:
         value = _importlib.import_module(f"zmtf.{name}")
-    elif name.startswith("__") and name not in ("__all__", "__version__"):
+    elif name in _VERSIONS:
+        value = getattr(_importlib.import_module("zmtf.framework.versions"), name)
+    elif name.startswith("__") and name != "__all__":
         raise AttributeError(f"module 'zmtf' has no attribute {name!r}")
     else:
         # zmtf.tf1 binds its namespace modules (tf.nn, tf.train, ...) and raises the TF-like

@@ -1,5 +1,6 @@
-"""``python -m zmtf.keys``: a cluster's CURVE keys, one keypair per task and per client.
+"""python -m zmtf.keys: a cluster's CURVE keys, one keypair per task and per client.
 
+commands:
   python -m zmtf.keys init DIR                  the cluster directory, and DIR.private
   python -m zmtf.keys add-task DIR JOB INDEX... admit tasks; writes DIR.private/tasks/JOB-INDEX.key_secret
   python -m zmtf.keys add-client DIR NAME       admit a client; writes DIR.private/clients/NAME.key_secret
@@ -20,12 +21,12 @@ import sys
 
 from zmtf.distributed import key_directory, security
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.platform.command_line import OneLineParser, fail, help_formatter
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m zmtf.keys", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n".join(__doc__.splitlines()[2:]))
+    parser = OneLineParser(prog="python -m zmtf.keys", description=__doc__.splitlines()[0].split(": ", 1)[1],
+                           formatter_class=help_formatter, epilog="\n".join(__doc__.splitlines()[2:]))
     commands = parser.add_subparsers(dest="command", required=True)
     def command(name: str, help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help)
@@ -36,10 +37,10 @@ def _parser() -> argparse.ArgumentParser:
 
     command("init", "make a cluster key directory")
     task = command("add-task", "admit tasks, each with its own key")
-    task.add_argument("job")
-    task.add_argument("index", type=int, nargs="+")
+    task.add_argument("job", help="the tasks' job name (ps, worker, ...)")
+    task.add_argument("index", type=int, nargs="+", help="the tasks' indices in the job")
     client = command("add-client", "admit a client with its own key")
-    client.add_argument("name")
+    client.add_argument("name", help="the client's name (its key file's name; shown in servers' logs)")
     command("list", "the keys a cluster directory admits")
     for sub in (task, client):
         sub.add_argument("--rotate", action="store_true",
@@ -52,10 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] not in ("init", "add-task", "add-client", "list") and \
             not args_list[0].startswith("-"):
-        print(f"zmtf.keys: '{args_list[0]}' is not a command; zmtf no longer makes one key shared "
-              f"by the whole cluster (any holder could pose as any task): run 'python -m "
-              f"zmtf.keys init {args_list[0]}', then add-task and add-client", file=sys.stderr)
-        return 2
+        return fail("zmtf.keys", f"'{args_list[0]}' is not a command; zmtf no longer makes one key "
+                    f"shared by the whole cluster (any holder could pose as any task): run 'python "
+                    f"-m zmtf.keys init {args_list[0]}', then add-task and add-client")
     args = _parser().parse_args(args_list)
     try:
         if args.command == "init":
@@ -80,8 +80,10 @@ def main(argv: list[str] | None = None) -> int:
             for user_id in sorted(cluster.admitted.values()):
                 print(user_id)
     except InvalidArgumentError as error:
-        print(f"zmtf.keys: {error.message}", file=sys.stderr)
-        return 2
+        return fail("zmtf.keys", error.message)
+    except OSError as error:   # a directory it may not write, a file it may not read
+        return fail("zmtf.keys", f"cannot write or read {error.filename or args.directory}: "
+                                 f"{error.strerror or error}")
     return 0
 
 

@@ -127,3 +127,34 @@ def test_past_the_servers_limit_the_step_fails_naming_the_task_and_its_address()
         assert "--wait-for-tasks-secs" in message
     finally:
         server.stop()
+
+
+def test_a_session_waits_at_creation_for_a_ps_that_starts_40_s_later(late_cluster, tmp_path):
+    """The issue's case: the worker and its client are up, the ps starts 40 s later. Creating
+    the session waits for it (its graph places variables there), saying so every
+    --wait-log-secs, and the step then runs."""
+    spec, worker, procs = late_cluster
+    v, y = _ps_step()
+    procs.append(_start(["sh", "-c", "sleep 40; exec " + " ".join(
+        f"'{a}'" for a in _server_command(spec, "ps", 0))], str(tmp_path / "ps.log")))
+    started = time.monotonic()
+    with tf.Session(f"grpc://{spec.task_address('worker', 0)}") as sess:   # no deadline
+        sess.run(v.initializer)
+        assert sess.run(y) == 6.0
+    assert time.monotonic() - started >= 39
+    address = f"tcp://{spec.task_address('ps', 0)}"
+    waiting = f"CreateSession still waiting for response from worker: /job:ps/replica:0/task:0 at {address}"
+    assert _read(worker.log_path).count(waiting) >= 3
+
+
+def test_a_session_whose_graph_names_no_missing_task_does_not_wait(late_cluster):
+    """No device_filters: the ps is not up, but nothing of this graph is placed there."""
+    spec, worker, _ = late_cluster
+    with tf.device("/job:worker/task:0"):
+        total = tf.constant(2.0) + tf.constant(3.0)
+    started = time.monotonic()
+    with tf.Session(f"grpc://{spec.task_address('worker', 0)}",
+                    config=tf.ConfigProto(operation_timeout_in_ms=30_000)) as sess:
+        assert sess.run(total) == 5.0
+    assert time.monotonic() - started < 10
+    assert "still waiting" not in _read(worker.log_path)

@@ -23,7 +23,7 @@ def listener_with(request):
 
     def start(reply):
         async def make():
-            return Listener(context, f"tcp://127.0.0.1:{port}", lambda msg, sender: reply(msg.id),
+            return Listener(context, f"tcp://127.0.0.1:{port}", lambda msg, _sender, _peer: reply(msg.id),
                             asyncio.get_running_loop())
         return loop_thread.call(make(), 10)
 

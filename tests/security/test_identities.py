@@ -280,3 +280,32 @@ def test_a_rotated_task_key_is_the_one_its_server_takes(tmp_path):
         assert server._core.keys == rotated   # the newest generation in DIR.private
     finally:
         server.stop()
+
+
+def test_a_client_key_may_use_only_the_sessions_it_created(cluster):
+    """A session handle that leaks (a log, a screen) does not let another client run, extend,
+    cancel or close that session: each attempt is refused and the session keeps working."""
+    directory, servers = cluster
+    target = servers["worker"].target
+    alice = RawCaller(target, credential_path(directory, "client", "alice"))
+    bob = RawCaller(target, credential_path(directory, "client", "bob"))
+    try:
+        graph = tf.Graph()
+        with graph.as_default(), tf.device("/job:worker/task:0"):
+            tf.add(tf.constant(41.0, name="c"), 1.0, name="out")
+        graph_dict, arrays = graph_to_dict(graph)
+        handle = alice.call(m.CreateSession(graph=graph_dict, tensors=arrays)).session
+        attempts = [m.RunStep(session=handle, fetches=["out:0"]),
+                    m.ExtendSession(session=handle, graph=graph_dict, tensors=arrays),
+                    m.CancelStep(session=handle, request_id=1),
+                    m.CloseSession(session=handle)]
+        for attempt in attempts:
+            with pytest.raises(tf.errors.PermissionDeniedError,
+                               match="client key 'bob' named a session that client key 'alice' "
+                                     "created"):
+                bob.call(attempt)
+        assert alice.call(m.RunStep(session=handle, fetches=["out:0"])).tensors[0] == 42.0
+        assert isinstance(alice.call(m.CloseSession(session=handle)), m.Ok)
+    finally:
+        alice.close()
+        bob.close()

@@ -45,6 +45,11 @@ SAMPLES = [
     m.Pong(id=13, task="/job:ps/replica:0/task:0", incarnation=123456789),
     m.ErrorReply(id=14, code=5, message="Not found: w", node="w"),
     m.ErrorReply(id=15, code=2, message="boom", node=None),
+    m.StatusRequest(id=16),
+    m.TaskStatus(id=16, task="/job:w/replica:0/task:0", address="tcp://127.0.0.1:2222",
+                 version="0.1.0", started_ms=1_800_000_000_000, uptime_ms=5000,
+                 devices=["/job:w/replica:0/task:0/device:CPU:0"], sessions=1, steps=40,
+                 steps_per_sec=8.5, window_ms=4700, bytes_in=2**40, rss_bytes=2**30),
 ]
 
 
@@ -143,7 +148,7 @@ def test_invalid_messages_cannot_be_built(build, pattern):
 
 
 #: per field kind: a value of the wrong type, and one list whose last item is wrong
-_WRONG = {"str": [3], "str | None": [3], "int": [1.5, 2**63], "list[str]": [("a",), ["a", 3]],
+_WRONG = {"str": [3], "str | None": [3], "int": [1.5, 2**63], "float": [1, float("nan"), float("inf")], "list[str]": [("a",), ["a", 3]],
           "dict[str, Any]": [[]], "list[dict[str, Any]]": [{}, [{}, "x"]],
           "Tensors": [np.zeros(2), [np.zeros(2), [1.0]]]}
 

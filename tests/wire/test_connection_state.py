@@ -109,6 +109,15 @@ def test_a_descriptor_reused_by_a_new_connection_names_the_new_peer():
     assert peers.on_event(MonitorEvent(EVENT_DISCONNECTED, 7, b"")) == b"new"
 
 
+def test_a_peer_that_reconnected_is_not_gone_when_its_old_connection_closes():
+    peers = PeerTable()
+    peers.seen(b"client", 7)
+    peers.seen(b"client", 9)   # the same routing id on a new connection (ROUTER_HANDOVER)
+    assert peers.on_event(MonitorEvent(EVENT_DISCONNECTED, 7, b"")) is None
+    assert peers.fd_of == {b"client": 9}
+    assert peers.on_event(MonitorEvent(EVENT_DISCONNECTED, 9, b"")) == b"client"
+
+
 def test_events_other_than_a_disconnect_leave_the_peers_alone():
     peers = PeerTable()
     peers.seen(b"client", 7)

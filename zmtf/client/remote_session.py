@@ -27,6 +27,8 @@ from zmtf.runtime.step_stats import from_plain
 from zmtf.wire import messages as m
 
 CONNECT_TIMEOUT = 10.0   # seconds to reach the master before UnavailableError
+#: beyond the budget it gave the master for late tasks: the master's ListDevices probe (2 s)
+CREATE_SLACK = 3.0
 DEFAULT_RUN_TIMEOUT = 3600.0
 # seconds close() waits for the master to confirm CloseSession: the master closes the session
 # whether or not we wait, and one that is dead or paused must not hold up the client's exit
@@ -63,18 +65,22 @@ def _writable(value: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One request the protocol wants sent, and how long to wait for its reply."""
+    """One request the protocol wants sent, how long to wait for its reply, and (when less)
+    how long to wait for the connection to the master before it is sent."""
 
     message: Any
     timeout: float
     on_cancel: Callable[[int], Any] | None = None
+    connect_timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SessionNeeded:
-    """The protocol needs the master session (created once, under the driver's lock)."""
+    """The protocol needs the master session (created once, under the driver's lock): within
+    ``timeout`` s to reach the master, ``limit`` s (the step's budget) for it to answer."""
 
     timeout: float
+    limit: float
 
 
 class RemoteSessionCore:
@@ -119,8 +125,9 @@ class RemoteSessionCore:
         return self._channel
 
     # ---- the protocol, written once: generators that yield Calls and get replies back ----
-    def _session_calls(self, connect_timeout: float) -> Generator[Call, Any, str]:
-        """Create the master session, or extend it when the graph grew since it was sent."""
+    def _session_calls(self, connect_timeout: float, limit: float) -> Generator[Call, Any, str]:
+        """Create the master session, or extend it when the graph grew since it was sent.
+        The master may wait up to ``limit`` s for tasks of the graph that are not up yet."""
         version = self.graph.version
         if self._handle is not None and version == self._sent_version:
             return self._handle
@@ -132,8 +139,9 @@ class RemoteSessionCore:
             if self.config.cluster_def.job:   # plain data: {job: {"index": address}}
                 config["cluster_def"] = {job.name: {str(i): a for i, a in job.tasks.items()}
                                          for job in self.config.cluster_def.job}
-            reply = yield Call(m.CreateSession(id=0, graph=graph, config=config, tensors=arrays),
-                               connect_timeout)
+            reply = yield Call(m.CreateSession(id=0, graph=graph, config=config, tensors=arrays,
+                                               timeout_ms=max(1, int(limit * 1000))),
+                               limit + CREATE_SLACK, connect_timeout=connect_timeout)
             self._handle = reply.session
         else:
             yield Call(m.ExtendSession(id=0, session=self._handle, graph=graph, tensors=arrays),
@@ -156,7 +164,7 @@ class RemoteSessionCore:
         handle = self._handle
         if handle is None or self.graph.version != self._sent_version:   # else: no round of
             # the driver and no lock for a session that is open and current (the usual run)
-            handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit))
+            handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit), limit)
         trace_level = 0
         if options is not None and options.trace_level > 0 and run_metadata is not None:
             trace_level = options.trace_level   # traced: the step's timings come back
@@ -183,9 +191,10 @@ class RemoteSessionCore:
                 if isinstance(step, SessionNeeded):
                     assert self._lock is not None
                     async with self._lock:
-                        reply = await self._drive(self._session_calls(step.timeout))
+                        reply = await self._drive(self._session_calls(step.timeout, step.limit))
                 else:
-                    reply = await self._chan().call(step.message, step.timeout, step.on_cancel)
+                    reply = await self._chan().call(step.message, step.timeout, step.on_cancel,
+                                                    step.connect_timeout)
         except StopIteration as done:
             return done.value
 
@@ -216,9 +225,10 @@ class RemoteSessionCore:
                 step = calls.send(reply)
                 if isinstance(step, SessionNeeded):
                     with self._session_lock:
-                        reply = self._drive_blocking(self._session_calls(step.timeout))
+                        reply = self._drive_blocking(self._session_calls(step.timeout, step.limit))
                 else:
-                    reply = self._blocking_chan().call(step.message, step.timeout, step.on_cancel)
+                    reply = self._blocking_chan().call(step.message, step.timeout, step.on_cancel,
+                                                       step.connect_timeout)
         except StopIteration as done:
             return done.value
 

@@ -18,16 +18,17 @@ from typing import Any, Callable
 import zmq
 
 from zmtf.distributed import liveness, security
-from zmtf.distributed.channel import CALL_IDS, lost_error, no_reply_error, unreachable_error
+from zmtf.distributed.channel import (
+    CALL_IDS, lost_error, no_reply_error, stuck_error, unreachable_error,
+)
 from zmtf.distributed.sockets import (
-    NOBLOCK, close_monitor, configure_socket, heartbeats, new_streams, next_connection_change, poll,
-    recv_frames,
-    send_frames,
+    NOBLOCK, close_monitor, configure_socket, heartbeats, identify_client, new_streams,
+    next_connection_change, poll, recv_frames, send_frames,
 )
 from zmtf.framework.errors import CancelledError, UnavailableError
 from zmtf.wire import codec, messages
 from zmtf.wire.calls import Calls
-from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection
+from zmtf.wire.connection_state import CLIENT_EVENTS, ClientConnection, Refused
 
 
 class BlockingChannel:
@@ -42,6 +43,7 @@ class BlockingChannel:
         self._connection = ClientConnection(self.peer, endpoint, secured, connected=not remote)
         self._sock = ctx.socket(zmq.DEALER)
         configure_socket(self._sock)
+        identify_client(self._sock)
         if secured:
             security.secure_client(self._sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
@@ -55,6 +57,7 @@ class BlockingChannel:
         self._sock.connect(endpoint)
         # what a wait polls (zmq.zmq_poll itself: zmq.Poller.poll is a Python layer over it)
         self._poll_items = [(self._sock, zmq.POLLIN)]
+        self._monitor_item: list[tuple[Any, int]] = [(self._monitor, zmq.POLLIN)]
         if self._monitor is not None:
             self._poll_items.append((self._monitor, zmq.POLLIN))
         # the call in flight (one at a time: one thread), by id: a late reply to a call given
@@ -68,15 +71,18 @@ class BlockingChannel:
         self._close_requested = False
 
     def call(self, message: Any, timeout: float,
-             on_cancel: Callable[[int], Any] | None = None) -> Any:
-        """Send ``message`` and wait for its reply; Ctrl-C sends ``on_cancel(id)`` first."""
+             on_cancel: Callable[[int], Any] | None = None,
+             connect_timeout: float | None = None) -> Any:
+        """Send ``message`` and wait for its reply within ``timeout`` s (not connected yet:
+        within ``connect_timeout`` s, when given, to connect first); Ctrl-C sends
+        ``on_cancel(id)`` first."""
         with self._state:
             if self._sock.closed or self._close_requested:
                 raise CancelledError(None, None, f"the session to {self.peer} has been closed; "
                                      f"open a new Session to run more steps")
             self._busy = True
         try:
-            return self._call(message, timeout, on_cancel)
+            return self._call(message, timeout, on_cancel, connect_timeout)
         finally:
             with self._state:
                 self._busy = False
@@ -84,10 +90,16 @@ class BlockingChannel:
             if deferred:
                 self._close_now()
 
-    def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None) -> Any:
+    def _call(self, message: Any, timeout: float, on_cancel: Callable[[int], Any] | None,
+              connect_timeout: float | None) -> Any:
         deadline = time.monotonic() + timeout
+        if self._monitor is not None and poll(self._monitor_item, 0):
+            self._catch_up()   # what happened to the connection while no call was in flight
         if not self._connection.connected:   # (a later disconnect shows in the poll below)
-            self._wait_connected(deadline, timeout, message)
+            if connect_timeout is None:
+                self._wait_connected(deadline, timeout, message)
+            else:
+                self._wait_connected(time.monotonic() + connect_timeout, connect_timeout, message)
         call_id = self._calls.new_call(deadline, (timeout, type(message)))
         try:
             for frames in codec.encode_messages(message, id=call_id):
@@ -122,6 +134,17 @@ class BlockingChannel:
             if change is not None:
                 raise self._connection.error_for(change)
 
+    def _catch_up(self) -> None:
+        """Take the monitor's events that came between calls: a connection that dropped and
+        came back meanwhile (a pause, a blink) fails no call; one still down is waited for."""
+        assert self._monitor is not None
+        while True:
+            change = next_connection_change(self._monitor, self._connection)
+            if change is None:
+                return
+            if type(change) is Refused:
+                raise self._connection.error_for(change)
+
     def _wait_connected(self, deadline: float, timeout: float, message: Any) -> None:
         self._events()
         while not self._connection.connected:
@@ -143,15 +166,29 @@ class BlockingChannel:
 
     def _poll_reply(self, deadline: float) -> Any:
         """Wait for the reply to the call in flight (its ``deadline`` is the table's only
-        one); the reply, or the error it was delivered with."""
+        one); the reply, or the error it was delivered with. A server silent for half the
+        liveness bound gets a Ping, which its event loop answers: none within the bound,
+        and the call fails naming it (its loop is stuck; heartbeats come from its I/O
+        thread). A reply that comes at once costs none of this."""
         calls = self._calls
+        half = self._liveness / 2
+        quiet_since = time.monotonic()   # when the server last sent anything
+        pinged_at = None
         while self._outcome is None:
             now = time.monotonic()
             left = deadline - now
             if left <= 0:   # a reply half-streamed by now finishes later and is dropped then
                 (_, (timeout, kind)), = calls.expire(now)
                 raise no_reply_error(self.peer, self.endpoint, timeout, kind)
-            ready = dict(poll(self._poll_items, int(min(left, 1.0) * 1000)))
+            if now - quiet_since >= half and self._monitor is not None:
+                if pinged_at is None:   # its Pong matches no call: it only breaks the silence
+                    self._sock.send_multipart(codec.encode(messages.Ping(id=0), id=next(CALL_IDS)))
+                    pinged_at = now
+                elif now - pinged_at >= self._liveness and self._connection.connected:
+                    (_, _), = calls.take_all()
+                    self._streams.drop()
+                    raise stuck_error(self.peer, self.endpoint, self._liveness)
+            ready = dict(poll(self._poll_items, int(min(left, 1.0, half) * 1000)))
             if self._monitor is not None and self._monitor in ready:
                 try:
                     self._events()
@@ -161,6 +198,7 @@ class BlockingChannel:
             if self._sock not in ready:
                 self._streams.sweep()   # a reply stalled mid-stream fails the call (or not yet)
                 continue
+            quiet_since, pinged_at = now, None
             while self._outcome is None:   # drain: a streamed reply is many messages
                 try:
                     frames = recv_frames(self._sock, NOBLOCK)

@@ -18,8 +18,10 @@ import zmq
 from zmtf.distributed import liveness, security
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
+from zmtf.distributed.task_stats import Traffic
 from zmtf.distributed.sockets import (
-    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, new_streams,
+    OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, heartbeats, identify_client,
+    new_streams,
     next_connection_change,
 )
 from zmtf.framework.errors import (
@@ -53,6 +55,18 @@ def unreachable_error(peer: str, endpoint: str, timeout: float, kind: type) -> U
         f"'python -m zmtf.server --cluster ... --job ... --task ...') or fix the address.")
 
 
+def stuck_error(peer: str, endpoint: str, bound: float) -> UnavailableError:
+    """The error of calls to a peer that is connected but whose event loop does not answer."""
+    return UnavailableError(
+        None, None, f"{peer} at {endpoint} is unavailable: it did not answer a ping within the "
+        f"liveness bound ({bound:g} s) while calls waited on it. Its process is up (its connection "
+        f"answers ZeroMQ heartbeats) but its event loop is stuck (a handler or kernel blocking it?)")
+
+
+#: a channel that is never probed (an in-process peer: it shares our fate)
+_NEVER_PROBED = object()
+
+
 def lost_error(peer: str, endpoint: str, lost_for: float, bound: float,
                kind: type | None = None) -> UnavailableError:
     """The error of a call to a peer whose connection dropped and did not come back."""
@@ -72,11 +86,12 @@ class Channel:
     """
 
     def __init__(self, ctx: zmq.Context, endpoint: str, loop: asyncio.AbstractEventLoop,
-                 peer: str = "", keys: security.Credential | None = None) -> None:
+                 peer: str = "", keys: security.Credential | None = None,
+                 traffic: Traffic | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer or endpoint
         self.context = ctx
-        self.traffic: PeerTraffic | None = None   # its metrics (a server's, when on)
+        self.meter: PeerTraffic | None = None   # its Prometheus metrics (a server's, when on)
         # tcp:// or ipc://: its socket is closed only by close() (an inproc one also when the
         # peer server's Context goes), so a caller may keep it without asking ``closed``
         self.remote = not endpoint.startswith("inproc://")
@@ -94,6 +109,7 @@ class Channel:
         self._sweep.streams = self._streams
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock)
+        identify_client(sock)
         if secured:
             security.secure_client(sock, keys)  # type: ignore[arg-type]
         self._monitor: zmq.Socket | None = None
@@ -103,7 +119,15 @@ class Channel:
             self._monitor_fd = self._monitor.FD
             loop.add_reader(self._monitor_fd, self._on_monitor)
         sock.connect(endpoint)
-        self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost)
+        self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost, traffic)
+        # Is the peer's event loop answering? ZeroMQ's heartbeats come from its I/O thread,
+        # so a peer whose loop is stuck still looks connected. While calls wait, every L/2 s
+        # without a message from the peer sends a Ping, which its loop answers; none within L:
+        # the calls fail (``_check_loop``). Per request: one ``is None``; per message: one add.
+        self._heard = 0   # messages received
+        self._probe: Any = None if self.remote else _NEVER_PROBED   # the check's timer
+        self._heard_at_check = 0
+        self._pinging = False
 
     # ---- replies and connection events -------------------------------------------------
     def _on_socket_lost(self) -> None:
@@ -112,8 +136,9 @@ class Channel:
             f"in-process server was stopped"))
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
-        if self.traffic is not None:
-            self.traffic.received(frames)
+        if self.meter is not None:
+            self.meter.received(frames)
+        self._heard += 1
         if sum(map(len, frames)) < OFF_LOOP_DECODE_BYTES:   # small: decoded here, on the loop
             self._streams.feed(None, frames, self._deliver)
         else:
@@ -169,14 +194,16 @@ class Channel:
         if not self._connection.connected:  # rare: a new channel's first call waits to connect
             call = asyncio.ensure_future(self.call(message, timeout))
             return then(call, unwrap or (lambda reply: reply))
+        if self._probe is None:
+            self._arm_probe()
         outcome = Deferred()
         when = time.monotonic() + timeout   # the loop's clock (asyncio uses time.monotonic)
         calls = self._calls
         call_id = calls.new_call(when, (outcome, unwrap, timeout, type(message)))
         try:   # a closed socket refuses it: no ``closed`` check before each request
             sends = codec.encode_messages(message, id=call_id)
-            if self.traffic is not None:
-                self.traffic.sent(sends)
+            if self.meter is not None:
+                self.meter.sent(sends)
             self._reactor.send(sends)
         except UnavailableError:
             calls.match(call_id)
@@ -190,8 +217,10 @@ class Channel:
         return outcome
 
     async def call(self, message: Any, timeout: float,
-                   on_cancel: Callable[[int], Any] | None = None) -> Any:
-        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s.
+                   on_cancel: Callable[[int], Any] | None = None,
+                   connect_timeout: float | None = None) -> Any:
+        """Send ``message`` (its id is assigned here) and await the reply within ``timeout`` s
+        (not connected yet: within ``connect_timeout`` s, when given, to connect first).
 
         If the caller is cancelled after sending, ``on_cancel(id)`` may return a message that
         is sent at once, without waiting for a reply (a CancelStep for the peer).
@@ -200,15 +229,18 @@ class Channel:
             raise UnavailableError(None, None, f"the connection to {self.peer} at {self.endpoint} "
                                    f"is closed ({type(message).__name__} not sent)")
         if not self._connection.connected:
-            await self._wait_connected(timeout, message)
+            await self._wait_connected(timeout if connect_timeout is None else connect_timeout,
+                                       message)
+        if self._probe is None:
+            self._arm_probe()
         future: asyncio.Future = self._loop.create_future()
         when = time.monotonic() + timeout
         call_id = self._calls.new_call(when, (future, None, timeout, type(message)))
         sent = False
         try:
             sends = codec.encode_messages(message, id=call_id)
-            if self.traffic is not None:
-                self.traffic.sent(sends)
+            if self.meter is not None:
+                self.meter.sent(sends)
             self._reactor.send(sends)
             sent = True
             self._deadline_timer.armed(when)
@@ -224,12 +256,39 @@ class Channel:
     def closed(self) -> bool:
         return self._reactor.closed
 
+    # ---- is the peer's loop answering? -------------------------------------------------
+    def _arm_probe(self) -> None:
+        self._heard_at_check = self._heard
+        self._probe = self._loop.call_later(self._liveness / 2, self._check_loop)
+
+    def _check_loop(self) -> None:
+        """Every L/2 s while calls wait: a peer silent since the last check gets a Ping."""
+        self._probe = None
+        if self._reactor.closed or not self._calls.pending():
+            return   # nothing waits: the next request arms the check again
+        if (self._heard == self._heard_at_check and self._connection.connected
+                and not self._pinging):
+            self._pinging = True
+            asyncio.ensure_future(self._ping())
+        self._arm_probe()
+
+    async def _ping(self) -> None:
+        try:
+            await self.call(messages.Ping(id=0), self._liveness)
+        except DeadlineExceededError:   # connected, yet no answer: its loop is stuck
+            if not self._reactor.closed:
+                self._fail_all(stuck_error(self.peer, self.endpoint, self._liveness))
+        except OpError:
+            pass   # the connection dropped or closed: its monitor fails the calls
+        finally:
+            self._pinging = False
+
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""
         # an id from the same source, registered nowhere: a reply to it matches no call
         sends = codec.encode_messages(message, id=next(CALL_IDS))
-        if self.traffic is not None:
-            self.traffic.sent(sends)
+        if self.meter is not None:
+            self.meter.sent(sends)
         self._reactor.send(sends)
 
     def unavailable(self) -> UnavailableError | None:
@@ -256,6 +315,9 @@ class Channel:
             self._on_monitor()
 
     def close(self) -> None:
+        if isinstance(self._probe, asyncio.TimerHandle):
+            self._probe.cancel()
+        self._probe = _NEVER_PROBED
         self._fail_all(UnavailableError(None, None, f"channel to {self.peer} was closed"))
         self._deadline_timer.cancel()
         self._sweep.cancel()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from zmtf.framework.errors import PermissionDeniedError, ResourceExhaustedError
 from zmtf.wire import messages as m
@@ -56,7 +57,7 @@ def is_task(sender: Sender | None) -> bool:
 #: PushTensor, CleanupStep, DeregisterGraph, and any added later) is for task keys only
 CLIENT_MESSAGES: frozenset[type[m.Message]] = frozenset({
     m.CreateSession, m.ExtendSession, m.RunStep, m.CloseSession, m.CancelStep, m.Reset,
-    m.ListDevices, m.Ping,
+    m.ListDevices, m.Ping, m.StatusRequest,
 })
 
 
@@ -120,3 +121,27 @@ def check_session_limit(limit: int) -> int:
         raise ValueError(f"server setting max_sessions_per_client must be an integer >= 0, not "
                          f"{limit!r}")
     return limit
+
+
+class SessionOwners:
+    """The key that created each session on this master, under CURVE: a client key may name
+    only its own sessions. A handle is unguessable, but one read from a log or another
+    client's screen must not let a second client run, extend, cancel or close that session."""
+
+    def __init__(self) -> None:
+        self._owner: dict[str, Sender] = {}   # session handle -> the key that created it
+
+    def record(self, handle: str, sender: Sender) -> None:
+        self._owner[handle] = sender
+
+    def forget(self, handle: str) -> None:
+        self._owner.pop(handle, None)
+
+    def check(self, handle: Any, sender: Sender, server: str) -> None:
+        """PermissionDeniedError unless ``sender`` (a client key) created session ``handle``
+        (a session this master does not know is left to the handler's NotFoundError)."""
+        owner = self._owner.get(handle) if type(handle) is str else None
+        if owner is not None and owner != sender:
+            raise PermissionDeniedError(None, None, (
+                f"{sender} named a session that {owner} created on {server}; a client may use "
+                f"only the sessions it created (open its own with tf.Session)"))

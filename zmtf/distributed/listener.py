@@ -4,7 +4,10 @@ Each request is decoded (``wire.codec``, through ``reactor.receive``), handed to
 server's handler, and its reply sent back to the peer that asked, now if the handler
 finished inline, else when its outcome settles. A peer whose connection closes has its
 requests in flight cancelled, as TF's gRPC master cancels the step of a dropped call: a
-dequeue waiting for that client must not take an element nobody will receive.
+dequeue waiting for that client must not take an element nobody will receive; and the
+server hears of it (``on_gone``), to collect the sessions of a client that is gone.
+A client keeps its routing id when it reconnects (``sockets.identify_client``): the new
+connection takes the peer over (ROUTER_HANDOVER), and the old one's close is not the peer's.
 """
 
 from __future__ import annotations
@@ -17,26 +20,30 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable
 import zmq
 
 from zmtf.distributed import identities, security
+from zmtf.distributed.bind_errors import bind_failure
 from zmtf.distributed.connection_guard import ConnectionGuard
 from zmtf.distributed.futures import Deferred, is_outcome, outcome
 from zmtf.distributed.reactor import IdleSweep, Reactor, receive
+from zmtf.distributed.task_stats import Traffic
 from zmtf.distributed.sockets import (
     OFF_LOOP_DECODE_BYTES, close_monitor, configure_socket, new_streams, next_monitor_event,
+    send_frames,
 )
 from zmtf.framework.errors import UnavailableError
 from zmtf.framework.log_limits import DEFAULT_INTERVAL_SECS, PeerLogLimiter, clip
 from zmtf.framework.memory_budget import MemoryBudget
 from zmtf.wire import codec, messages
-from zmtf.wire.connection_state import CAPPED_SERVER_EVENTS, SERVER_EVENTS, PeerTable
+from zmtf.wire.connection_state import CAPPED_SERVER_EVENTS, SERVER_EVENTS, UNKNOWN_FD, PeerTable
 
 if TYPE_CHECKING:   # prometheus_client loads only in a server with metrics on
     from zmtf.distributed.metrics import ListenerMeter
 
 log = logging.getLogger("zmtf.transport")
 
-#: (a request, who sent it: None without CURVE) -> its reply, None (no reply), or a
-#: coroutine, Deferred or future settling with it
-Handler = Callable[[Any, "identities.Sender | None"], Any]
+#: (a request, who sent it: its CURVE identity, None without CURVE; the routing id of the
+#: peer that sent it) -> its reply, None (no reply), or a coroutine, Deferred or future
+#: settling with it
+Handler = Callable[[Any, "identities.Sender | None", bytes], Any]
 #: A ZAP domain on a plaintext listener: libzmq then refuses ZMTP 1.0/2.0 peers at their
 #: greeting (it speaks those old versions otherwise, and their messages carry no SRCFD); a
 #: ZMTP 3 peer with no keys still gets in (no ZAP handler: allowed; pyzmq's: NULL allowed).
@@ -45,6 +52,18 @@ PLAINTEXT_ZAP_DOMAIN = b"zmtf-plaintext"
 #: A burst of connections beyond the queue makes the kernel drop new SYNs, and a client's
 #: connect then waits a second for its retry: a flood of idle connections fits in this one.
 LISTEN_BACKLOG = 1024
+_SRCFD = int(zmq.SRCFD)
+#: sent to a peer only to learn whether it is connected now: a reply to no call, dropped
+_PROBE = codec.encode(messages.Ok(id=0))
+
+
+def _source_fd(identity: zmq.Frame) -> int | None:
+    """The descriptor of the connection a message came by; None where libzmq knows none (a
+    ZMTP 1.0/2.0 peer, refused at its greeting)."""
+    try:
+        return int(identity.get(_SRCFD))
+    except zmq.ZMQError:
+        return None
 
 
 class _PeerWatch:
@@ -65,13 +84,9 @@ class _PeerWatch:
         # or the first connection's ACCEPTED waits for another event
         self.read_monitor()
 
-    def seen(self, peer: bytes, identity: zmq.Frame) -> None:
-        """The first message from ``peer`` (its routing-id frame ``identity``)."""
+    def seen(self, peer: bytes, fd: int | None) -> None:
+        """The first message from ``peer`` on connection ``fd`` (None: unknown)."""
         self.read_monitor()   # connections that closed before this one opened go first
-        try:
-            fd = identity.get(zmq.SRCFD)
-        except zmq.ZMQError:   # libzmq knows none (a ZMTP 1.0/2.0 peer: refused at greeting)
-            fd = None
         self.table.seen(peer, fd)
         if fd is not None and self._guard is not None:
             self._guard.sent(fd)
@@ -109,14 +124,18 @@ class Listener:
                  budget: MemoryBudget | None = None,
                  stream_idle_secs: float | None = None,
                  peer_log_secs: float = DEFAULT_INTERVAL_SECS,
+                 on_gone: Callable[[bytes], Any] | None = None,
+                 traffic: Traffic | None = None,
                  meter: ListenerMeter | None = None) -> None:
         """``handshake_secs``: close a connection whose ZeroMQ handshake takes longer (0:
         libzmq's 30 s); ``max_connections``: the cap of ``connection_guard`` (0: none);
-        ``budget``: what inbound streams are charged to (quotas); ``meter``: its metrics
-        (None: metrics off)."""
+        ``budget``: what inbound streams are charged to (quotas); ``on_gone``: told of each
+        peer whose connection closed; ``traffic``: what its messages are counted into (its
+        server's ``task_stats``); ``meter``: its Prometheus metrics (None: metrics off)."""
         self._handler = handler
         self._meter = meter
         self._refusals = PeerLogLimiter(log, peer_log_secs)   # one line per peer and kind
+        self._on_gone = on_gone
         self._prepare_reply = prepare_reply   # e.g. copy what must not be shared in-process
         self._loop = loop
         # requests being served (tasks, futures, Deferreds) -> the peer that asked, so that
@@ -126,6 +145,7 @@ class Listener:
         configure_socket(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         sock.setsockopt(zmq.BACKLOG, LISTEN_BACKLOG)
+        sock.setsockopt(zmq.ROUTER_HANDOVER, 1)   # a client that reconnects keeps its routing id
         if handshake_secs > 0:
             sock.setsockopt(zmq.HANDSHAKE_IVL, max(1, int(handshake_secs * 1000)))
         self._secured = keys is not None and security.applies(endpoint)
@@ -137,8 +157,7 @@ class Listener:
             sock.bind(endpoint)
         except zmq.ZMQError as error:
             sock.close(linger=0)
-            raise UnavailableError(None, None, f"cannot listen on {endpoint}: {error.strerror}; is "
-                                   f"another server already using it?") from None
+            raise bind_failure(endpoint, "", error.errno, error.strerror) from None
         self.endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT) or endpoint
         self._sweep = IdleSweep(loop)
         self._streams = new_streams(self._stream_expired, self._sweep.arm,   # by peer identity
@@ -149,13 +168,15 @@ class Listener:
         if not endpoint.startswith("inproc://"):
             guard = ConnectionGuard(self.endpoint, max_connections) if max_connections else None
             self._peers = _PeerWatch(sock, loop, self._peer_gone, guard)
-        self._reactor = Reactor(sock, loop, self._on_frames)
+        self._reactor = Reactor(sock, loop, self._on_frames, traffic=traffic)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:
         identity, body = frames[0], frames[1:]
         peer = identity.bytes
-        if self._peers is not None and peer not in self._peers.table.fd_of:
-            self._peers.seen(peer, identity)
+        if self._peers is not None:
+            fd = _source_fd(identity)
+            if self._peers.table.fd_of.get(peer) != (UNKNOWN_FD if fd is None else fd):
+                self._peers.seen(peer, fd)   # a new peer, or one that reconnected
         # the key it authenticated with, as libzmq attaches it to each message (ZAP User-Id)
         sender = identities.sender(identity.get(security.USER_ID)) if self._secured else None
         if self._meter is not None:
@@ -196,6 +217,26 @@ class Listener:
                      "(as TF cancels the step of a dropped call)", len(requests))
         for request in requests:
             request.cancel()
+        if self._on_gone is not None:
+            self._on_gone(peer)
+
+    def connected_peers(self) -> list[bytes]:
+        """The peers whose connection is open, as far as their messages told."""
+        return list(self._peers.table.fd_of) if self._peers is not None else []
+
+    def reachable(self, peer: bytes) -> bool:
+        """Whether ``peer`` is connected now (it may have reconnected without sending
+        anything): a message that no call of its waits for is sent to it, which only a
+        connected peer can be sent (ROUTER_MANDATORY)."""
+        try:
+            send_frames(self._reactor.sock, [peer, *_PROBE])
+        except zmq.Again:
+            return True
+        except zmq.ZMQError as error:
+            if error.errno == zmq.EHOSTUNREACH:
+                return False
+            raise
+        return True
 
     def _stream_expired(self, identity: Hashable, error: BaseException, message_id: int) -> None:
         """A peer's stream stalled: tell that peer (a reply to one that has gone is dropped)."""
@@ -203,9 +244,9 @@ class Listener:
             self._meter.refused(error)
         self._reply(identity, messages.error_reply(message_id, error))
 
-    def _serve(self, identity: Any, message: Any, sender: identities.Sender | None) -> None:
+    def _serve(self, identity: bytes, message: Any, sender: identities.Sender | None) -> None:
         try:
-            result = self._handler(message, sender)
+            result = self._handler(message, sender, identity)
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
             if self._meter is not None:
                 self._meter.refused(error)

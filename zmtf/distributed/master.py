@@ -55,12 +55,15 @@ class MasterService:
 
     # ---- sessions -----------------------------------------------------------------------
     def create_session(self, graph: dict, arrays: list, config: dict) -> str:
+        return self.open_session(graph_from_dict(graph, arrays), config)
+
+    def open_session(self, graph: Graph, config: dict) -> str:
+        """A new session on ``graph`` (read from a CreateSession already); its handle."""
         handle = uuid.uuid4().hex
         planner = StepPlanner(supports, self.task_spec,
                               allow_soft_placement=bool(config.get("allow_soft_placement")),
                               log_placement=bool(config.get("log_device_placement")))
-        self._sessions[handle] = MasterSession(handle, graph_from_dict(graph, arrays), dict(config),
-                                               planner)
+        self._sessions[handle] = MasterSession(handle, graph, dict(config), planner)
         return handle
 
     def extend_session(self, handle: str, graph: dict, arrays: list) -> None:

@@ -25,6 +25,7 @@ import zmq
 from zmtf.distributed.sockets import (
     NOBLOCK, OFF_LOOP_DECODE_BYTES, POLLIN, decode, poll, recv_frames, send_frames,
 )
+from zmtf.distributed.task_stats import Traffic
 from zmtf.framework.errors import UnavailableError
 from zmtf.framework.log_limits import PeerLogLimiter
 from zmtf.wire import codec
@@ -48,8 +49,10 @@ class Reactor:
 
     def __init__(self, sock: zmq.Socket, loop: asyncio.AbstractEventLoop,
                  on_frames: Callable[[list[zmq.Frame]], None],
-                 on_lost: Callable[[], None] | None = None) -> None:
+                 on_lost: Callable[[], None] | None = None, traffic: Traffic | None = None) -> None:
         self.sock = sock
+        # what it receives and sends, counted into its server's (task_stats), or its own
+        self.traffic = traffic if traffic is not None else Traffic()
         self.loop = loop
         self._on_frames = on_frames
         self._on_lost = on_lost
@@ -62,6 +65,7 @@ class Reactor:
     def drain(self) -> None:
         sock = self.sock
         handled, started = 0, 0.0
+        traffic = self.traffic
         while not self._closed:
             try:
                 if not poll([(sock, POLLIN)], 0):  # nothing waiting: no zmq.Again raised
@@ -74,6 +78,8 @@ class Reactor:
                     self._lost()
                     return
                 raise
+            traffic.messages_in += 1
+            traffic.bytes_in += sum(map(len, frames))
             try:
                 self._on_frames(frames)
             except Exception as error:  # noqa: BLE001 - one bad message must not stop the server
@@ -101,6 +107,10 @@ class Reactor:
             if not self._closed:
                 self._lost()
             raise UnavailableError(None, None, "the socket was closed (its peer server stopped)")
+        traffic = self.traffic
+        for frames in messages:   # counted as queued: one dropped later for a gone peer too
+            traffic.messages_out += 1
+            traffic.bytes_out += sum(map(len, frames))
         if self._outbox:
             self._outbox.extend(messages)
         else:

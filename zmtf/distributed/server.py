@@ -25,6 +25,8 @@ import zmq
 from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.graph import Graph
+from zmtf.framework.graph_io import graph_from_dict
 from zmtf.distributed import identities, inproc, liveness, security, transit
 from zmtf.distributed.bind_policy import check_may_listen, is_local_only
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
@@ -34,8 +36,10 @@ from zmtf.distributed.master import MasterService
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.quotas import check_graph_size, inflight_budget
 from zmtf.distributed.session_cluster import check_session_cluster
+from zmtf.distributed.client_sessions import ClientSessions
 from zmtf.distributed.server_options import ServerOptions, with_environment
 from zmtf.distributed.session_gc import SessionCollector
+from zmtf.distributed.task_stats import TaskStats, status_fields
 from zmtf.distributed.task_wait import wait_for_tasks
 from zmtf.distributed.channel import Channel
 from zmtf.distributed.listener import Listener
@@ -77,6 +81,7 @@ class ServerCore:
         self.cluster = ClusterSpec(cluster)
         self.options = with_environment(options or ServerOptions(), os.environ)
         self._collector: SessionCollector | None = None
+        self._clients: ClientSessions | None = None   # sessions by client process (while started)
         if job_name not in self.cluster.jobs:
             raise ValueError(f"job '{job_name}' is not in the cluster spec (jobs: {self.cluster.jobs})")
         self.address = self.cluster.task_address(job_name, task_index)
@@ -88,6 +93,7 @@ class ServerCore:
         # Context is made: a server refused for its keys leaves nothing open
         self.cluster_keys, self.keys = security.for_server(
             self.options.curve_dir, self.options.curve_key, job_name, self.task_index)
+        self._owners = identities.SessionOwners()   # under CURVE: who created each session
         self._session_quota = identities.SessionQuota(
             identities.check_session_limit(self.options.max_sessions_per_client))
         self._own_context = context is None
@@ -116,6 +122,8 @@ class ServerCore:
         # quotas: the bytes held for requests in flight (steps' outputs, inbound streams)
         self.budget = inflight_budget(self.options.max_inflight_bytes)
         self._peer_log = PeerLogLimiter(log, self.options.peer_log_secs)   # peer-caused lines
+        self._beat: liveness.LoopBeat | None = None
+        self.stats = TaskStats()   # steps, partitions, traffic: for StatusRequest (zmtf.status)
         self.metrics: ServerMetrics | None = None   # while started with a metrics_port
 
     @property
@@ -149,7 +157,7 @@ class ServerCore:
             security.start_authenticator(self.context, self.cluster_keys, self.keys)
         try:
             self._listener = Listener(self.context, bind, self.handle, loop, self.keys,
-                                      **self._listener_settings())
+                                      on_gone=self._peer_gone, **self._listener_settings())
         except BaseException:
             if self.keys is not None:
                 security.stop_authenticator(self.context, self.keys)
@@ -158,16 +166,21 @@ class ServerCore:
             raise
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
+        self.stats.start(loop)
         self._pauses = liveness.watch_pauses()   # drops work queued while this task was paused
+        self._beat = liveness.LoopBeat(loop, self._pauses)   # ... or while its loop was stuck
         if bind.startswith("inproc://"):
             inproc.register(bind, self.context)
         elif self.keys is None:   # under CURVE every client shows its key, in-process ones too
             self._serve_in_process(loop, self.worker, self._listener.endpoint)
+        self._collector = SessionCollector(loop, self.master, self.options.session_gc_secs,
+                                           self._session_busy, self._collect_session,
+                                           self._release_buffers)
         if self.options.session_gc_secs > 0:
-            self._collector = SessionCollector(loop, self.master, self.options.session_gc_secs,
-                                               self._session_busy, self._collect_session,
-                                               self._release_buffers)
             self._collector.start()
+        listener = self._listener
+        self._clients = ClientSessions(loop, liveness.liveness_seconds(), listener.connected_peers,
+                                       listener.reachable, self._collector.collect)
         self.started = True
         log.info("started %s listening on %s (devices: %s; inter-op threads %d, intra-op threads %d; "
                  "%s)", self.task, self._listener.endpoint, ", ".join(d.name for d in self.devices),
@@ -185,7 +198,7 @@ class ServerCore:
         return {"handshake_secs": self.options.handshake_timeout_secs,
                 "max_connections": self.options.max_connections, "budget": self.budget,
                 "stream_idle_secs": self.options.stream_idle_secs,
-                "peer_log_secs": self.options.peer_log_secs,
+                "peer_log_secs": self.options.peer_log_secs, "traffic": self.stats.traffic,
                 "meter": self.metrics.listener_meter() if self.metrics is not None else None}
 
     def _admit_graph(self, what: str, graph: Any, arrays: Any) -> None:
@@ -216,6 +229,9 @@ class ServerCore:
         self.started = False
         if self._collector is not None:
             self._collector.stop()
+        if self._clients is not None:
+            self._clients.stop()
+        self.stats.stop()
         for listener in (self._listener, self._local_listener):
             if listener is not None:
                 await listener.close()
@@ -230,6 +246,8 @@ class ServerCore:
             security.stop_authenticator(self.context, self.keys)
         if self._pauses is not None:
             liveness.unwatch_pauses()
+        if self._beat is not None:
+            self._beat.stop()
         if self.metrics is not None:
             self.metrics.close()
         self.release_context()
@@ -248,9 +266,11 @@ class ServerCore:
     # ---- serving -----------------------------------------------------------------------------
     # Requests come through the listeners, which start() opens after it made the worker and
     # master services: the handlers assert that (an invariant, not a check of the request).
-    def handle(self, message: Any, sender: identities.Sender | None = None) -> Any:
-        """Dispatch one request; returns a reply or a coroutine that makes one. ``sender``:
-        the CURVE identity it came with (None: plaintext or in-process, no identities)."""
+    def handle(self, message: Any, sender: identities.Sender | None = None,
+               peer: bytes = b"") -> Any:
+        """Dispatch one request from ``peer`` (its routing id); returns a reply or a coroutine
+        that makes one. ``sender``: the CURVE identity it came with (None: plaintext or
+        in-process, no identities)."""
         handler = self._HANDLERS.get(type(message))
         if handler is None:
             raise InvalidArgumentError(None, None, f"{type(message).__name__} is not a request this "
@@ -259,30 +279,58 @@ class ServerCore:
             check_reset(self.options.allow_reset or identities.is_task(sender), self.task)
         if sender is not None:
             identities.check_message(type(message), sender)
-            if type(message) is m.CreateSession and not sender.is_task:
-                return self._client_session(message, sender)
+            if type(message) in _NAMING_A_SESSION and not sender.is_task:
+                self._owners.check(message.session, sender, self.task)
+        if type(message) is m.CreateSession:   # who opens it: its quota, owner, collection
+            if sender is not None:
+                return self._create_session_as(message, sender, peer)
+            return self._create_session(message, peer)
         return handler(self, message)
 
-    async def _client_session(self, msg: m.CreateSession, sender: identities.Sender) -> Any:
-        """CreateSession from a client key: counted against max_sessions_per_client."""
-        quota = self._session_quota
-        quota.admit(sender, set(self.open_sessions()), self.task)
+    async def _create_session_as(self, msg: m.CreateSession, sender: identities.Sender,
+                                 peer: bytes) -> Any:
+        """CreateSession under CURVE: a client key's is counted against
+        max_sessions_per_client; the session is its creator's (SessionOwners)."""
+        counted = not sender.is_task
+        if counted:
+            self._session_quota.admit(sender, set(self.open_sessions()), self.task)
         try:
-            reply = await self._create_session(msg)
+            reply = await self._create_session(msg, peer)
         except BaseException:
-            quota.failed(sender)
+            if counted:
+                self._session_quota.failed(sender)
             raise
-        quota.created(sender, reply.session)
+        if counted:
+            self._session_quota.created(sender, reply.session)
+        self._owners.record(reply.session, sender)
         return reply
 
-    async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
+    async def _create_session(self, msg: m.CreateSession, peer: bytes = b"") -> m.SessionCreated:
+        """Open a session; first wait for the tasks its graph places ops on that are not up
+        yet (TF1 waits at CreateSession too), so that their devices are known when it is
+        placed: a late GPU ps gets its variables on its GPU, not on a guessed CPU:0."""
         self._admit_graph("CreateSession", msg.graph, msg.tensors)
         check_session_cluster(msg.config, self.cluster)
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
+        if type(msg.timeout_ms) is not int:
+            raise InvalidArgumentError(None, None, "CreateSession's timeout_ms must be an int")
+        graph = graph_from_dict(msg.graph, msg.tensors)
+        named = self._tasks_named(graph, filters)
+        if named:
+            limit = (msg.timeout_ms / 1000.0 if msg.timeout_ms > 0
+                     else self.options.wait_for_tasks_secs)
+            await self._wait_for(named, limit, "CreateSession")
         await self.learn_cluster_devices(filters)
         assert self.master is not None
-        return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
+        handle = self.master.open_session(graph, msg.config)
+        if self._clients is not None:   # closed when that client is gone
+            self._clients.created(peer, handle)
+        return m.SessionCreated(id=msg.id, session=handle)
+
+    def _peer_gone(self, peer: bytes) -> None:
+        if self._clients is not None:
+            self._clients.gone(peer)
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
         self._admit_graph("ExtendSession", msg.graph, msg.tensors)
@@ -296,12 +344,14 @@ class ServerCore:
         trace: list | None = [] if msg.trace_level > 0 else None
         key = (msg.session, msg.id)
         running = self._running
+        stats = self.stats
         assert self.master is not None
         timeout_ms = msg.timeout_ms
         assert self._pauses is not None   # started, like the services
         late = self._from_clients.excess(msg.session, msg.sent_us, time.monotonic())
         refused, waited = self._pauses.refusal(
-            self.task, "RunStep", msg.id, timeout_ms / 1000.0 if timeout_ms > 0 else None, late)
+            self.task, "RunStep", msg.id, timeout_ms / 1000.0 if timeout_ms > 0 else None, late,
+            self._beat)
         if waited:   # read during or just after a pause of this task, or late: rare
             if refused is not None:
                 raise refused
@@ -310,6 +360,7 @@ class ServerCore:
 
         def finish(values: list) -> m.RunStepResult:
             running.pop(key, None)   # done: no CancelStep for it now (and its values not kept)
+            stats.steps += 1
             return m.RunStepResult(id=msg.id, tensors=values, step_stats=to_plain(trace) if trace else [])
 
         metrics = self.metrics
@@ -360,6 +411,7 @@ class ServerCore:
                 if session == msg.session and not step.settled:
                     step.set_exception(_closed_session())   # aborts it, as a cancel would
             assert self.master is not None
+            self._forget_session(msg.session)
             await self.master.close_session(msg.session)
         finally:
             self._closing.discard(msg.session)
@@ -373,8 +425,15 @@ class ServerCore:
         """Close a session whose client is gone (session_gc): as CloseSession, with no reply."""
         for key in [key for key in self._running if key[0] == handle]:
             del self._running[key]
+        self._forget_session(handle)
         assert self.master is not None
         await self.master.close_session(handle)
+
+    def _forget_session(self, handle: str) -> None:
+        """A session being closed is no longer its client's (collection) or creator's."""
+        if self._clients is not None:
+            self._clients.closed(handle)
+        self._owners.forget(handle)
 
     def _release_buffers(self) -> None:
         """Hand back received and output buffers nothing uses (kept for reuse otherwise)."""
@@ -434,7 +493,7 @@ class ServerCore:
         assert self._pauses is not None
         late = self._from_masters.excess(msg.session, msg.sent_us, time.monotonic())
         refused, waited = self._pauses.refusal(self.task, "RunGraph of step", msg.step_id,
-                                               timeout, late)
+                                               timeout, late, self._beat)
         if waited:   # read during or just after a pause of this task, or late: rare
             if refused is not None:
                 raise refused
@@ -447,6 +506,7 @@ class ServerCore:
             self.metrics.watch_run_graph(outputs, started)
 
         def result(tensors: list) -> m.RunGraphResult:
+            self.stats.graphs += 1
             return m.RunGraphResult(id=msg.id, tensors=tensors,
                                     step_stats=to_plain(trace) if trace else [])
 
@@ -477,12 +537,19 @@ class ServerCore:
     def _ping(self, msg: m.Ping) -> m.Pong:
         return m.Pong(id=msg.id, task=self.task, incarnation=0)
 
+    def _status(self, msg: m.StatusRequest) -> m.TaskStatus:
+        """This task's health and load, for ``python -m zmtf.status`` (task_stats)."""
+        return m.TaskStatus(id=msg.id, task=self.task, address=self.endpoint,
+                            devices=[d.name for d in self.devices],
+                            sessions=len(self.open_sessions()),
+                            steps_running=self.steps_in_flight(), **status_fields(self.stats))
+
     _HANDLERS: ClassVar[dict[type[m.Message], Callable[[ServerCore, Any], Any]]] = {
         m.CreateSession: _create_session, m.ExtendSession: _extend_session, m.RunStep: _run_step,
         m.CloseSession: _close_session, m.Reset: _reset, m.ListDevices: _list_devices,
         m.RegisterGraph: _register_graph, m.DeregisterGraph: _deregister_graph,
         m.RunGraph: _run_graph, m.CleanupStep: _cleanup_step, m.PushTensor: _push_tensor,
-        m.Ping: _ping, m.CancelStep: _cancel_step,
+        m.Ping: _ping, m.CancelStep: _cancel_step, m.StatusRequest: _status,
     }
 
     # ---- calling peers -----------------------------------------------------------------------
@@ -511,7 +578,20 @@ class ServerCore:
             peers = [t for t in peers if any(_names_task(f, t) for f in filters)]
         await asyncio.gather(*[ask(t) for t in peers if t != self.task and t not in self._peer_devices])
 
-    async def _wait_for(self, tasks: list[str], limit: float) -> None:
+    def _tasks_named(self, graph: Graph, filters: list[str]) -> list[str]:
+        """The other tasks whose devices ``graph``'s ops name (by job, or job and task), among
+        those ``filters`` (device_filters) let the session see."""
+        specs = {op.device for op in graph.get_operations() if op.device.startswith("/job:")}
+        named = []
+        for job, index, _ in self.cluster.all_tasks():
+            task = self.cluster.device_name(job, index)
+            if task == self.task or (filters and not any(_names_task(f, task) for f in filters)):
+                continue
+            if any(_names_task(spec, task) for spec in specs):
+                named.append(task)
+        return named
+
+    async def _wait_for(self, tasks: list[str], limit: float, what: str = "RegisterGraph") -> None:
         """Wait for tasks that have not started yet (task_wait), up to ``limit`` s and the
         server's wait_for_tasks_secs. An in-process (inproc://) peer is not waited for: it
         fails at once, as it always did."""
@@ -525,7 +605,7 @@ class ServerCore:
         if remote:
             await wait_for_tasks(lambda task, timeout: self.peer(task).ping(timeout), remote,
                                  self._address_of, min(limit, self.options.wait_for_tasks_secs),
-                                 self.options.wait_log_secs)
+                                 self.options.wait_log_secs, what)
 
     def _address_of(self, task: str) -> str:
         """The endpoint of a task named "/job:J/replica:0/task:I"."""
@@ -548,9 +628,10 @@ class ServerCore:
         if channel is None or channel.closed or channel.context is not context:
             if channel is not None:
                 channel.close()
-            channel = Channel(context, address, asyncio.get_running_loop(), peer=task, keys=self.keys)
+            channel = Channel(context, address, asyncio.get_running_loop(), peer=task, keys=self.keys,
+                              traffic=self.stats.traffic)
             if self.metrics is not None:
-                channel.traffic = self.metrics.peer_traffic(task)
+                channel.meter = self.metrics.peer_traffic(task)
             self._channels[task] = channel
         return channel
 
@@ -566,6 +647,10 @@ class ServerCore:
 
 
 _FLAGS = ("allow_soft_placement", "log_device_placement")
+
+
+#: client requests that name a session: a client key may name only its own (SessionOwners)
+_NAMING_A_SESSION = frozenset({m.ExtendSession, m.RunStep, m.CloseSession, m.CancelStep})
 
 
 def _closed_session() -> CancelledError:

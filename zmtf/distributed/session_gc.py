@@ -35,7 +35,8 @@ class Sessions(Protocol):
 class SessionCollector:
     """Every ``min(idle / 2, 30)`` s, closes (``close(handle)``) the sessions idle for ``idle`` s
     whose steps are not running (``busy(handle)``: a long step is not idleness), then
-    ``release()``s the buffers the server keeps for reuse and trims the heap."""
+    ``release()``s the buffers the server keeps for reuse and trims the heap. ``collect``
+    does the same for sessions known to be abandoned otherwise (``client_sessions``)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, sessions: Sessions, idle: float,
                  busy: Callable[[str], bool], close: Callable[[str], Awaitable[Any]],
@@ -48,46 +49,65 @@ class SessionCollector:
         self._close = close
         self._release = release   # drops the buffers kept for reuse that nothing uses now
         self._timer: asyncio.TimerHandle | None = None
-        self._collecting: asyncio.Future | None = None
+        self._collecting: set[asyncio.Future] = set()
+        self._one_at_a_time = asyncio.Lock()
+        self._closing: set[str] = set()   # sessions being collected (not swept again)
         self._stopped = False
 
     def start(self) -> None:
+        """Sweep for idle sessions every period (not called when idleness collects nothing)."""
         self._timer = self._loop.call_later(self.period, self._sweep)
 
     def stop(self) -> None:
         self._stopped = True
         if self._timer is not None:
             self._timer.cancel()
-        if self._collecting is not None:
-            self._collecting.cancel()
+        for collecting in list(self._collecting):
+            collecting.cancel()
+
+    def collect(self, handles: list[str], why: str) -> None:
+        """Close these sessions now (``why``: the log's reason), one collection at a time."""
+        handles = [h for h in handles if h not in self._closing]
+        if self._stopped or not handles:
+            return
+        self._closing.update(handles)
+        collecting = asyncio.ensure_future(self._collect(handles, why))
+        self._collecting.add(collecting)
+        collecting.add_done_callback(self._collected)
+
+    def _collected(self, collecting: asyncio.Future) -> None:
+        self._collecting.discard(collecting)
+        if not collecting.cancelled() and collecting.exception() is not None:
+            log.warning("collecting sessions: %s", collecting.exception())
 
     def _sweep(self) -> None:
         self._timer = None
         idle = []
         for handle in self._sessions.idle_sessions(self.idle):
+            if handle in self._closing:
+                continue
             if self._busy(handle):
                 self._sessions.touch(handle)   # idle from the end of its step on, not its start
             else:
                 idle.append(handle)
         if idle:
-            self._collecting = asyncio.ensure_future(self._collect(idle))
-        else:
+            self.collect(idle, f"no request from its client for {self.idle:.1f} s "
+                               f"(--session-gc-secs)")
+        if not self._stopped:
             self.start()
 
-    async def _collect(self, handles: list[str]) -> None:
+    async def _collect(self, handles: list[str], why: str) -> None:
         try:
-            for handle in handles:
-                log.info("closing session %s: no request from its client for %.1f s "
-                         "(--session-gc-secs)", handle, self.idle)
-            with returning_freed_memory():
-                results = await asyncio.gather(*[self._close(h) for h in handles],
-                                               return_exceptions=True)
-                gc.collect()   # a graph is cyclic (ops <-> graph): its arrays go with it
-                self._release()
-            for handle, result in zip(handles, results):
-                if isinstance(result, Exception):
-                    log.warning("closing idle session %s: %s", handle, result)
+            async with self._one_at_a_time:   # the heap's thresholds are the process's
+                for handle in handles:
+                    log.info("closing session %s: %s", handle, why)
+                with returning_freed_memory():
+                    results = await asyncio.gather(*[self._close(h) for h in handles],
+                                                   return_exceptions=True)
+                    gc.collect()   # a graph is cyclic (ops <-> graph): its arrays go with it
+                    self._release()
+                for handle, result in zip(handles, results):
+                    if isinstance(result, Exception):
+                        log.warning("closing session %s: %s", handle, result)
         finally:
-            self._collecting = None
-            if not self._stopped:
-                self.start()
+            self._closing.difference_update(handles)

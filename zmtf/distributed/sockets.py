@@ -9,6 +9,8 @@ Python-level wrappers convert flags and options to enums on each call.
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
 from typing import Any, Callable
 
@@ -48,6 +50,35 @@ def configure_socket(sock: zmq.Socket) -> None:
     sock.setsockopt(zmq.SNDHWM, 0)  # queue in libzmq rather than drop; callers bound the traffic
     sock.setsockopt(zmq.RCVHWM, 0)
     sock.copy_threshold = ZERO_COPY_MIN_BYTES
+
+
+#: The routing ids of this process's client sockets: a prefix of its own and a counter. A
+#: socket keeps its id across reconnects (a server tells a client that came back from one
+#: that is gone), and a server tells which of its peers are one process (``client_of``): the
+#: sessions a process created are collected when all of its connections are gone.
+CLIENT_PREFIX_BYTES = 9
+
+
+def _new_process_prefix() -> bytes:
+    return b"z" + os.urandom(CLIENT_PREFIX_BYTES - 1)   # not 0: a leading 0 is libzmq's
+
+
+_prefix = [_new_process_prefix()]   # a forked child is another client
+_sockets = itertools.count(1)
+os.register_at_fork(after_in_child=lambda: _prefix.__setitem__(0, _new_process_prefix()))
+
+
+def identify_client(sock: zmq.Socket) -> None:
+    """Give a DEALER this process's next client routing id (before it connects)."""
+    number = next(_sockets) % (1 << 32)
+    sock.setsockopt(zmq.ROUTING_ID, _prefix[0] + number.to_bytes(4, "big"))
+
+
+def client_of(routing_id: bytes) -> bytes | None:
+    """The client process a peer's routing id belongs to (None: not one of zmtf's clients)."""
+    if len(routing_id) == CLIENT_PREFIX_BYTES + 4 and routing_id[:1] == b"z":
+        return routing_id[:CLIENT_PREFIX_BYTES]
+    return None
 
 
 def heartbeats(sock: zmq.Socket, seconds: float) -> None:

@@ -1,11 +1,12 @@
 """Waiting for tasks that have not started yet (a cluster's tasks start in any order).
 
 TF1's master waits for the workers a session needs and logs "CreateSession still waiting
-for response from worker: ..." every 10 s. zmtf's master waits where it first needs a
-task, when it registers a step's partitions, for the tasks those partitions are on (so a
-task that ``device_filters`` leave out, which no partition is placed on, is never waited
-for), and logs the same way which tasks it waits for and at which addresses. The wait is
-bounded by the server's ``wait_for_tasks_secs`` and by the step's own deadline.
+for response from worker: ..." every 10 s. zmtf's master waits at CreateSession for the
+tasks the session's graph places ops on (not those ``device_filters`` leave out), so that
+their devices are known when it is placed, and again when it registers a step's
+partitions, for the tasks those are on; it logs the same way which tasks it waits for and
+at which addresses. The wait is bounded by the server's ``wait_for_tasks_secs`` and by the
+client's deadline.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def _probe() -> tuple[list[_Card], str]:
         return [], f"numba.cuda cannot be imported ({type(error).__name__}: {error})"
     try:
         if not cuda.is_available():
-            return [], "no CUDA driver or GPU found"
+            return [], _driver_said()
         cards = []
         for device in cuda.list_devices():
             name = getattr(device, "name", b"CUDA simulator")
@@ -70,6 +70,16 @@ def _probe() -> tuple[list[_Card], str]:
         return [], f"CUDA is not usable: {error}"
     except Exception as error:  # noqa: BLE001 - a broken install must not break CPU users
         return [], f"CUDA probe failed ({type(error).__name__}: {error})"
+
+
+def _driver_said() -> str:
+    """numba's reason for no CUDA ("CUDA driver library cannot be found", CUDA_ERROR_NO_DEVICE)."""
+    try:
+        from numba.cuda.cudadrv import driver
+        said = getattr(driver.driver, "initialization_error", None)
+    except Exception:  # noqa: BLE001 - the reason is a courtesy
+        said = None
+    return f"numba.cuda: {' '.join(str(said).split())}" if said else "no CUDA driver or GPU found"
 
 
 def _total_memory(cuda: object, device: object) -> int:
@@ -104,18 +114,32 @@ def discover(visible_device_list: str = "", requested: int | None = None) -> lis
         return []
     if simulated and requested is None and os.environ.get("ZMTF_CUDASIM_GPUS") != "1":
         return []
+    cards, _ = _probed()
+    order = parse_visible_device_list(visible_device_list, len(cards))
+    if requested is not None:
+        order = order[:requested]
+    return [GpuInfo(i, cards[k][0], cards[k][1], cards[k][2], cards[k][3], simulated, cards[k][4])
+            for i, k in enumerate(order)]
+
+
+def _probed() -> tuple[list[_Card], str]:
+    """The probe's one answer (cards, why none), logged the first time when there is no card."""
     with _lock:
         if "cards" not in _cache:
             _cache["cards"] = _probe()
             cards, why = _cache["cards"]
             if not cards:
                 log.info("no GPU available (%s): running on CPU only", why)
-        cards, _ = _cache["cards"]
-    order = parse_visible_device_list(visible_device_list, len(cards))
-    if requested is not None:
-        order = order[:requested]
-    return [GpuInfo(i, cards[k][0], cards[k][1], cards[k][2], cards[k][3], simulated, cards[k][4])
-            for i, k in enumerate(order)]
+        return _cache["cards"]
+
+
+def no_gpu_reason(visible_device_list: str = "") -> str:
+    """Why ``discover`` finds no GPU, for a person ("" when it finds one)."""
+    if simulator_enabled() and os.environ.get("ZMTF_CUDASIM_GPUS") != "1":
+        return ("numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1); zmtf uses its simulated "
+                "GPU only with ZMTF_CUDASIM_GPUS=1")
+    why = _probed()[1]
+    return "" if discover(visible_device_list) else why or "gpu_options.visible_device_list is empty"
 
 
 def list_local_devices(visible_device_list: str = "", requested: int | None = None) -> list[str]:

@@ -203,10 +203,10 @@ mul = multiply
 sub = subtract
 neg = negative
 
-__version__ = "0.1.0"
-VERSION = __version__  #: zmtf's version (TF1 scripts print or log tf.VERSION)
-GIT_VERSION = f"v{__version__}"
-COMPILER_VERSION = f"Python {_sys.version.split()[0]} / numba"
+# tf.__version__ is the TF1 release zmtf follows (scripts compare it); zmtf's own: ZMTF_VERSION
+from zmtf.framework.versions import COMPILER_VERSION, GIT_VERSION, VERSION, ZMTF_VERSION  # noqa: E402
+from zmtf.framework.versions import __version__  # noqa: E402
+from zmtf.framework import versions as version  # noqa: E402  (tf.version.VERSION, ...)
 
 __all__ = [name for name in dir() if not name.startswith("_")]
 

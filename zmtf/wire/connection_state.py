@@ -172,6 +172,10 @@ def refusal(kind: int, peer: str, endpoint: str, secured: bool) -> str:
             f"{CURVE_KEY_ENV} to this client's credential file{hint}")
 
 
+#: the descriptor a peer is recorded on when libzmq does not say which
+UNKNOWN_FD = -1
+
+
 class PeerTable:
     """Which connection each peer of a ROUTER came by.
 
@@ -190,10 +194,15 @@ class PeerTable:
         self._peer_on: dict[int, bytes] = {}   # descriptor -> the peer on it
 
     def seen(self, peer: bytes, fd: int | None) -> None:
-        """A message from ``peer`` arrived on connection ``fd``; None: libzmq did not say
-        which (it never does for a ZMTP 1.0/2.0 peer, which zmtf refuses at the handshake):
-        the peer is known from now on, so this is asked once, but not watched."""
-        self.fd_of[peer] = -1 if fd is None else fd
+        """A message from ``peer`` arrived on connection ``fd``: a new peer, or one that
+        reconnected (a client keeps its routing id; its old connection's close, maybe not
+        reported yet, is then not this peer's). None: libzmq did not say which (it never
+        does for a ZMTP 1.0/2.0 peer, which zmtf refuses at the handshake): the peer is known
+        from now on, but not watched."""
+        old = self.fd_of.get(peer)
+        if old is not None and self._peer_on.get(old) == peer:
+            del self._peer_on[old]
+        self.fd_of[peer] = UNKNOWN_FD if fd is None else fd
         if fd is not None:
             self._peer_on[fd] = peer
 
@@ -213,5 +222,5 @@ __all__ = [
     "EVENT_HANDSHAKE_FAILED_AUTH", "EVENT_HANDSHAKE_FAILED_NO_DETAIL",
     "EVENT_HANDSHAKE_FAILED_PROTOCOL", "EVENT_HANDSHAKE_SUCCEEDED", "HANDSHAKE_EVENTS",
     "HANDSHAKE_FAILED", "Lost",
-    "MonitorEvent", "PeerTable", "Refused", "SERVER_EVENTS", "decode_monitor_event", "refusal",
+    "MonitorEvent", "PeerTable", "Refused", "SERVER_EVENTS", "UNKNOWN_FD", "decode_monitor_event", "refusal",
 ]

@@ -15,6 +15,7 @@ list is not empty compare with ``==`` only when they hold the very same arrays.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NoReturn
 
@@ -38,7 +39,7 @@ _ARRAY_TYPES = (np.ndarray, np.generic)
 
 # Field kinds. ``_compile`` turns each class's schema into straight-line checks of these
 # kinds, not a checker function per field or list item: every message built runs them.
-_STR, _OPT_STR, _INT, _STR_LIST, _MAP, _MAP_LIST, _ARRAYS = range(7)
+_STR, _OPT_STR, _INT, _STR_LIST, _MAP, _MAP_LIST, _ARRAYS, _FLOAT = range(8)
 _INT64_MIN, _INT64_END = -(2**63), 2**63
 
 #: annotation -> (field kind, what the error says the value must be)
@@ -46,6 +47,7 @@ _CHECKS: dict[str, tuple[int, str]] = {
     "str": (_STR, "a str"),
     "str | None": (_OPT_STR, "a str or None"),
     "int": (_INT, "an int in the int64 range"),
+    "float": (_FLOAT, "a finite float"),
     "list[str]": (_STR_LIST, "a list of str"),
     "dict[str, Any]": (_MAP, "a map"),
     "list[dict[str, Any]]": (_MAP_LIST, "a list of maps"),
@@ -71,11 +73,14 @@ class Message:
 # ---- client <-> master ----------------------------------------------------------------
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateSession(Message):
-    """Client -> master: a new session on ``graph`` (graph_io dict; its arrays in ``tensors``)."""
+    """Client -> master: a new session on ``graph`` (graph_io dict; its arrays in ``tensors``).
+    ``timeout_ms``: how long the master may wait for the tasks the graph names that are not
+    up yet (the client's budget; 0: the master's own limit)."""
 
     graph: dict[str, Any]
     config: dict[str, Any] = field(default_factory=dict)
     tensors: Tensors = field(default_factory=list)
+    timeout_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,6 +251,36 @@ class Pong(Message):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StatusRequest(Message):
+    """Anyone (``python -m zmtf.status``) -> a task: how are you doing?"""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskStatus(Message):
+    """A task -> the asker: its health and load (see ``distributed.task_stats``). Counters
+    count since the task started; rates are the task's own, over its last ``window_ms``."""
+
+    task: str
+    address: str          # the endpoint it listens on
+    version: str          # zmtf's version there
+    started_ms: int       # its wall clock when it started, ms since the epoch
+    uptime_ms: int        # its monotonic time since then
+    devices: list[str] = field(default_factory=list)
+    sessions: int = 0     # open on its master
+    steps_running: int = 0
+    steps: int = 0        # RunSteps it finished as a master
+    graphs: int = 0       # RunGraphs (partitions of a step) it finished as a worker
+    steps_per_sec: float = 0.0
+    graphs_per_sec: float = 0.0
+    window_ms: int = 0
+    bytes_in: int = 0     # ZeroMQ message bytes received and sent, its sockets to clients and peers
+    bytes_out: int = 0
+    messages_in: int = 0
+    messages_out: int = 0
+    rss_bytes: int = 0    # resident memory of its process
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CancelStep(Message):
     """Client -> master: abort the RunStep with id ``request_id`` (the caller gave up on it)."""
 
@@ -270,6 +305,7 @@ KINDS: dict[str, type[Message]] = {cls.__name__: cls for cls in (
     CreateSession, SessionCreated, ExtendSession, Ok, RunStep, RunStepResult, CloseSession,
     Reset, ListDevices, DeviceList, RegisterGraph, RunGraph, RunGraphResult, CleanupStep,
     DeregisterGraph, RecvTensor, TensorReply, PushTensor, Ping, Pong, CancelStep, ErrorReply,
+    StatusRequest, TaskStatus,
 )}
 
 #: message class -> ((field name, field kind, description), ...) for every field but ``id``.
@@ -322,6 +358,7 @@ _VALUE_CHECKS = {
     _OPT_STR: "    if v is not None and type(v) is not str: _bad_field(m, {i})\n",
     _INT: "    if type(v) is not int or not _INT64_MIN <= v < _INT64_END: _bad_field(m, {i})\n",
     _MAP: "    if type(v) is not dict: _bad_field(m, {i})\n",
+    _FLOAT: "    if type(v) is not float or not _isfinite(v): _bad_field(m, {i})\n",
 }
 _ITEM_CHECKS = {
     _STR_LIST: "type(x) is not str",
@@ -380,7 +417,7 @@ def _compile(cls: type[Message]) -> tuple[Callable[..., None], Callable[[Message
     namespace: dict[str, Any] = {
         "MAX_ID": MAX_ID, "_INT64_MIN": _INT64_MIN, "_INT64_END": _INT64_END,
         "_ARRAY_TYPES": _ARRAY_TYPES, "_bad_id": _bad_id, "_bad_field": _bad_field,
-        "_FACTORY": _FACTORY, "_set": object.__setattr__}
+        "_FACTORY": _FACTORY, "_set": object.__setattr__, "_isfinite": math.isfinite}
     lines = _init_lines(cls, namespace)
     lines += ["def check(m):\n", *_check_lines(cls, "m.{}")]
     fields = ", ".join(f"{name!r}: m.{name}" for name in BODY_FIELDS[cls])
