@@ -178,3 +178,39 @@ def test_the_example_dashboard_names_only_metrics_a_server_serves():
     named = {re.sub(r"_(total|bucket)$", "", n)
              for e in exprs for n in re.findall(r"\b(?:zmtf|process)_\w+", e)}
     assert len(named) >= 10 and named <= families, named - families
+
+
+def test_a_ping_to_a_peer_busy_with_a_long_step_is_timed(monkeypatch):
+    """A call that waits half the liveness bound with nothing heard from its peer sends it a
+    Ping (channel.py); its round trip lands in zmtf_peer_ping_rtt_seconds{peer}."""
+    import threading
+
+    monkeypatch.setenv("ZMTF_LIVENESS_TIMEOUT", "2")   # a Ping after 1 s of silence
+    ports = free_tcp_ports(3)
+    cluster = {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]}
+    ps = tf.train.Server(cluster, "ps", 0)
+    worker = tf.train.Server(cluster, "worker", 0, metrics_port=ports[2])
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                queue = tf.FIFOQueue(1, tf.float32)
+                enqueue = queue.enqueue(5.0)
+                dequeued = queue.dequeue()
+            with tf.device("/job:worker/task:0"):
+                y = dequeued + 1.0
+            with tf.Session(worker.target) as sess:
+                got = []
+                waiter = threading.Thread(target=lambda: got.append(sess.run(y)))
+                waiter.start()
+                time.sleep(2.5)   # the ps's partition blocks on the empty queue meanwhile
+                sess.run(enqueue)
+                waiter.join(30)
+                assert got == [6.0]
+        samples = scrape(ports[2])
+    finally:
+        worker.stop()
+        ps.stop()
+    pings = value(samples, "zmtf_peer_ping_rtt_seconds_count", task="worker-0", peer="ps-0")
+    assert pings >= 1
+    assert 0 < value(samples, "zmtf_peer_ping_rtt_seconds_sum", task="worker-0", peer="ps-0") \
+        < pings * 2.0

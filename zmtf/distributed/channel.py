@@ -273,8 +273,11 @@ class Channel:
         self._arm_probe()
 
     async def _ping(self) -> None:
+        started = time.monotonic()
         try:
             await self.call(messages.Ping(id=0), self._liveness)
+            if self.meter is not None:
+                self.meter.pinged(time.monotonic() - started)
         except DeadlineExceededError:   # connected, yet no answer: its loop is stuck
             if not self._reactor.closed:
                 self._fail_all(stuck_error(self.peer, self.endpoint, self._liveness))

@@ -73,10 +73,18 @@ class Latency:
 class PeerTraffic:
     """The bytes and ZeroMQ messages to and from one peer label."""
 
-    __slots__ = ("sent_bytes", "sent_messages", "received_bytes", "received_messages")
+    __slots__ = ("sent_bytes", "sent_messages", "received_bytes", "received_messages", "pings")
 
     def __init__(self) -> None:
         self.sent_bytes = self.sent_messages = self.received_bytes = self.received_messages = 0
+        self.pings: Latency | None = None   # app-level Ping round trips, once there was one
+
+    def pinged(self, seconds: float) -> None:
+        """A Ping's round trip: ``Channel`` pings a peer silent for half the liveness bound
+        while a call to it waits (a long step), so there are samples only then."""
+        if self.pings is None:
+            self.pings = Latency()
+        self.pings.observe(seconds)
 
     def sent(self, sends: list[list[Any]]) -> None:
         """ZeroMQ messages sent (one per multipart; a streamed message is several). Frames are
@@ -234,6 +242,14 @@ class ServerMetrics:
             for peer, traffic in peers:
                 family.add_metric([task, peer], getattr(traffic, field))
             yield family
+        pings = HistogramMetricFamily("zmtf_peer_ping_rtt_seconds", "round trip of the app-level "
+                                      "Ping a task sends a peer that was silent for half the "
+                                      "liveness bound while a call to it waited",
+                                      labels=["task", "peer"])
+        for peer, traffic in peers:
+            if traffic.pings is not None:
+                pings.add_metric([task, peer], traffic.pings.buckets(), traffic.pings.sum)
+        yield pings
         yield _by_reason("zmtf_refused_requests", "requests refused (malformed, unknown, over a "
                          "quota, not allowed...), by error class", task, self.refused)
 
