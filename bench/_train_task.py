@@ -29,6 +29,7 @@ import argparse
 import importlib.util
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -42,7 +43,12 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_mlp.py"
 
 
 def load_example(framework: str):
-    """examples/train_mlp.py as a module; for "tf" its global ``tf`` is tensorflow.compat.v1."""
+    """examples/train_mlp.py as a module; for "tf" its global ``tf`` is tensorflow.compat.v1.
+    Its folder goes on sys.path first: the example imports its neighbours (checkpointing,
+    progress) as a script run from there would."""
+    folder = str(EXAMPLE.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(f"train_mlp_{framework}", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -28,7 +28,9 @@ def restore_or_initialize(sess, saver, init, checkpoint_dir: str, fresh: bool = 
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     if latest and not fresh:
         saver.restore(sess, latest)
-        print(f"{who}restored {latest}", flush=True)
+        step = tf.train.get_global_step(sess.graph)
+        at = f" at global step {int(sess.run(step))}" if step is not None else ""
+        print(f"{who}restored from {latest}{at}", flush=True)
     else:
         sess.run(init)
         print(f"{who}no checkpoint in {checkpoint_dir}"

@@ -4,8 +4,12 @@ By default it starts a local cluster in this process (1 ps + 2 workers on 127.0.
 runs between-graph replication: each worker has its own client thread, graph and session,
 and applies its gradients asynchronously to the parameters on the ps. Worker 0 is the
 chief: it initializes the variables (or restores the latest checkpoint) while the others
-wait for it; it says which it did, saves a checkpoint every ``--save-secs`` and at the
-end. Ctrl-C stops every worker after its current step, saves a checkpoint and exits (130)
+wait for it; it says which it did ("restored from X at global step N" or "starting fresh"),
+saves a checkpoint every ``--save-secs`` and at the end. The default ``--checkpoint-dir`` is
+the user's own (``$XDG_CACHE_HOME/zmtf/train_mlp``, else ``~/.cache/zmtf/train_mlp``), so a
+run continues the same user's last one (``--fresh``: not). On a terminal a progress bar shows
+the cluster's global step, its rate, each worker's rate and an ETA; a summary table ends the
+run. The global step it reports is read once every worker has finished. Ctrl-C stops every worker after its current step, saves a checkpoint and exits (130)
 with one line saying where; the next run continues from it. ``--sync-replicas`` keeps that layout
 but makes the updates synchronous with tf.train.SyncReplicasOptimizer: every update
 averages one gradient per worker, stale gradients are dropped, and the chief runs the sync
@@ -24,7 +28,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 
@@ -32,6 +35,7 @@ import numpy as np
 
 import checkpointing
 import zmtf as tf
+from progress import ClusterProgress
 from zmtf.testing import free_tcp_ports as free_ports
 
 FEATURES, HIDDEN, CLASSES = 784, 256, 10
@@ -112,9 +116,16 @@ def start_sync_replicas(task: int, sess, sync: dict, coord) -> list:
     return opt.get_chief_queue_runner().create_threads(sess, coord=coord, start=True)
 
 
-def run_worker(task: int, target: str, args, report: dict, stop: threading.Event) -> None:
+def default_checkpoint_dir() -> str:
+    """This user's own folder: never one shared by every user of the machine."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "zmtf", "train_mlp")
+
+
+def run_worker(task: int, target: str, args, report: dict, stop: threading.Event,
+               progress: ClusterProgress) -> None:
     try:
-        train_worker(task, target, args, report, stop)
+        train_worker(task, target, args, report, stop, progress)
     except tf.errors.OpError:
         if not stop.is_set():
             raise
@@ -123,7 +134,16 @@ def run_worker(task: int, target: str, args, report: dict, stop: threading.Event
         report[f"done-{task}"] = True
 
 
-def train_worker(task: int, target: str, args, report: dict, stop: threading.Event) -> None:
+def wait_for_other_workers(workers: int, report: dict) -> None:
+    """The chief waits until every other worker has left its loop, so that the global step it
+    reports and saves counts all their updates (asynchronous workers end at their own pace;
+    reading it when the chief alone was done gave 369 for 2 x 200 steps)."""
+    while not all(report.get(f"trained-{i}") or report.get(f"done-{i}") for i in range(1, workers)):
+        time.sleep(0.02)
+
+
+def train_worker(task: int, target: str, args, report: dict, stop: threading.Event,
+                 progress: ClusterProgress) -> None:
     graph, images, labels, loss, accuracy, train_op, init, ready, saver, sync = \
         build_worker_graph(task, args.ps, args.learning_rate, args.workers if args.sync_replicas else 0)
     test_x, test_y = make_data(seed=999, n=512)
@@ -138,31 +158,43 @@ def train_worker(task: int, target: str, args, report: dict, stop: threading.Eve
             threads = start_sync_replicas(task, sess, sync, coord)
         global_step = tf.train.get_global_step(graph)
         first_step = int(sess.run(global_step))
+        if task == 0:   # async: every worker's steps move the global step; sync: one per round
+            report["first_step"] = first_step
+            progress.begin(first_step, first_step + args.steps * (1 if sync else args.workers))
         rng_seed = 100 + task
-        start = time.perf_counter()
+        start = report[f"start-{task}"] = time.perf_counter()
         last_save = time.monotonic()
         step = 0
         while not stop.is_set():
             xs, ys = make_data(seed=rng_seed * 100000 + step, n=args.batch_size)
-            _, step_loss = sess.run([train_op, loss], {images: xs, labels: ys})
+            if sync:
+                _, step_loss = sess.run([train_op, loss], {images: xs, labels: ys})
+                seen = int(sess.run(global_step))
+            else:   # the step's value read in the same run: this update or the one before
+                _, step_loss, seen = sess.run([train_op, loss, global_step], {images: xs, labels: ys})
             step += 1
+            progress.step(task, step, int(seen))
             # synchronous: every worker stops when the shared global step is there
-            done = (sess.run(global_step) - first_step >= args.steps) if sync else step >= args.steps
+            done = (seen - first_step >= args.steps) if sync else step >= args.steps
             if task == 0 and (step % args.log_every == 1 or done):
                 test_loss, test_acc = sess.run([loss, accuracy], {images: test_x, labels: test_y})
-                bar = "#" * min(20, int(20 * step / args.steps))
-                print(f"[{bar:<20}] step {step:4d}/{args.steps}  batch loss {step_loss:.3f}  "
-                      f"test loss {test_loss:.3f}  test accuracy {test_acc:.3f}", flush=True)
+                progress.write(f"chief: step {step:4d}/{args.steps}  global step {int(seen)}  "
+                               f"batch loss {step_loss:.3f}  test loss {test_loss:.3f}  "
+                               f"test accuracy {test_acc:.3f}")
             if done:
                 break
             if task == 0 and time.monotonic() - last_save >= args.save_secs:
                 saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"), global_step=global_step)
                 last_save = time.monotonic()
-        report[task] = (step / (time.perf_counter() - start), float(step_loss) if step else 0.0)
+        report[f"end-{task}"] = time.perf_counter()
+        report[task] = (step / (report[f"end-{task}"] - start), float(step_loss) if step else 0.0)
+        report[f"trained-{task}"] = True
         if sync and task == 0:
             sess.run(sync["tokens"])   # a worker may still wait for a token: let it finish
         if task == 0:
-            report["accuracy"] = float(sess.run(accuracy, {images: test_x, labels: test_y}))
+            wait_for_other_workers(args.workers, report)
+            report["test_loss"], report["accuracy"] = map(float, sess.run(
+                [loss, accuracy], {images: test_x, labels: test_y}))
             report["global_step"] = int(sess.run(tf.train.get_global_step(graph)))
             path = saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"), global_step=report["global_step"])
             report["checkpoint"] = path
@@ -170,7 +202,8 @@ def train_worker(task: int, target: str, args, report: dict, stop: threading.Eve
     coord.join(threads)   # the session closed: that cancelled the sync op waiting for gradients
 
 
-def run_sync(target: str, args, report: dict, stop: threading.Event) -> None:
+def run_sync(target: str, args, report: dict, stop: threading.Event,
+             progress: ClusterProgress) -> None:
     """In-graph replication: one client, a tower per worker, averaged gradients, one update."""
     graph = tf.Graph()
     with graph.as_default():
@@ -201,20 +234,25 @@ def run_sync(target: str, args, report: dict, stop: threading.Event) -> None:
             report["checkpoint"] = saver.save(sess, os.path.join(args.checkpoint_dir, "mlp"),
                                               global_step=report["global_step"])
 
-        start = time.perf_counter()
+        first_step = report["first_step"] = int(sess.run(params["global_step"]))
+        progress.begin(first_step, first_step + args.steps)
+        start = report["start-0"] = time.perf_counter()
         last_save = time.monotonic()
+        test_feed = {feeds[-1][0]: test_x, feeds[-1][1]: test_y}
         try:
             for step in range(args.steps):
                 feed = {}
                 for task, (images, labels) in enumerate(feeds):
                     xs, ys = make_data(seed=(100 + task) * 100000 + step, n=args.batch_size)
                     feed[images], feed[labels] = xs, ys
-                _, step_loss = sess.run([train_op, mean_loss], feed)
+                _, step_loss, seen = sess.run([train_op, mean_loss, params["global_step"]], feed)
+                progress.step(0, step + 1, int(seen))
+                progress.refresh()   # this client is the only one: it draws the bar too
                 if step % args.log_every == 0 or step == args.steps - 1:
-                    test_acc = sess.run(accuracy, {feeds[-1][0]: test_x, feeds[-1][1]: test_y})
-                    bar = "#" * int(20 * (step + 1) / args.steps)
-                    print(f"[{bar:<20}] step {step + 1:4d}/{args.steps}  mean batch loss {step_loss:.3f}  "
-                          f"test accuracy {test_acc:.3f}", flush=True)
+                    test_loss, test_acc = sess.run([loss, accuracy], test_feed)
+                    progress.write(f"step {step + 1:4d}/{args.steps}  global step {int(seen)}  "
+                                   f"mean batch loss {step_loss:.3f}  test loss {test_loss:.3f}  "
+                                   f"test accuracy {test_acc:.3f}")
                 if time.monotonic() - last_save >= args.save_secs:
                     save()
                     last_save = time.monotonic()
@@ -222,27 +260,55 @@ def run_sync(target: str, args, report: dict, stop: threading.Event) -> None:
             stop.set()
             save()
             raise
-        report[0] = (args.steps / (time.perf_counter() - start), float(step_loss))
-        report["accuracy"] = float(sess.run(accuracy, {feeds[-1][0]: test_x, feeds[-1][1]: test_y}))
+        report["end-0"] = time.perf_counter()
+        report[0] = (args.steps / (report["end-0"] - start), float(step_loss))
+        report["test_loss"], report["accuracy"] = map(float, sess.run([loss, accuracy], test_feed))
         save()
 
 
-def wait_for(threads: list, report: dict, timeout: float | None = None) -> None:
-    """Wait until every worker thread has finished. (Not Thread.join: on Python 3.11 a join
-    interrupted by Ctrl-C can return at once when called again, the thread still running.)"""
+def wait_for(threads: list, report: dict, timeout: float | None = None,
+             progress: ClusterProgress | None = None) -> None:
+    """Wait until every worker thread has finished, drawing the progress bar meanwhile. (Not
+    Thread.join: on Python 3.11 a join interrupted by Ctrl-C can return at once when called
+    again, the thread still running.)"""
     deadline = None if timeout is None else time.monotonic() + timeout
     while not all(report.get(f"done-{i}") for i in range(len(threads))):
         if deadline is not None and time.monotonic() > deadline:
             return
+        if progress is not None:
+            progress.refresh()
         time.sleep(0.05)
 
 
-def interrupted(args, report: dict, stop: threading.Event, threads: list, servers: list) -> int:
+def print_summary(args, report: dict) -> None:
+    """The run in a table: global steps, time, the cluster's and each worker's rate, the final
+    test loss and accuracy, and where the checkpoint went."""
+    first, last = report["first_step"], report["global_step"]
+    workers = [0] if args.sync else [i for i in range(args.workers) if i in report]
+    seconds = max(report[f"end-{i}"] for i in workers) - min(report[f"start-{i}"] for i in workers)
+    per_worker = (f"in-graph: one client for {args.workers} workers, {report[0][0]:.1f} steps/s"
+                  if args.sync else ", ".join(f"worker {i} {report[i][0]:.1f}" for i in workers)
+                  + " steps/s")
+    rows = [("global step", f"{last} ({last - first} in this run, from {first})"),
+            ("time", f"{seconds:.1f} s"),
+            ("cluster rate", f"{(last - first) / max(seconds, 1e-9):.1f} global steps/s"),
+            ("worker rates", per_worker),
+            ("test loss", f"{report['test_loss']:.3f}"),
+            ("test accuracy", f"{report['accuracy']:.3f}"),
+            ("checkpoint", report["checkpoint"])]
+    print("done:")
+    for label, value in rows:
+        print(f"  {label:<14} {value}")
+
+
+def interrupted(args, report: dict, stop: threading.Event, threads: list, servers: list,
+                progress: ClusterProgress) -> int:
     """Ctrl-C: every worker finishes its step and leaves its loop; the chief saves a
     checkpoint on its way out. One line says where; a second Ctrl-C quits at once."""
     stop.set()
     try:
         wait_for(threads, report, timeout=30)
+        progress.close()
         saved = report.get("checkpoint")
     except KeyboardInterrupt:
         saved = None
@@ -267,7 +333,9 @@ def main() -> int:
     parser.add_argument("--sync-replicas", action="store_true",
                         help="between-graph synchronous replication (tf.train.SyncReplicasOptimizer)")
     parser.add_argument("--cluster", help="join this cluster (JSON) instead of starting one")
-    parser.add_argument("--checkpoint-dir", default=os.path.join(tempfile.gettempdir(), "zmtf-mlp"))
+    parser.add_argument("--checkpoint-dir", default=default_checkpoint_dir(),
+                        help="restored from when it has a checkpoint, saved to (default: this "
+                             "user's cache folder, %(default)s)")
     parser.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
     parser.add_argument("--log-every", type=int, default=25)
     parser.add_argument("--save-secs", type=float, default=60.0,
@@ -297,29 +365,29 @@ def main() -> int:
     targets = [f"zmtf://{spec.task_address('worker', i)}" for i in range(args.workers)]
     report: dict = {}
     stop = threading.Event()
+    progress = ClusterProgress()
     try:
         if args.sync:
-            run_sync(targets[0], args, report, stop)
+            run_sync(targets[0], args, report, stop, progress)
         else:
-            threads = [threading.Thread(target=run_worker, args=(i, targets[i], args, report, stop),
+            threads = [threading.Thread(target=run_worker,
+                                        args=(i, targets[i], args, report, stop, progress),
                                         name=f"worker-{i}", daemon=True)
                        for i in range(args.workers)]
             for t in threads:
                 t.start()
-            wait_for(threads, report)
+            wait_for(threads, report, progress=progress)
     except KeyboardInterrupt:
-        return interrupted(args, report, stop, [] if args.sync else threads, servers)
+        return interrupted(args, report, stop, [] if args.sync else threads, servers, progress)
     finally:
         if not stop.is_set():   # (interrupted() stops them after the last save)
             for server in servers:
                 server.stop()
+    progress.close()
     if "checkpoint" not in report:
         print("training failed", file=sys.stderr)
         return 1
-    rates = [report[i][0] for i in range(args.workers) if i in report]
-    print(f"done: {sum(rates):.1f} steps/s in total ({', '.join(f'{r:.1f}' for r in rates)} per client), "
-          f"global step {report['global_step']}, test accuracy {report['accuracy']:.3f}")
-    print(f"checkpoint: {report['checkpoint']}")
+    print_summary(args, report)
     return 0
 
 

@@ -379,7 +379,7 @@ def test_ctrl_c_on_train_embeddings_saves_and_the_next_run_restores(tmp_path):
     saved = tf.train.latest_checkpoint(str(tmp_path))
     assert int(saved.rsplit("-", 1)[1]) >= 50
     out, _ = run_example("train_embeddings.py", "--steps", "10", "--checkpoint-dir", str(tmp_path))
-    assert out.splitlines()[0] == f"restored {saved}"
+    assert out.splitlines()[0] == f"restored from {saved} at global step {saved.rsplit('-', 1)[1]}"
 
 
 def test_ctrl_c_on_mnist_replica_has_the_chief_save(tmp_path):

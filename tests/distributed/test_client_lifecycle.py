@@ -134,7 +134,7 @@ def test_ctrl_c_on_train_mlp_saves_a_checkpoint_and_the_next_run_restores_it(tmp
         lines = []
         for line in example.stdout:   # bounded: the example fails or prints within seconds
             lines.append(line)
-            if line.startswith("[") and "step   21/" in line:
+            if line.startswith("chief: step   21/"):
                 break
         assert any("starting fresh" in line for line in lines), lines
         example.send_signal(signal.SIGINT)

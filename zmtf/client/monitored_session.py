@@ -12,9 +12,10 @@ other workers wait until every global variable is initialized (polling, up to
 ``max_wait_secs``: then DeadlineExceededError). Then every worker runs the local init op
 and the hooks' ``after_create_session``. Each ``run`` adds the hooks' fetches and feeds to
 the same ``sess.run``. On the chief, a CheckpointSaverHook (``save_checkpoint_secs`` or
-``save_checkpoint_steps``), a StepCounterHook and, when the graph has summaries, a
-SummarySaverHook writing to ``summary_dir`` (default ``checkpoint_dir``) are added, as TF
-adds them.
+``save_checkpoint_steps``), a StepCounterHook and a SummarySaverHook are added, as TF adds
+them: they share ``summary_dir``'s (default ``checkpoint_dir``) one events file
+(``tf.summary.FileWriterCache``), which gets the graph, ``global_step/sec`` and the graph's
+summaries for TensorBoard.
 
 As TF1's recoverable session: a run (or the creation of a session) that fails with
 AbortedError or UnavailableError (a ps or worker died, restarted or was preempted) closes
@@ -34,7 +35,7 @@ from zmtf.client.session import Session
 from zmtf.client.session_manager import SessionManager
 from zmtf.formats.config_proto import RunMetadata, RunOptions
 from zmtf.framework.errors import AbortedError, OutOfRangeError, UnavailableError
-from zmtf.framework.graph import GraphKeys, get_default_graph
+from zmtf.framework.graph import get_default_graph
 from zmtf.ops.control_flow_ops import group
 from zmtf.ops.variables import (
     global_variables, global_variables_initializer, local_variables_initializer,
@@ -306,11 +307,11 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
                 checkpoint_dir, save_steps=save_checkpoint_steps,
                 save_secs=None if save_checkpoint_steps else save_checkpoint_secs,
                 scaffold=scaffold))
-        if log_step_count_steps and has_step:
-            all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps))
         output_dir = summary_dir or checkpoint_dir
-        summaries = get_default_graph().get_collection(GraphKeys.SUMMARIES)
-        if output_dir and has_step and summaries and (save_summaries_steps or save_summaries_secs):
+        if log_step_count_steps and has_step:   # TF1: global_step/sec into output_dir's events
+            all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps,
+                                             output_dir=output_dir))
+        if output_dir and has_step and (save_summaries_steps or save_summaries_secs):
             all_hooks.append(SummarySaverHook(
                 save_steps=save_summaries_steps,
                 save_secs=None if save_summaries_steps else save_summaries_secs,

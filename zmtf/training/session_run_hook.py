@@ -279,25 +279,49 @@ class NanTensorHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Log global steps per second every ``every_n_steps`` steps."""
+    """Every ``every_n_steps`` steps or ``every_n_secs`` seconds, log ``global_step/sec`` and,
+    with ``output_dir`` or ``summary_writer``, write it as a scalar TensorBoard plots (TF1's
+    arguments; the rate is the global step's, so in a cluster it counts every worker)."""
 
-    def __init__(self, every_n_steps: int = 100) -> None:
-        self._every = every_n_steps
-        self._last: tuple[int, float] | None = None
+    def __init__(self, every_n_steps: int | None = 100, every_n_secs: float | None = None,
+                 output_dir: str | None = None, summary_writer: Any = None) -> None:
+        if every_n_secs is not None and every_n_steps == 100:
+            every_n_steps = None   # TF1 raises for every_n_secs alone; it means "by time"
+        if (every_n_steps is None) == (every_n_secs is None):
+            raise ValueError("exactly one of every_n_steps and every_n_secs should be provided")
+        self._timer = SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_steps)
+        self._dir, self._writer = output_dir, summary_writer
 
     def begin(self) -> None:
+        from zmtf.training.summary_writer_cache import FileWriterCache
+
+        if self._writer is None and self._dir:
+            self._writer = FileWriterCache.get(self._dir)
         self._step = _global_step_tensor()
+        self._tag = f"{self._step.op.name}/sec"
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._step)
 
     def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
-        step, now = int(run_values.results) + 1, time.monotonic()
-        if self._last is None:
-            self._last = (step, now)
-        elif step - self._last[0] >= self._every:
-            log.info("global_step/sec: %.3g", (step - self._last[0]) / max(now - self._last[1], 1e-9))
-            self._last = (step, now)
+        # the fetched step is read before this run's update: when it may be due, read it again
+        if not self._timer.should_trigger_for_step(int(run_values.results) + 1):
+            return
+        step = int(run_context.session.run(self._step))
+        if not self._timer.should_trigger_for_step(step):
+            return
+        seconds, steps = self._timer.update_last_triggered_step(step)
+        if seconds is not None and steps is not None:
+            rate = steps / max(seconds, 1e-9)
+            if self._writer is not None:
+                from zmtf.formats.summary_proto import scalar_summary
+
+                self._writer.add_summary(scalar_summary(self._tag, rate), step)
+            log.info("%s: %g", self._tag, rate)
+
+    def end(self, session: Any) -> None:
+        if self._writer is not None:
+            self._writer.flush()
 
 
 class SummarySaverHook(SessionRunHook):
@@ -313,18 +337,17 @@ class SummarySaverHook(SessionRunHook):
             raise ValueError("give output_dir or summary_writer")
         self._timer = SecondOrStepTimer(save_secs, save_steps)
         self._dir, self._writer, self._op = output_dir, summary_writer, summary_op
-        self._own_writer = summary_writer is None
         self._next_step: int | None = None
         self._requested = False
 
     def begin(self) -> None:
         from zmtf.ops.summary_ops import merge_all
-        from zmtf.training.summary_writer import FileWriter
+        from zmtf.training.summary_writer_cache import FileWriterCache
 
         if self._op is None:
             self._op = merge_all()
         if self._writer is None:
-            self._writer = FileWriter(self._dir)  # type: ignore[arg-type]
+            self._writer = FileWriterCache.get(self._dir)  # type: ignore[arg-type]
         self._step = _global_step_tensor()
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
@@ -344,11 +367,8 @@ class SummarySaverHook(SessionRunHook):
         self._next_step = step + 1
 
     def end(self, session: Any) -> None:
-        if self._writer is not None:
-            if self._own_writer:
-                self._writer.close()
-            else:
-                self._writer.flush()
+        if self._writer is not None:   # the directory's shared writer: flushed, left open
+            self._writer.flush()
 
 
 class GlobalStepWaiterHook(SessionRunHook):
