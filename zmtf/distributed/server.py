@@ -25,7 +25,7 @@ import zmq
 from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
-from zmtf.distributed import identities, inproc, liveness, security, transit
+from zmtf.distributed import identities, inproc, liveness, operator_log, security, transit
 from zmtf.distributed.bind_policy import check_may_listen, is_local_only
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
@@ -113,6 +113,7 @@ class ServerCore:
         # quotas: the bytes held for requests in flight (steps' outputs, inbound streams)
         self.budget = inflight_budget(self.options.max_inflight_bytes)
         self._peer_log = PeerLogLimiter(log, self.options.peer_log_secs)   # peer-caused lines
+        self._session_clients: dict[str, str] = {}   # open session -> who opened it (the log)
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -136,10 +137,12 @@ class ServerCore:
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self.peer,
                                     default_step_timeout(self.config), self.learn_cluster_devices,
                                     self._wait_for)
+        self.master.step_failures.interval = self.options.peer_log_secs
         bind = bind_endpoint(self.address)
         if self.keys is not None:
             assert self.cluster_keys is not None
-            security.start_authenticator(self.context, self.cluster_keys, self.keys)
+            security.start_authenticator(self.context, self.cluster_keys, self.keys, self.task,
+                                         self.options.peer_log_secs)
         try:
             self._listener = Listener(self.context, bind, self.handle, loop, self.keys,
                                       **self._listener_settings())
@@ -166,6 +169,9 @@ class ServerCore:
                  f"CURVE as task key {self.keys.name}, admitting the keys in "
                  f"{self.cluster_keys.directory}" if self.keys and self.cluster_keys
                  else "plaintext, no CURVE")
+        log.info("%s", operator_log.policy_line(self.task, self.op_policy.allow_ops,
+                                                self.op_policy.file_root, self.options.allow_reset,
+                                                self.options))
         if self.keys is None and not is_local_only(self.address):
             log.warning("%s serves %s in plaintext (insecure): anyone who reaches it can run any "
                         "op on this server", self.task, self._listener.endpoint)
@@ -256,21 +262,26 @@ class ServerCore:
         quota = self._session_quota
         quota.admit(sender, set(self.open_sessions()), self.task)
         try:
-            reply = await self._create_session(msg)
+            reply = await self._create_session(msg, sender)
         except BaseException:
             quota.failed(sender)
             raise
         quota.created(sender, reply.session)
         return reply
 
-    async def _create_session(self, msg: m.CreateSession) -> m.SessionCreated:
+    async def _create_session(self, msg: m.CreateSession,
+                              sender: identities.Sender | None = None) -> m.SessionCreated:
         self._admit_graph("CreateSession", msg.graph, msg.tensors)
         check_session_cluster(msg.config, self.cluster)
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
         await self.learn_cluster_devices(filters)
         assert self.master is not None
-        return m.SessionCreated(id=msg.id, session=self.master.create_session(msg.graph, msg.tensors, msg.config))
+        handle = self.master.create_session(msg.graph, msg.tensors, msg.config)
+        self._session_clients[handle] = str(sender) if sender is not None else ""
+        operator_log.session_created(self.task, handle, sender,
+                                     operator_log.graph_size(msg.graph, msg.tensors))
+        return m.SessionCreated(id=msg.id, session=handle)
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
         self._admit_graph("ExtendSession", msg.graph, msg.tensors)
@@ -337,6 +348,8 @@ class ServerCore:
                 if session == msg.session and not step.settled:
                     step.set_exception(_closed_session())   # aborts it, as a cancel would
             assert self.master is not None
+            if self._session_clients.pop(msg.session, None) is not None:   # it was open
+                operator_log.session_closed(self.task, msg.session)   # closed now: its peers next
             await self.master.close_session(msg.session)
         finally:
             self._closing.discard(msg.session)
@@ -351,6 +364,7 @@ class ServerCore:
         for key in [key for key in self._running if key[0] == handle]:
             del self._running[key]
         assert self.master is not None
+        self._session_clients.pop(handle, None)   # the collector logged it ("closing session")
         await self.master.close_session(handle)
 
     def _release_buffers(self) -> None:
@@ -386,9 +400,16 @@ class ServerCore:
         own = [{"name": d.name, "device_type": d.device_type, "memory_limit": d.memory_limit}
                for d in self.devices]
         known = {d["name"] for d in own}
+        down = self._tasks_down()   # a task that stopped is not listed (as TF1's DeviceFinder)
         others = [{"name": n, "device_type": "GPU" if "device:GPU:" in n else "CPU", "memory_limit": 0}
-                  for n in self._cluster_devices() if n not in known]
+                  for n in self._cluster_devices()
+                  if n not in known and not (down and n.split("/device:")[0] in down)]
         return m.DeviceList(id=msg.id, devices=own + others)
+
+    def _tasks_down(self) -> set[str]:
+        """The peers this task has a connection to that is not up now (lost, or never made)."""
+        return {task for task, channel in self._channels.items()
+                if channel.remote and not channel.connected}
 
     def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
         self._admit_graph("RegisterGraph", msg.graph, msg.tensors)

@@ -27,6 +27,8 @@ LONGEST_SWEEP_PERIOD = 30.0
 class Sessions(Protocol):
     """What the collector needs of a master."""
 
+    task: str   # the master's task, for the log
+
     def idle_sessions(self, idle: float) -> list[str]: ...
 
     def touch(self, handle: str) -> None: ...
@@ -77,8 +79,8 @@ class SessionCollector:
     async def _collect(self, handles: list[str]) -> None:
         try:
             for handle in handles:
-                log.info("closing session %s: no request from its client for %.1f s "
-                         "(--session-gc-secs)", handle, self.idle)
+                log.info("%s closing session %s: no request from its client for %.1f s "
+                         "(--session-gc-secs)", self._sessions.task, handle[:8], self.idle)
             with returning_freed_memory():
                 results = await asyncio.gather(*[self._close(h) for h in handles],
                                                return_exceptions=True)
