@@ -18,7 +18,7 @@ import zmtf as tf
 from server_processes import free_ports, start_server_process, stop_process
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "security"))
-from identity_helpers import RawCaller, ServerProcess, make_cluster  # noqa: E402
+from identity_helpers import RawCaller, ServerProcess, credential_path, make_cluster  # noqa: E402
 
 from zmtf.distributed import key_directory, security  # noqa: E402
 from zmtf.framework.errors import UnauthenticatedError  # noqa: E402
@@ -115,11 +115,16 @@ def test_a_sessions_life_is_one_line_per_event_with_task_names():
     assert len(_lines(log, rf"{WORKER0} closed session {handle}: its client closed it")) == 1, log
 
 
-def test_a_refused_curve_key_is_one_line_with_the_peers_address(tmp_path):
+def test_a_refused_curve_key_is_one_line_with_the_peers_address(tmp_path, monkeypatch):
     directory = make_cluster(tmp_path, [("ps", 0)], ["bob"])
     (port,) = free_ports(1)
     server = ServerProcess({"ps": [f"127.0.0.1:{port}"]}, "ps", 0, directory)
     try:
+        monkeypatch.delenv(security.ENV, raising=False)
+        monkeypatch.setenv(security.KEY_ENV, str(credential_path(directory, "client", "bob")))
+        with tf.Graph().as_default():
+            with tf.Session(server.target) as sess:
+                assert sess.run(tf.constant(20.0) + 1.0) == 21.0
         late = security.add(directory, key_directory.CLIENT, "carol")   # not admitted: no restart
         for _ in range(3):   # each connection retries its handshake too: one line for all
             caller = RawCaller(server.target, late.path)
@@ -139,3 +144,6 @@ def test_a_refused_curve_key_is_one_line_with_the_peers_address(tmp_path):
     refused = _lines(log, r"W zmtf.server\] /job:ps/replica:0/task:0 refused a CURVE handshake "
                           r"from '127.0.0.1': key '.{40}' is not in the cluster's key directory")
     assert len(refused) == 1, log
+    assert len(_lines(log, r"/job:ps/replica:0/task:0 created session [0-9a-f]{8} for client key "
+                           r"'bob': graph of 3 nodes")) == 1, log
+    assert len(_lines(log, r"/job:ps/replica:0/task:0 closed session [0-9a-f]{8}")) == 1, log
