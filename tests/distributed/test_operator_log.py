@@ -2,7 +2,8 @@
 ``python -m zmtf.server`` writes it to stderr. Each event is one line naming the tasks:
 start, session created, a failed step (rate-limited: a failing loop gives a few lines with a
 count), a peer lost (kill -9 of the ps) and back (restarted), session closed; a refused CURVE
-key is one line with the peer's address however often it retries. ``list_devices`` does not
+key is one line with the peer's address however often it retries, and a plaintext client or
+another cluster's key (refused inside libzmq, no address known) one line per kind. ``list_devices`` does not
 list a worker that stopped."""
 
 import os
@@ -12,6 +13,7 @@ import sys
 import time
 
 import pytest
+import zmq
 
 import zmtf as tf
 
@@ -21,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "security"))
 from identity_helpers import RawCaller, ServerProcess, credential_path, make_cluster  # noqa: E402
 
 from zmtf.distributed import key_directory, security  # noqa: E402
+from zmtf.distributed.blocking import BlockingChannel  # noqa: E402
 from zmtf.framework.errors import UnauthenticatedError  # noqa: E402
 from zmtf.wire import messages as m  # noqa: E402
 
@@ -133,7 +136,20 @@ def test_a_refused_curve_key_is_one_line_with_the_peers_address(tmp_path, monkey
                     caller.call(m.Ping(), timeout=5.0)
             finally:
                 caller.close()
-        server.log.seek(0)
+        # refused inside libzmq, before ZAP: a plaintext client, another cluster's key
+        stranger = make_cluster(tmp_path / "other", [], ["mallory"])
+        for credential in (None, credential_path(stranger, "client", "mallory")):
+            for _ in range(2):
+                ctx = zmq.Context()
+                keys = security.read_credential(credential) if credential else None
+                channel = BlockingChannel(ctx, server.target.replace("zmtf://", "tcp://"), keys=keys)
+                try:
+                    with pytest.raises(UnauthenticatedError):
+                        channel.call(m.Ping(), 5.0)
+                finally:
+                    channel.close()
+                    ctx.destroy(linger=0)
+        assert _wait_for(lambda: (server.log.seek(0), "another cluster" in server.log.read())[1], 5)
         assert _wait_for(lambda: (server.log.seek(0), "refused a CURVE handshake" in
                                   server.log.read())[1], 5)
         time.sleep(0.5)
@@ -144,6 +160,11 @@ def test_a_refused_curve_key_is_one_line_with_the_peers_address(tmp_path, monkey
     refused = _lines(log, r"W zmtf.server\] /job:ps/replica:0/task:0 refused a CURVE handshake "
                           r"from '127.0.0.1': key '.{40}' is not in the cluster's key directory")
     assert len(refused) == 1, log
+    endpoint = rf"tcp://127.0.0.1:{port}"
+    assert len(_lines(log, rf"W zmtf.transport\] {endpoint} refused a connection from a plaintext "
+                           r"client \(this server requires CURVE")) == 1, log
+    assert len(_lines(log, rf"W zmtf.transport\] {endpoint} refused a connection from a CURVE key "
+                           r"made for another cluster's server key")) == 1, log
     assert len(_lines(log, r"/job:ps/replica:0/task:0 created session [0-9a-f]{8} for client key "
                            r"'bob': graph of 3 nodes")) == 1, log
     assert len(_lines(log, r"/job:ps/replica:0/task:0 closed session [0-9a-f]{8}")) == 1, log

@@ -131,9 +131,29 @@ class RefusedKeys:
                           clip(text, 64), directory)
 
 
+#: libzmq's ZMQ_PROTOCOL_ERROR_ZMTP_* values of a failed handshake that mean "not one of ours"
+PROTOCOL_ERROR_CRYPTOGRAPHIC = 0x11000001       # a CURVE key made for another server key
+PROTOCOL_ERROR_MECHANISM_MISMATCH = 0x11000002  # a plaintext (NULL) client at a CURVE server
+REFUSED_HANDSHAKES = {
+    PROTOCOL_ERROR_MECHANISM_MISMATCH: "a plaintext client (this server requires CURVE: the "
+    "client must set ZMTF_CURVE_KEY to a credential of this cluster)",
+    PROTOCOL_ERROR_CRYPTOGRAPHIC: "a CURVE key made for another cluster's server key (check the "
+    "client's ZMTF_CURVE_KEY, or this server's --curve-dir)",
+}
+
+
+def handshake_refused(limiter: PeerLogLimiter, endpoint: str, error_code: int) -> None:
+    """A CURVE listener's handshake failed before ZAP (no key to check, so no address is
+    known: libzmq's monitor gives the protocol error only): one line per kind per interval."""
+    what = REFUSED_HANDSHAKES.get(error_code)
+    if what is not None:
+        limiter.log(logging.WARNING, None, f"handshake {error_code:#x}",
+                    "%s refused a connection from %s", endpoint, what)
+
+
 def _names(tasks: Sequence[str]) -> str:
     return ", ".join(tasks) or "this server"
 
 
-__all__ = ["RefusedKeys", "StepFailures", "connection_changed", "graph_size", "policy_line",
-           "session_closed", "session_created", "short"]
+__all__ = ["REFUSED_HANDSHAKES", "RefusedKeys", "StepFailures", "connection_changed", "graph_size",
+           "handshake_refused", "policy_line", "session_closed", "session_created", "short"]
