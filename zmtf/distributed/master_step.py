@@ -157,6 +157,7 @@ class MasterStep:
             self.master.take_outputs(part, value, self.step_id, self.results,
                                      setup.deferred is not None)
         except Exception as exc:  # noqa: BLE001 - a malformed reply fails the step
+            self.at_fault = part.task
             self.outcome.set_exception(exc)
             return
         self.remaining -= 1
