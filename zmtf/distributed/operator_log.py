@@ -96,7 +96,10 @@ class StepFailures:
         kind = type(error).__name__
         where = at_fault or self.task
         message = getattr(error, "message", None) or str(error)
-        self._limiter.log(logging.WARNING, where, kind, "step %d of session %s failed on %s: %s: %s",
+        # INFO, as every line here but refusals: a script's own in-process server must not
+        # print its expected errors (OutOfRangeError ends an input loop) through Python's
+        # last-resort WARNING handler; an operator's server logs INFO by default
+        self._limiter.log(logging.INFO, where, kind, "step %d of session %s failed on %s: %s: %s",
                           step_id, short(session), where, kind, clip(message))
 
 
@@ -105,8 +108,8 @@ def connection_changed(peer: str, endpoint: str, was_up: bool, up: bool, lost_on
     """A channel's connection to ``peer`` dropped, or came back after a drop: one line each
     (zmq reconnects on its own; the attempts in between log nothing)."""
     if was_up and not up:
-        transport_log.warning("lost connection to %s at %s; calls to it fail with "
-                              "UnavailableError until it is back", peer, endpoint)
+        transport_log.info("lost connection to %s at %s; calls to it fail with "
+                           "UnavailableError until it is back", peer, endpoint)
     elif up and not was_up and lost_once:
         transport_log.info("reconnected to %s at %s", peer, endpoint)
 
