@@ -63,13 +63,27 @@ def graph_size(graph: Any, arrays: Any) -> str:
     return f"{count:,} nodes, {size:,} bytes"
 
 
-def session_created(task: str, handle: str, client: Any, size: str) -> None:
-    server_log.info("%s created session %s%s: graph of %s", task, short(handle),
-                    f" for {client}" if client is not None else "", size)
+#: sessions per interval with lines of their own; beyond, one line per interval counts the rest
+#: (anyone who reaches a master may open sessions in a loop: the log stays bounded)
+SESSION_LINES = 8
 
 
-def session_closed(task: str, handle: str, why: str = "its client closed it") -> None:
-    server_log.info("%s closed session %s: %s", task, short(handle), why)
+class SessionLines:
+    """"created session" and "closed session" lines: one per session, up to SESSION_LINES
+    sessions per kind and interval (PeerLogLimiter with the session as its peer)."""
+
+    def __init__(self, task: str, interval: float = DEFAULT_INTERVAL_SECS) -> None:
+        self.task = task
+        self._limiter = PeerLogLimiter(server_log, interval, max_peers=SESSION_LINES)
+
+    def created(self, handle: str, client: Any, size: str) -> None:
+        self._limiter.log(logging.INFO, short(handle), "created", "%s created session %s%s: "
+                          "graph of %s", self.task, short(handle),
+                          f" for {client}" if client is not None else "", size)
+
+    def closed(self, handle: str, why: str = "its client closed it") -> None:
+        self._limiter.log(logging.INFO, short(handle), "closed", "%s closed session %s: %s",
+                          self.task, short(handle), why)
 
 
 # ---- steps ----------------------------------------------------------------------------------
@@ -159,4 +173,4 @@ def _names(tasks: Sequence[str]) -> str:
 
 
 __all__ = ["REFUSED_HANDSHAKES", "RefusedKeys", "StepFailures", "connection_changed", "graph_size",
-           "handshake_refused", "policy_line", "session_closed", "session_created", "short"]
+           "handshake_refused", "policy_line", "SessionLines", "short"]

@@ -114,6 +114,7 @@ class ServerCore:
         self.budget = inflight_budget(self.options.max_inflight_bytes)
         self._peer_log = PeerLogLimiter(log, self.options.peer_log_secs)   # peer-caused lines
         self._session_clients: dict[str, str] = {}   # open session -> who opened it (the log)
+        self._session_lines = operator_log.SessionLines(self.task, self.options.peer_log_secs)
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -279,8 +280,7 @@ class ServerCore:
         assert self.master is not None
         handle = self.master.create_session(msg.graph, msg.tensors, msg.config)
         self._session_clients[handle] = str(sender) if sender is not None else ""
-        operator_log.session_created(self.task, handle, sender,
-                                     operator_log.graph_size(msg.graph, msg.tensors))
+        self._session_lines.created(handle, sender, operator_log.graph_size(msg.graph, msg.tensors))
         return m.SessionCreated(id=msg.id, session=handle)
 
     def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
@@ -349,7 +349,7 @@ class ServerCore:
                     step.set_exception(_closed_session())   # aborts it, as a cancel would
             assert self.master is not None
             if self._session_clients.pop(msg.session, None) is not None:   # it was open
-                operator_log.session_closed(self.task, msg.session)   # closed now: its peers next
+                self._session_lines.closed(msg.session)   # closed now: its peers next
             await self.master.close_session(msg.session)
         finally:
             self._closing.discard(msg.session)
