@@ -3,9 +3,11 @@
 start, session created, a failed step (rate-limited: a failing loop gives a few lines with a
 count), a peer lost (kill -9 of the ps) and back (restarted), session closed; a refused CURVE
 key is one line with the peer's address however often it retries, and a plaintext client or
-another cluster's key (refused inside libzmq, no address known) one line per kind. ``list_devices`` does not
+another cluster's key (refused inside libzmq, no address known) one line per kind; a loop of
+sessions gets SESSION_LINES lines per kind, then one for the rest. ``list_devices`` does not
 list a worker that stopped."""
 
+import logging
 import os
 import re
 import signal
@@ -24,6 +26,7 @@ from identity_helpers import RawCaller, ServerProcess, credential_path, make_clu
 
 from zmtf.distributed import key_directory, security  # noqa: E402
 from zmtf.distributed.blocking import BlockingChannel  # noqa: E402
+from zmtf.distributed.operator_log import SESSION_LINES  # noqa: E402
 from zmtf.framework.errors import UnauthenticatedError  # noqa: E402
 from zmtf.wire import messages as m  # noqa: E402
 
@@ -168,3 +171,23 @@ def test_a_refused_curve_key_is_one_line_with_the_peers_address(tmp_path, monkey
     assert len(_lines(log, r"/job:ps/replica:0/task:0 created session [0-9a-f]{8} for client key "
                            r"'bob': graph of 3 nodes")) == 1, log
     assert len(_lines(log, r"/job:ps/replica:0/task:0 closed session [0-9a-f]{8}")) == 1, log
+
+
+def test_a_session_loop_logs_a_bounded_number_of_lines(caplog):
+    """Anyone who reaches a master may open sessions in a loop: the first sessions of an
+    interval get their lines, then one line per kind stands for the rest."""
+    (port,) = free_ports(1)
+    server = tf.train.Server({"worker": [f"127.0.0.1:{port}"]}, "worker", 0)
+    try:
+        with caplog.at_level(logging.INFO, logger="zmtf.server"), tf.Graph().as_default():
+            c = tf.constant(1.0) + 1.0
+            for _ in range(SESSION_LINES + 12):
+                with tf.Session(server.target) as sess:
+                    assert sess.run(c) == 2.0
+    finally:
+        server.stop()
+    lines = [r.getMessage() for r in caplog.records if r.name == "zmtf.server"]
+    created = [line for line in lines if " created session " in line]
+    closed = [line for line in lines if " closed session " in line]
+    assert len(created) == len(closed) == SESSION_LINES + 1, lines
+    assert all(line.startswith(f"{WORKER0} ") for line in created + closed), lines
