@@ -400,7 +400,7 @@ class ServerCore:
         own = [{"name": d.name, "device_type": d.device_type, "memory_limit": d.memory_limit}
                for d in self.devices]
         known = {d["name"] for d in own}
-        down = self._tasks_down()   # a task that stopped is not listed (as TF1's DeviceFinder)
+        down = self._tasks_down()   # a task that stopped is not listed (it has no devices now)
         others = [{"name": n, "device_type": "GPU" if "device:GPU:" in n else "CPU", "memory_limit": 0}
                   for n in self._cluster_devices()
                   if n not in known and not (down and n.split("/device:")[0] in down)]
