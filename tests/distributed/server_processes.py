@@ -10,14 +10,14 @@ import time
 from zmtf.testing import free_tcp_ports as free_ports
 
 
-def start_server_process(spec, job, task, extra_env=None):
+def start_server_process(spec, job, task, extra_env=None, flags=()):
     """``python -m zmtf.server`` in a subprocess; waits until it logs that it listens."""
-    proc = launch_server_process(spec, job, task, extra_env)
+    proc = launch_server_process(spec, job, task, extra_env, flags=flags)
     wait_listening(proc)
     return proc
 
 
-def launch_server_process(spec, job, task, extra_env=None, prefix=()):
+def launch_server_process(spec, job, task, extra_env=None, prefix=(), flags=()):
     """``python -m zmtf.server`` in a subprocess (run under ``prefix``, e.g. ``ip netns exec
     NS``), its log in a file; does not wait for it (start several, then ``wait_listening``)."""
     import json
@@ -28,7 +28,7 @@ def launch_server_process(spec, job, task, extra_env=None, prefix=()):
     log = tempfile.NamedTemporaryFile("w+", prefix=f"zmtf-{job}{task}-", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [*prefix, sys.executable, "-m", "zmtf.server", "--cluster", json.dumps(spec.as_dict()),
-         "--job", job, "--task", str(task)],
+         "--job", job, "--task", str(task), *flags],
         stderr=log, stdout=subprocess.DEVNULL, env=env)
     proc.log_path = log.name
     log.close()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import zmq
 
 from zmtf.distributed import liveness, security
+from zmtf.distributed.operator_log import connection_changed
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
 from zmtf.distributed.task_stats import Traffic
@@ -166,15 +167,19 @@ class Channel:
                 future.set_exception(no_reply_error(self.peer, self.endpoint, timeout, kind))
 
     def _on_monitor(self) -> None:
-        monitor = self._monitor
+        monitor, connection = self._monitor, self._connection
         while monitor is not None:
+            was_up = connection.connected
             try:
-                change = next_connection_change(monitor, self._connection)
+                change = next_connection_change(monitor, connection)
             except zmq.ZMQError:
                 return
+            if connection.connected != was_up:   # lost, or back: one line each (operator_log)
+                connection_changed(self.peer, self.endpoint, was_up, connection.connected,
+                                   connection.lost_once)
             if change is None:
                 return
-            self._fail_all(self._connection.error_for(change))
+            self._fail_all(connection.error_for(change))
 
     def _fail_all(self, error: OpError) -> None:
         self._streams.drop()   # a reply cut off mid-stream fails with its call, below
@@ -285,6 +290,11 @@ class Channel:
             pass   # the connection dropped or closed: its monitor fails the calls
         finally:
             self._pinging = False
+
+    @property
+    def connected(self) -> bool:
+        """Whether its connection is up now (an inproc:// one always is)."""
+        return self._connection.connected
 
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""

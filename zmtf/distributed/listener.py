@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 import zmq
 
-from zmtf.distributed import identities, security
+from zmtf.distributed import identities, operator_log, security
 from zmtf.distributed.bind_errors import bind_failure
 from zmtf.distributed.connection_guard import ConnectionGuard
 from zmtf.distributed.futures import Deferred, is_outcome, outcome
@@ -33,7 +33,10 @@ from zmtf.framework.errors import UnavailableError
 from zmtf.framework.log_limits import DEFAULT_INTERVAL_SECS, PeerLogLimiter, clip
 from zmtf.framework.memory_budget import MemoryBudget
 from zmtf.wire import codec, messages
-from zmtf.wire.connection_state import CAPPED_SERVER_EVENTS, SERVER_EVENTS, UNKNOWN_FD, PeerTable
+from zmtf.wire.connection_state import (
+    CAPPED_SERVER_EVENTS, EVENT_HANDSHAKE_FAILED_PROTOCOL, SERVER_EVENTS, UNKNOWN_FD, MonitorEvent,
+    PeerTable,
+)
 
 if TYPE_CHECKING:   # prometheus_client loads only in a server with metrics on
     from zmtf.distributed.metrics import ListenerMeter
@@ -70,11 +73,15 @@ class _PeerWatch:
     """Feeds a ROUTER's monitor events into its PeerTable; ``gone(peer)`` for each peer
     whose connection closed."""
 
-    __slots__ = ("_monitor", "table", "_gone", "_guard")
+    __slots__ = ("_monitor", "table", "_gone", "_guard", "_refused")
 
     def __init__(self, sock: zmq.Socket, loop: asyncio.AbstractEventLoop,
-                 gone: Callable[[bytes], None], guard: ConnectionGuard | None = None) -> None:
+                 gone: Callable[[bytes], None], guard: ConnectionGuard | None = None,
+                 refused: Callable[[MonitorEvent], None] | None = None) -> None:
         events = SERVER_EVENTS if guard is None else CAPPED_SERVER_EVENTS
+        self._refused = refused   # a CURVE listener's failed handshakes (operator_log)
+        if refused is not None:
+            events |= EVENT_HANDSHAKE_FAILED_PROTOCOL
         self._monitor: zmq.Socket | None = sock.get_monitor_socket(events)
         self.table = PeerTable()
         self._gone = gone
@@ -101,6 +108,9 @@ class _PeerWatch:
                 return
             if self._guard is not None:
                 self._guard.on_event(event)
+            if event.kind == EVENT_HANDSHAKE_FAILED_PROTOCOL and self._refused is not None:
+                self._refused(event)
+                continue
             peer = self.table.on_event(event)
             if peer is not None:
                 self._gone(peer)
@@ -167,7 +177,9 @@ class Listener:
         self._peers: _PeerWatch | None = None
         if not endpoint.startswith("inproc://"):
             guard = ConnectionGuard(self.endpoint, max_connections) if max_connections else None
-            self._peers = _PeerWatch(sock, loop, self._peer_gone, guard)
+            refused = (lambda event: operator_log.handshake_refused(
+                self._refusals, self.endpoint, event.value)) if self._secured else None
+            self._peers = _PeerWatch(sock, loop, self._peer_gone, guard, refused)
         self._reactor = Reactor(sock, loop, self._on_frames, traffic=traffic)
 
     def _on_frames(self, frames: list[zmq.Frame]) -> None:

@@ -30,6 +30,7 @@ from zmtf.placement.plan import COPY_OPS, StepPlanner
 from zmtf.distributed.futures import Deferred
 from zmtf.distributed.master_session import MasterSession, StepSetup
 from zmtf.distributed.master_step import MasterStep
+from zmtf.distributed.operator_log import StepFailures
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.worker import WorkerService, supports
 
@@ -52,6 +53,7 @@ class MasterService:
         self._sessions: dict[str, MasterSession] = {}
         self.step_ids = itertools.count(random.getrandbits(40) << 16)   # MasterStep takes one
         self._background: set[asyncio.Future] = set()
+        self.step_failures = StepFailures(task)   # its interval: the server's peer_log_secs
 
     # ---- sessions -----------------------------------------------------------------------
     def create_session(self, graph: dict, arrays: list, config: dict) -> str:
@@ -197,6 +199,11 @@ class MasterService:
                 if unavailable is not None:
                     return unavailable
         return error
+
+    def step_failed(self, session: str, step_id: int, error: BaseException,
+                    at_fault: str | None) -> None:
+        """Log a failed step (rate-limited per task at fault and error class)."""
+        self.step_failures.failed(session, step_id, error, at_fault)
 
     async def _setup(self, session: MasterSession, feeds: list[str], fetches: list[str],
                      targets: list[str], timeout: float) -> StepSetup:

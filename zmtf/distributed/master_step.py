@@ -49,6 +49,9 @@ class StepHost(Protocol):
 
     def blame(self, setup: StepSetup, error: BaseException) -> BaseException: ...
 
+    def step_failed(self, session: str, step_id: int, error: BaseException,
+                    at_fault: str | None) -> None: ...
+
 
 class MasterStep:
     """One step of one session; ``outcome`` is the Deferred the caller holds: it settles with
@@ -57,7 +60,7 @@ class MasterStep:
 
     __slots__ = ("master", "session", "fetches", "feed_values", "timeout", "deadline", "trace", "finish",
                  "step_id", "outcome", "setup", "results", "running", "remaining", "retried",
-                 "_setting_up")
+                 "_setting_up", "at_fault")
 
     def __init__(self, master: StepHost, session: MasterSession, fetches: list[str],
                  feed_values: dict[str, np.ndarray], timeout: float, trace: list | None,
@@ -145,6 +148,7 @@ class MasterStep:
             else:
                 if isinstance(error, DeadlineExceededError) and self.setup is not None:
                     error = self.master.blame(self.setup, error)   # a task is gone: say which
+                self.at_fault = part.task   # set on failure only (read with getattr)
                 self.outcome.set_exception(error)
             return
         setup = self.setup
@@ -153,6 +157,7 @@ class MasterStep:
             self.master.take_outputs(part, value, self.step_id, self.results,
                                      setup.deferred is not None)
         except Exception as exc:  # noqa: BLE001 - a malformed reply fails the step
+            self.at_fault = part.task
             self.outcome.set_exception(exc)
             return
         self.remaining -= 1
@@ -203,7 +208,10 @@ class MasterStep:
             self.outcome.set_result(value)
 
     def on_failure(self, error: BaseException) -> None:
-        """The step failed or was cancelled: abort it on every task and let go of its calls."""
+        """The step failed or was cancelled: abort it on every task and let go of its calls
+        (and log it: the only line a step may cost, and only when it fails)."""
+        self.master.step_failed(self.session.handle, self.step_id, error,
+                                getattr(self, "at_fault", None))
         if self._setting_up is not None:
             self._setting_up.cancel()
         if self.setup is not None:

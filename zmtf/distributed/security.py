@@ -30,6 +30,7 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils import z85
 
+from zmtf.distributed.operator_log import RefusedKeys
 from zmtf.distributed.key_directory import (
     ClusterKeys, Credential, add_holder, default_task_credential, init_cluster, read_cluster,
     read_credential,
@@ -128,12 +129,22 @@ def secure_client(sock: zmq.Socket, keys: Credential) -> None:
 class _Admission(ThreadAuthenticator):
     """ZAP: admits the directory's keys, and names each connection by its key's identity."""
 
-    def __init__(self, ctx: zmq.Context) -> None:
+    def __init__(self, ctx: zmq.Context, directory: Any) -> None:
         super().__init__(ctx)
         self.admitted: dict[bytes, str] = {}
+        self.directory = directory
+        self.refusals = RefusedKeys()   # a refused key: a zmtf line, not zmq.auth's DEBUG one
+        self._address = ""   # the peer of the ZAP request being handled (one at a time)
+
+    async def handle_zap_message(self, msg: list[bytes]) -> None:
+        self._address = msg[3].decode("utf-8", "replace") if len(msg) > 3 else "?"
+        await super().handle_zap_message(msg)
 
     def callback(self, domain: str, key: bytes) -> bool:   # the credentials provider's
-        return key in self.admitted
+        if key in self.admitted:
+            return True
+        self.refusals.refused(self._address, key, self.directory)
+        return False
 
     def curve_user_id(self, client_public_key: bytes) -> str:
         return self.admitted[z85.encode(client_public_key)]
@@ -142,17 +153,23 @@ class _Admission(ThreadAuthenticator):
 _authenticators: dict[int, list[Any]] = {}   # id(Context) -> [authenticator, users]
 
 
-def start_authenticator(ctx: zmq.Context, cluster: ClusterKeys, credential: Credential) -> None:
+def start_authenticator(ctx: zmq.Context, cluster: ClusterKeys, credential: Credential,
+                        task: str = "", log_secs: float | None = None) -> None:
     """ZAP for ``ctx``'s server sockets: only the keys in the cluster directory. One per
     Context (servers of one process may share a Context); ``stop_authenticator`` once per
-    start. The server's credential serves this process's clients (``client_credential``)."""
+    start. The server's credential serves this process's clients (``client_credential``).
+    ``task`` and ``log_secs`` name the server in refusal lines, and how often they come."""
     entry = _authenticators.get(id(ctx))
     if entry is None:
-        auth = _Admission(ctx)
+        auth = _Admission(ctx, cluster.directory)
         auth.start()
         auth.configure_curve_callback(domain=ZAP_DOMAIN, credentials_provider=auth)
         entry = _authenticators[id(ctx)] = [auth, 0]
     entry[0].admitted.update(cluster.admitted)
+    if task:
+        entry[0].refusals.tasks.append(task)
+    if log_secs is not None:
+        entry[0].refusals.set_interval(log_secs)
     entry[1] += 1
     _in_process.append(credential)
 

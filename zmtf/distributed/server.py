@@ -27,7 +27,7 @@ from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_from_dict
-from zmtf.distributed import identities, inproc, liveness, security, transit
+from zmtf.distributed import identities, inproc, liveness, operator_log, security, transit
 from zmtf.distributed.bind_policy import check_may_listen, is_local_only
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
 from zmtf.distributed.loop_thread import LoopThread
@@ -125,6 +125,8 @@ class ServerCore:
         self._beat: liveness.LoopBeat | None = None
         self.stats = TaskStats()   # steps, partitions, traffic: for StatusRequest (zmtf.status)
         self.metrics: ServerMetrics | None = None   # while started with a metrics_port
+        self._session_clients: dict[str, str] = {}   # open session -> who opened it (the log)
+        self._session_lines = operator_log.SessionLines(self.task, self.options.peer_log_secs)
 
     @property
     def devices(self) -> list[LocalDevice]:
@@ -151,10 +153,12 @@ class ServerCore:
         self.master = MasterService(self.task, self.worker, self._cluster_devices, self.peer,
                                     default_step_timeout(self.config), self.learn_cluster_devices,
                                     self._wait_for)
+        self.master.step_failures.interval = self.options.peer_log_secs
         bind = bind_endpoint(self.address)
         if self.keys is not None:
             assert self.cluster_keys is not None
-            security.start_authenticator(self.context, self.cluster_keys, self.keys)
+            security.start_authenticator(self.context, self.cluster_keys, self.keys, self.task,
+                                         self.options.peer_log_secs)
         try:
             self._listener = Listener(self.context, bind, self.handle, loop, self.keys,
                                       on_gone=self._peer_gone, **self._listener_settings())
@@ -188,6 +192,9 @@ class ServerCore:
                  f"CURVE as task key {self.keys.name}, admitting the keys in "
                  f"{self.cluster_keys.directory}" if self.keys and self.cluster_keys
                  else "plaintext, no CURVE")
+        log.info("%s", operator_log.policy_line(self.task, self.op_policy.allow_ops,
+                                                self.op_policy.file_root, self.options.allow_reset,
+                                                self.options))
         if self.keys is None and not is_local_only(self.address):
             log.warning("%s serves %s in plaintext (insecure): anyone who reaches it can run any "
                         "op on this server", self.task, self._listener.endpoint)
@@ -295,7 +302,7 @@ class ServerCore:
         if counted:
             self._session_quota.admit(sender, set(self.open_sessions()), self.task)
         try:
-            reply = await self._create_session(msg, peer)
+            reply = await self._create_session(msg, peer, sender)
         except BaseException:
             if counted:
                 self._session_quota.failed(sender)
@@ -305,7 +312,8 @@ class ServerCore:
         self._owners.record(reply.session, sender)
         return reply
 
-    async def _create_session(self, msg: m.CreateSession, peer: bytes = b"") -> m.SessionCreated:
+    async def _create_session(self, msg: m.CreateSession, peer: bytes = b"",
+                              sender: identities.Sender | None = None) -> m.SessionCreated:
         """Open a session; first wait for the tasks its graph places ops on that are not up
         yet (TF1 waits at CreateSession too), so that their devices are known when it is
         placed: a late GPU ps gets its variables on its GPU, not on a guessed CPU:0."""
@@ -326,6 +334,8 @@ class ServerCore:
         handle = self.master.open_session(graph, msg.config)
         if self._clients is not None:   # closed when that client is gone
             self._clients.created(peer, handle)
+        self._session_clients[handle] = str(sender) if sender is not None else ""
+        self._session_lines.created(handle, sender, operator_log.graph_size(msg.graph, msg.tensors))
         return m.SessionCreated(id=msg.id, session=handle)
 
     def _peer_gone(self, peer: bytes) -> None:
@@ -411,7 +421,8 @@ class ServerCore:
                 if session == msg.session and not step.settled:
                     step.set_exception(_closed_session())   # aborts it, as a cancel would
             assert self.master is not None
-            self._forget_session(msg.session)
+            if self._forget_session(msg.session):   # it was open: closed now, its peers next
+                self._session_lines.closed(msg.session)
             await self.master.close_session(msg.session)
         finally:
             self._closing.discard(msg.session)
@@ -425,15 +436,17 @@ class ServerCore:
         """Close a session whose client is gone (session_gc): as CloseSession, with no reply."""
         for key in [key for key in self._running if key[0] == handle]:
             del self._running[key]
-        self._forget_session(handle)
+        self._forget_session(handle)   # the collector logged it ("closing session")
         assert self.master is not None
         await self.master.close_session(handle)
 
-    def _forget_session(self, handle: str) -> None:
-        """A session being closed is no longer its client's (collection) or creator's."""
+    def _forget_session(self, handle: str) -> bool:
+        """A session being closed is no longer its client's (collection), its creator's
+        (owners) or logged as open; whether it was open."""
         if self._clients is not None:
             self._clients.closed(handle)
         self._owners.forget(handle)
+        return self._session_clients.pop(handle, None) is not None
 
     def _release_buffers(self) -> None:
         """Hand back received and output buffers nothing uses (kept for reuse otherwise)."""
@@ -468,9 +481,16 @@ class ServerCore:
         own = [{"name": d.name, "device_type": d.device_type, "memory_limit": d.memory_limit}
                for d in self.devices]
         known = {d["name"] for d in own}
+        down = self._tasks_down()   # a task that stopped is not listed (it has no devices now)
         others = [{"name": n, "device_type": "GPU" if "device:GPU:" in n else "CPU", "memory_limit": 0}
-                  for n in self._cluster_devices() if n not in known]
+                  for n in self._cluster_devices()
+                  if n not in known and not (down and n.split("/device:")[0] in down)]
         return m.DeviceList(id=msg.id, devices=own + others)
+
+    def _tasks_down(self) -> set[str]:
+        """The peers this task has a connection to that is not up now (lost, or never made)."""
+        return {task for task, channel in self._channels.items()
+                if channel.remote and not channel.connected}
 
     def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
         self._admit_graph("RegisterGraph", msg.graph, msg.tensors)

@@ -27,6 +27,8 @@ LONGEST_SWEEP_PERIOD = 30.0
 class Sessions(Protocol):
     """What the collector needs of a master."""
 
+    task: str   # the master's task, for the log
+
     def idle_sessions(self, idle: float) -> list[str]: ...
 
     def touch(self, handle: str) -> None: ...
@@ -100,7 +102,7 @@ class SessionCollector:
         try:
             async with self._one_at_a_time:   # the heap's thresholds are the process's
                 for handle in handles:
-                    log.info("closing session %s: %s", handle, why)
+                    log.info("%s closing session %s: %s", self._sessions.task, handle[:8], why)
                 with returning_freed_memory():
                     results = await asyncio.gather(*[self._close(h) for h in handles],
                                                    return_exceptions=True)
