@@ -8,7 +8,6 @@ import time
 from collections import defaultdict
 
 import numpy as np
-import pytest
 
 import zmtf as tf
 from zmtf.testing import running_servers

@@ -67,12 +67,12 @@ def from_plain(items: Any, source: str) -> list[NodeTrace]:
                                        f"an int >= 0")
         clock = None
         if "offset" in item or "bound" in item:
-            offset, bound = item.get("offset"), item.get("bound")
-            if not all(type(v) in (int, float) and math.isfinite(v) for v in (offset, bound)) \
-                    or bound < 0:  # type: ignore[operator]
+            offset: Any = item.get("offset")
+            bound: Any = item.get("bound")
+            if not all(type(v) in (int, float) and math.isfinite(v) for v in (offset, bound)) or bound < 0:
                 raise InvalidArgumentError(None, None, f"step stat {k} from {source}: offset "
                                            f"and bound must be finite seconds, bound >= 0")
-            clock = (float(offset), float(bound))  # type: ignore[arg-type]
+            clock = (float(offset), float(bound))
         traces.append(NodeTrace(item["node"], item["device"], float(start), float(end), item["thread"],
                                 size, clock))
     return traces
