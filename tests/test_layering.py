@@ -74,6 +74,8 @@ ALLOWED = {
     "keys": rules("framework distributed platform"),
     "status": rules("framework formats distributed platform"),
     "devices": rules("framework runtime distributed platform"),
+    # TF1's tensorflow.python.client paths (timeline, device_lib)
+    "python": rules("framework formats training runtime"),
 }
 
 #: files of distributed/ that open sockets (the transport layer); the CLIs server and keys too

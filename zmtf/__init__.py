@@ -14,7 +14,7 @@ if "numpy" not in _sys.modules:  # OpenBLAS reads it once, when numpy loads it (
 
 #: packages whose ``__init__`` is their own public namespace (tf.keras, tf.estimator, ...)
 _LIBRARIES = frozenset({"keras", "estimator", "contrib", "feature_column", "saved_model", "compat",
-                        "distribute", "testing", "tf1"})
+                        "distribute", "testing", "tf1", "python"})
 
 
 #: names ``zmtf.framework.versions`` answers without loading the TF1 face (``zmtf.__version__``)

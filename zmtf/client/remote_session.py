@@ -18,12 +18,14 @@ from zmtf.client.session_core import feed_arrays, make_placement_log_visible
 from zmtf.distributed import inproc, security, transit
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.channel import Channel
+from zmtf.distributed.trace_clock import STEP_SPAN_NODE, onto_master
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
+from zmtf.formats.step_stats_proto import StepStats
 from zmtf.framework.errors import InvalidArgumentError, UnavailableError
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_to_dict
 from zmtf.runtime.executor import fetched
-from zmtf.runtime.step_stats import from_plain
+from zmtf.runtime.step_stats import from_plain, wall_now
 from zmtf.wire import messages as m
 
 CONNECT_TIMEOUT = 10.0   # seconds to reach the master before UnavailableError
@@ -172,11 +174,15 @@ class RemoteSessionCore:
                             fetches=plan.fetch_names, targets=plan.target_names,
                             timeout_ms=timeout_ms, trace_level=trace_level,
                             sent_us=transit.stamp(), tensors=feed_values)
+        sent = wall_now() if trace_level else 0.0
         reply = yield Call(request, limit + 1.0,
                            lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
-        if trace_level:
+        if trace_level:   # every task's stats, moved onto this process's clock
             assert run_metadata is not None   # traced only with one
-            run_metadata.step_stats = from_plain(reply.step_stats, self.target)
+            received = wall_now()
+            from_plain(reply.step_stats, self.target)   # checked before it is read
+            run_metadata.step_stats = StepStats(from_plain(
+                onto_master(reply.step_stats, sent, received, STEP_SPAN_NODE), self.target))
         tensors, values = reply.tensors, []
         for k in plan.picks:
             values.append(None if k is None else fetched(_writable(tensors[k])))

@@ -17,6 +17,7 @@ import numpy as np
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
+from zmtf.formats.step_stats_proto import StepStats
 from zmtf.client.fetches import FetchPlans, Rebuild
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
@@ -104,7 +105,7 @@ class LocalSessionCore:
 
     def finish(self, call: StepCall, values: list[Any]) -> Any:
         if call.run_metadata is not None and call.trace is not None:
-            call.run_metadata.step_stats = list(call.trace)
+            call.run_metadata.step_stats = StepStats(call.trace)
         return call.rebuild(values)
 
     # ---- plans and feeds ------------------------------------------------------------

@@ -25,13 +25,15 @@ from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import FetchNotFoundError, InvalidArgumentError, NotFoundError, OpError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
-from zmtf.placement.partition import TaskPartition, partition
+from zmtf.placement.partition import TaskPartition, partition, recv_name_of
 from zmtf.placement.plan import COPY_OPS, StepPlanner
+from zmtf.runtime.executor import NodeTrace
 from zmtf.distributed.futures import Deferred
 from zmtf.distributed.master_session import MasterSession, StepSetup
 from zmtf.distributed.master_step import MasterStep
 from zmtf.distributed.operator_log import StepFailures
 from zmtf.distributed.peers import WorkerPeer
+from zmtf.distributed.trace_clock import SPAN_THREAD
 from zmtf.distributed.worker import WorkerService, supports
 
 
@@ -150,6 +152,11 @@ class MasterService:
                 feeds = part.run_feeds
                 for key in part.recv_keys:
                     values.append(received[key])
+                if trace is not None:   # the values the replies carried: a timeline's flows end here
+                    now = time.perf_counter()
+                    trace.extend(NodeTrace(recv_name_of(key), f"{self.task}/device:CPU:0", now, now,
+                                           SPAN_THREAD, int(getattr(received[key], "nbytes", 0)))
+                                 for key in part.recv_keys)
             return self.worker.run_graph(session.handle, setup.graph_key, step_id, feeds,
                                          part.fetches, part.targets, values, timeout, trace)
         return setup.peers[part.task].run_graph(session.handle, setup.graph_key, step_id, part.feeds,

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 import numpy as np
 
 from zmtf.distributed import transit
-from zmtf.runtime.step_stats import from_plain
+from zmtf.distributed.trace_clock import onto_master
+from zmtf.runtime.step_stats import from_plain, wall_now
 from zmtf.wire import messages as m
 
 if TYPE_CHECKING:
@@ -77,7 +78,8 @@ class WorkerPeer:
         node timings are added to it. The peer keeps the deadline (the budget travels, not
         a time: clocks differ); ours is a little later, for a peer that never answers, and
         still before the client's own (a second after the deadline)."""
-        unwrap = _tensors_of if trace is None else functools.partial(_traced, self.task, trace)
+        unwrap = (_tensors_of if trace is None
+                  else functools.partial(_traced, self.task, trace, wall_now()))
         return self._channel(self.task).request(
             m.RunGraph(session=session, graph_key=graph_key, step_id=step_id, feeds=feeds,
                        fetches=fetches, targets=targets, tensors=values,
@@ -107,8 +109,10 @@ class WorkerPeer:
 _tensors_of = operator.attrgetter("tensors")   # a RunGraphResult's values: the untraced reply
 
 
-def _traced(task: str, trace: list, reply: Any) -> Any:
-    """A traced RunGraphResult's values; its node timings join the step's ``trace``."""
+def _traced(task: str, trace: list, sent: float, reply: Any) -> Any:
+    """A traced RunGraphResult's values; its node timings join the step's ``trace``, moved
+    onto this task's clock (``sent``: when the RunGraph left, on that clock)."""
+    received = wall_now()
     from_plain(reply.step_stats, task)   # checked; kept plain (wall-clock already)
-    trace.extend(reply.step_stats)
+    trace.extend(onto_master(reply.step_stats, sent, received))
     return reply.tensors

@@ -36,6 +36,7 @@ from zmtf.distributed.master import MasterService
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.quotas import check_graph_size, inflight_budget
 from zmtf.distributed.session_cluster import check_session_cluster
+from zmtf.distributed.trace_clock import STEP_SPAN_NODE, span
 from zmtf.distributed.client_sessions import ClientSessions
 from zmtf.distributed.server_options import ServerOptions, with_environment
 from zmtf.distributed.session_gc import SessionCollector
@@ -53,7 +54,7 @@ from zmtf.kernels.cpu.blas import for_server as blas_for_server
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime.devices import DevicePools, LocalDevice, local_devices
 from zmtf.runtime.file_access import FileAccess
-from zmtf.runtime.step_stats import to_plain
+from zmtf.runtime.step_stats import to_plain, wall_now
 from zmtf.wire import messages as m
 
 if TYPE_CHECKING:   # prometheus_client loads only in a server with metrics on
@@ -352,6 +353,7 @@ class ServerCore:
         """The master's step itself, settling with the RunStepResult: the reply is sent from
         the callback that finishes the step, with no outcome of ours in between."""
         trace: list | None = [] if msg.trace_level > 0 else None
+        arrived = wall_now() if trace is not None else 0.0   # the RunStep span (trace_clock)
         key = (msg.session, msg.id)
         running = self._running
         stats = self.stats
@@ -371,7 +373,8 @@ class ServerCore:
         def finish(values: list) -> m.RunStepResult:
             running.pop(key, None)   # done: no CancelStep for it now (and its values not kept)
             stats.steps += 1
-            return m.RunStepResult(id=msg.id, tensors=values, step_stats=to_plain(trace) if trace else [])
+            return m.RunStepResult(id=msg.id, tensors=values, step_stats=[] if trace is None else [
+                *to_plain(trace), span(self.task, arrived, wall_now(), STEP_SPAN_NODE)])
 
         metrics = self.metrics
         started = time.perf_counter() if metrics is not None else 0.0
@@ -509,6 +512,7 @@ class ServerCore:
         the liveness bound while this task was paused: its master has failed it by then."""
         timeout = msg.timeout_ms / 1000.0 if msg.timeout_ms > 0 else None
         trace: list | None = [] if msg.trace_level > 0 else None
+        arrived = wall_now() if trace is not None else 0.0   # the RunGraph span (trace_clock)
         assert self.worker is not None
         assert self._pauses is not None
         late = self._from_masters.excess(msg.session, msg.sent_us, time.monotonic())
@@ -527,8 +531,8 @@ class ServerCore:
 
         def result(tensors: list) -> m.RunGraphResult:
             self.stats.graphs += 1
-            return m.RunGraphResult(id=msg.id, tensors=tensors,
-                                    step_stats=to_plain(trace) if trace else [])
+            stats = [] if trace is None else [*to_plain(trace), span(self.task, arrived, wall_now())]
+            return m.RunGraphResult(id=msg.id, tensors=tensors, step_stats=stats)
 
         if outputs.settled:   # it ran through here and now (a ps's read): the reply itself
             return result(outputs.result())

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zmtf.formats.cluster_def_proto import ClusterDef
+from zmtf.formats.step_stats_proto import StepStats
 from zmtf.framework.device_spec import DeviceSpec
 
 
@@ -132,5 +133,5 @@ class RunOptions:
 class RunMetadata:
     """Filled by run() when tracing: ``step_stats`` lists when and where each node ran."""
 
-    step_stats: list[Any] = field(default_factory=list)
+    step_stats: StepStats = field(default_factory=StepStats)   # TF1's dev_stats, on one clock
     partition_graphs: list[Any] = field(default_factory=list)

@@ -158,7 +158,13 @@ class _Edge:
 
     @property
     def recv_name(self) -> str:
-        return f"_recv/{self.source.replace(':', '_')}/from{self.src_task.replace('/', '_')}"
+        return recv_name_of(self.key)
+
+
+def recv_name_of(key: str) -> str:
+    """The _Recv node of a rendezvous key (a timeline names the reply-carried ones the same)."""
+    source, src_task, _ = key.split(";")
+    return f"_recv/{source.lstrip('^').replace(':', '_')}/from{src_task.replace('/', '_')}"
 
 
 def _build(task: str, members: list[Operation], edges: dict, master_task: str) -> TaskPartition:

@@ -150,6 +150,10 @@ class NodeTrace:
     start: float
     end: float
     thread: str
+    bytes: int = 0   # a _Send's or _Recv's tensor size (the timeline's flow events)
+    #: (offset, bound) seconds: on a remote task's RunGraph span only, how its clock was
+    #: moved onto the master's and how far off that may be (distributed.trace_clock)
+    clock: tuple[float, float] | None = None
 
 
 class Executor:
@@ -203,7 +207,7 @@ class _StepRun:
 
     __slots__ = ("step", "slots", "ctx", "pools", "trace", "pending", "remaining", "lock",
                  "future", "failed", "inline", "here_only", "busy", "cancel_callbacks", "dead",
-                 "account", "__weakref__")
+                 "account", "async_started", "__weakref__")
 
     def __init__(self, step: BoundStep, feed_values: Sequence[Any], ctx: Any, pools: DevicePools,
                  trace: list[NodeTrace] | None) -> None:
@@ -216,6 +220,7 @@ class _StepRun:
         self.ctx = ctx
         self.pools = pools
         self.trace = trace
+        self.async_started: dict[int, tuple[float, int]] = {}   # traced steps' async nodes
         self.pending = list(step.pending)
         self.remaining = step.to_run
         self.lock = threading.Lock()
@@ -338,6 +343,8 @@ class _StepRun:
         would start the next such kernel a stack level deeper, and a chain of a few hundred
         (the Recvs of one big push) would end in RecursionError."""
         done = _AsyncDone(self, i)
+        if self.trace is not None:   # a _Send/_Recv: from its start to its value, with its size
+            self.async_started[i] = (perf_counter(), _nbytes(inputs))
         try:
             self.step.kernels[i](self.ctx, inputs, self.step.attrs[i], done)
         except BaseException as exc:  # noqa: BLE001
@@ -370,6 +377,11 @@ class _StepRun:
             return
         for slot, value in zip(self.step.output_slots[i], outputs or ()):
             self.slots[slot] = value
+        if self.trace is not None:
+            start, size = self.async_started.pop(i, (perf_counter(), 0))
+            self.trace.append(NodeTrace(self.step.attrs[i]["_node_name"], self.step.devices[i], start,
+                                        perf_counter(), threading.current_thread().name,
+                                        size or _nbytes(outputs or ())))
         self._complete(i, ready)
 
     def on_cancel(self, i: int, callback: Callable[[BaseException], None]) -> bool:
@@ -483,6 +495,11 @@ class _AsyncDone:
     def on_cancel(self, release: Callable[[BaseException], None]) -> bool:
         """Call ``release(error)`` if the step aborts before ``done``; False if it already has."""
         return self._run.on_cancel(self._node, release)
+
+
+def _nbytes(values: Any) -> int:
+    """The bytes of a traced _Send's inputs or _Recv's outputs (arrays; others count 0)."""
+    return sum(int(getattr(v, "nbytes", 0)) for v in values)
 
 
 _ARGUMENT_ERRORS = (ValueError, TypeError, IndexError, KeyError, ZeroDivisionError, FloatingPointError)

@@ -20,6 +20,8 @@ from zmtf.runtime.executor import NodeTrace
 _WALL_OFFSET = time.time() - time.perf_counter()
 _TEXT_KEYS = ("node", "device", "thread")
 _KEYS = frozenset({*_TEXT_KEYS, "start", "end"})
+#: optional: a _Send's/_Recv's "bytes"; a remote task's RunGraph span: "offset", "bound" (s)
+_OPTIONAL = frozenset({"bytes", "offset", "bound"})
 
 
 def to_plain(traces: list[Any]) -> list[dict[str, Any]]:
@@ -29,9 +31,17 @@ def to_plain(traces: list[Any]) -> list[dict[str, Any]]:
         if isinstance(t, dict):
             out.append(t)
             continue
-        out.append({"node": t.node_name, "device": t.device, "thread": t.thread,
-                    "start": t.start + _WALL_OFFSET, "end": t.end + _WALL_OFFSET})
+        item = {"node": t.node_name, "device": t.device, "thread": t.thread,
+                "start": t.start + _WALL_OFFSET, "end": t.end + _WALL_OFFSET}
+        if t.bytes:
+            item["bytes"] = t.bytes
+        out.append(item)
     return out
+
+
+def wall_now() -> float:
+    """This process's wall clock as to_plain() states it (perf_counter-based, so monotone)."""
+    return time.perf_counter() + _WALL_OFFSET
 
 
 def from_plain(items: Any, source: str) -> list[NodeTrace]:
@@ -40,9 +50,10 @@ def from_plain(items: Any, source: str) -> list[NodeTrace]:
         raise InvalidArgumentError(None, None, f"step stats from {source} must be a list")
     traces = []
     for k, item in enumerate(items):
-        if not isinstance(item, dict) or set(item) != _KEYS:
+        if not isinstance(item, dict) or not _KEYS <= item.keys() or not item.keys() <= _KEYS | _OPTIONAL:
             raise InvalidArgumentError(None, None, f"step stat {k} from {source} must be a map "
-                                       f"with exactly the keys {sorted(_KEYS)}")
+                                       f"with the keys {sorted(_KEYS)} (and optionally "
+                                       f"{sorted(_OPTIONAL)})")
         if not all(type(item[key]) is str for key in _TEXT_KEYS):
             raise InvalidArgumentError(None, None, f"step stat {k} from {source}: node, device "
                                        f"and thread must be strings")
@@ -50,5 +61,18 @@ def from_plain(items: Any, source: str) -> list[NodeTrace]:
         if not all(type(v) in (int, float) and math.isfinite(v) for v in (start, end)) or end < start:
             raise InvalidArgumentError(None, None, f"step stat {k} from {source}: start and end "
                                        f"must be finite seconds, end >= start")
-        traces.append(NodeTrace(item["node"], item["device"], float(start), float(end), item["thread"]))
+        size = item.get("bytes", 0)
+        if type(size) is not int or size < 0:
+            raise InvalidArgumentError(None, None, f"step stat {k} from {source}: bytes must be "
+                                       f"an int >= 0")
+        clock = None
+        if "offset" in item or "bound" in item:
+            offset: Any = item.get("offset")
+            bound: Any = item.get("bound")
+            if not all(type(v) in (int, float) and math.isfinite(v) for v in (offset, bound)) or bound < 0:
+                raise InvalidArgumentError(None, None, f"step stat {k} from {source}: offset "
+                                           f"and bound must be finite seconds, bound >= 0")
+            clock = (float(offset), float(bound))
+        traces.append(NodeTrace(item["node"], item["device"], float(start), float(end), item["thread"],
+                                size, clock))
     return traces

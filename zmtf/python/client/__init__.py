@@ -1,0 +1,1 @@
+"""``tensorflow.python.client``: ``timeline`` and ``device_lib``."""
