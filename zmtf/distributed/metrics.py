@@ -21,7 +21,7 @@ import logging
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from prometheus_client import CollectorRegistry, Gauge, ProcessCollector
 from prometheus_client.exposition import start_http_server
@@ -31,7 +31,9 @@ from zmtf.distributed.bind_policy import is_local_only
 from zmtf.framework.errors import UnavailableError
 
 if TYPE_CHECKING:
-    from zmtf.distributed.server import ServerCore
+    from zmtf.distributed.cluster_spec import ClusterSpec
+    from zmtf.distributed.server_options import ServerOptions
+    from zmtf.framework.memory_budget import MemoryBudget
 
 log = logging.getLogger("zmtf.server")
 
@@ -282,7 +284,21 @@ def _by_reason(name: str, help: str, task: str, counts: dict[str, int]) -> Count
     return family
 
 
-def for_server(core: ServerCore) -> ServerMetrics:
+class MeteredServer(Protocol):
+    """What the metrics read of a server (a ServerCore; a protocol, so that this module,
+    which the transport's type hints name, does not name the server back)."""
+
+    task: str
+    cluster: ClusterSpec
+    options: ServerOptions
+    budget: MemoryBudget
+
+    def open_sessions(self) -> list[str]: ...
+
+    def requests_in_flight(self) -> int: ...
+
+
+def for_server(core: MeteredServer) -> ServerMetrics:
     """A starting server's metrics, served on its metrics_address:metrics_port."""
     cluster = core.cluster
     metrics = ServerMetrics(core.task, [cluster.device_name(j, i) for j, i, _ in cluster.all_tasks()])
