@@ -526,6 +526,20 @@ def reset_default_graph() -> None:
     _global_default_graph[0] = Graph()
 
 
+@contextmanager
+def fresh_global_graph() -> Iterator[Graph]:
+    """A new, empty global default graph for the block, and the caller's back after it: a
+    test harness gives each test its own (two tests that build the same model must not
+    collide on its variable names), as ``tf.test.TestCase`` does, without losing the
+    graph of whoever called it."""
+    saved = _global_default_graph[0]
+    _global_default_graph[0] = Graph()
+    try:
+        yield _global_default_graph[0]
+    finally:
+        _global_default_graph[0] = saved
+
+
 # Installed by the client layer: returns the innermost default session or None.
 default_session_getter: list[Callable[[], Any]] = [lambda: None]
 
@@ -556,6 +570,7 @@ def convert_dtype(dtype: Any) -> DType | None:
 
 
 __all__ = [
-    "Graph", "GraphKeys", "Operation", "Tensor", "get_default_graph", "reset_default_graph",
+    "Graph", "GraphKeys", "Operation", "Tensor", "fresh_global_graph", "get_default_graph",
+    "reset_default_graph",
     "InvalidArgumentError",
 ]

@@ -22,6 +22,7 @@ from typing import Any, AsyncIterator, Iterator
 
 from zmtf.distributed.cluster_spec import ClusterSpec
 from zmtf.formats.config_proto import ConfigProto
+from zmtf.framework.graph import fresh_global_graph
 
 TRANSPORTS = ("inproc", "tcp", "ipc")
 
@@ -176,14 +177,17 @@ async def local_cluster(jobs: dict[str, int], transport: str = "inproc",
                         **settings: Any) -> AsyncIterator[LocalCluster]:
     """Start ``{"ps": 1, "worker": 2}`` on the running loop; stop everything on exit.
 
-    The servers keep a real server's defaults, the op policy included: a test whose graph
-    reads files, prints or resets opts in by name, as a deployment would, with the servers'
-    settings (``local_cluster(jobs, allow_ops="Print", file_root=folder, allow_reset=True)``).
+    The block gets a fresh default graph (the caller's comes back after it) and new servers,
+    so two tests that build the same model do not collide. The servers keep a real server's
+    defaults, the op policy included: a test whose graph reads files, prints or resets opts
+    in by name, as a deployment would, with the servers' settings (``local_cluster(jobs,
+    allow_ops="Print", file_root=folder, allow_reset=True)``).
     """
     cluster = LocalCluster(cluster_spec_for(jobs, transport), config, settings)
     try:
         await cluster.start()
-        yield cluster
+        with fresh_global_graph():
+            yield cluster
     finally:
         await cluster.stop()
         if transport == "ipc":
