@@ -52,7 +52,7 @@ def test_addresses_only_this_machine_reaches_need_no_keys(address):
 def test_every_other_address_needs_keys_or_insecure(address, monkeypatch):
     monkeypatch.delenv(INSECURE_ENV, raising=False)
     assert not is_local_only(address)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="python -m zmtf.keys DIR.*--insecure"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="python -m zmtf.keys init DIR.*add-task DIR JOB INDEX.*--insecure"):
         check_may_listen(address, TASK, secured=False, insecure=False)
     check_may_listen(address, TASK, secured=True, insecure=False)
     check_may_listen(address, TASK, secured=False, insecure=True)
@@ -75,7 +75,7 @@ def test_the_server_command_refuses_a_reachable_address_without_keys_in_one_line
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"zmtf.server: refusing to serve {TASK} on {address} in plaintext")
-    assert "python -m zmtf.keys DIR" in lines[0] and "--insecure" in lines[0]
+    assert "python -m zmtf.keys init DIR" in lines[0] and "--insecure" in lines[0]
 
 
 def test_the_server_command_serves_a_reachable_address_when_told_insecure():

@@ -57,8 +57,8 @@ def check_may_listen(address: str, task: str, secured: bool, insecure: bool) -> 
     raise InvalidArgumentError(None, None, (
         f"refusing to serve {task} on {address} in plaintext: anyone who reaches it could run "
         f"any op there (read and write files, change variables). Make keys with 'python -m "
-        f"zmtf.keys DIR' and pass --curve-dir DIR (tf.train.Server(..., curve_dir=DIR)), or pass "
-        f"--insecure (insecure=True, {INSECURE_ENV}=1) to serve anyone; loopback addresses "
+        f"zmtf.keys init DIR' and 'python -m zmtf.keys add-task DIR JOB INDEX' and pass "
+        f"--curve-dir DIR (tf.train.Server(..., curve_dir=DIR)), or pass --insecure (insecure=True, {INSECURE_ENV}=1) to serve anyone; loopback addresses "
         f"(localhost, 127.0.0.1) need neither"))
 
 
