@@ -194,22 +194,3 @@ async def test_task_stopped_then_restarted(transport):
             assert await sess.run(doubled) == 6.0
 
 
-def _same_model():
-    """A model with a fixed variable name, as a user's test file builds it in every test."""
-    with tf.device("/job:ps/task:0"):
-        v = tf.get_variable("v", initializer=tf.constant(3.0))
-    return v
-
-
-async def test_two_tests_that_build_the_same_model_with_the_fixture_both_pass():
-    """Each fixture block has its own default graph (TF1 raises "Variable v already exists"
-    on the second build otherwise), and the caller's graph comes back after it."""
-    callers = tf.get_default_graph()
-    for _ in range(2):   # two tests in a row, as pytest would run them
-        async with local_cluster({"ps": 1, "worker": 1}) as cluster:
-            v = _same_model()
-            assert tf.get_default_graph() is not callers
-            async with tf.AsyncSession(cluster.target("worker", 0)) as sess:
-                await sess.run(v.initializer)
-                assert await sess.run(v) == 3.0
-        assert tf.get_default_graph() is callers

@@ -177,17 +177,16 @@ async def local_cluster(jobs: dict[str, int], transport: str = "inproc",
                         **settings: Any) -> AsyncIterator[LocalCluster]:
     """Start ``{"ps": 1, "worker": 2}`` on the running loop; stop everything on exit.
 
-    The block gets a fresh default graph (the caller's comes back after it) and new servers,
-    so two tests that build the same model do not collide. The servers keep a real server's
-    defaults, the op policy included: a test whose graph reads files, prints or resets opts
-    in by name, as a deployment would, with the servers' settings (``local_cluster(jobs,
-    allow_ops="Print", file_root=folder, allow_reset=True)``).
+    The servers keep a real server's defaults, the op policy included: a test whose graph
+    reads files, prints or resets opts in by name, as a deployment would, with the servers'
+    settings (``local_cluster(jobs, allow_ops="Print", file_root=folder, allow_reset=True)``).
+    The default graph is the caller's: a model built before the block is the one its
+    sessions run (the ``zmtf_cluster`` fixture gives each test a fresh one).
     """
     cluster = LocalCluster(cluster_spec_for(jobs, transport), config, settings)
     try:
         await cluster.start()
-        with fresh_global_graph():
-            yield cluster
+        yield cluster
     finally:
         await cluster.stop()
         if transport == "ipc":
@@ -214,11 +213,14 @@ if _pytest_asyncio is not None:
 
     @_pytest_asyncio.fixture
     async def zmtf_cluster(request: Any) -> AsyncIterator[LocalCluster]:
-        """A local cluster (default: 1 ps + 2 workers on inproc) for one test."""
+        """A local cluster (default: 1 ps + 2 workers on inproc) for one test, with a fresh
+        default graph for the test (the caller's comes back after it): two tests that build
+        the same model do not collide, as with ``tf.test.TestCase``."""
         marker = request.node.get_closest_marker("zmtf_cluster")
         options = dict(marker.kwargs) if marker else {}
         transport = options.pop("transport", "inproc")
         settings = options.pop("settings", None) or {}
         jobs = options or {"ps": 1, "worker": 2}
-        async with local_cluster(jobs, transport, **settings) as cluster:
-            yield cluster
+        with fresh_global_graph():
+            async with local_cluster(jobs, transport, **settings) as cluster:
+                yield cluster
