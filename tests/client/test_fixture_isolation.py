@@ -6,17 +6,18 @@ exists"), and the graph of whoever ran before comes back after."""
 import zmtf as tf
 
 
-async def _train_the_same_model(cluster):
+async def _build_and_run_the_same_model(cluster):
+    """Builds variable "v" (raises "Variable v already exists" on a shared graph), returns it."""
     with tf.device("/job:ps/task:0"):
         v = tf.get_variable("v", initializer=tf.constant(3.0))
     async with tf.AsyncSession(cluster.target("worker", 0)) as sess:
         await sess.run(v.initializer)
-        assert await sess.run(v) == 3.0
+        return await sess.run(v)
 
 
 async def test_the_fixture_gives_a_test_its_own_graph(zmtf_cluster):
-    await _train_the_same_model(zmtf_cluster)
+    assert await _build_and_run_the_same_model(zmtf_cluster) == 3.0
 
 
 async def test_the_fixture_gives_the_next_test_its_own_graph_too(zmtf_cluster):
-    await _train_the_same_model(zmtf_cluster)
+    assert await _build_and_run_the_same_model(zmtf_cluster) == 3.0

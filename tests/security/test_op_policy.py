@@ -25,6 +25,8 @@ from zmtf.framework.graph_io import graph_to_dict
 from zmtf.testing import free_tcp_ports, running_servers
 from zmtf.wire import messages as m
 
+from quota_helpers import stop_server_process
+
 SECRET = "/etc/passwd"
 
 
@@ -47,16 +49,6 @@ def _start(*flags: str):
         raise RuntimeError("server did not start:\n" + f.read())
 
 
-def _stop(proc, log: str) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    os.unlink(log)
-
-
 @pytest.fixture(scope="module")
 def folder():
     with tempfile.TemporaryDirectory(prefix="zmtf-policy-") as root:
@@ -74,7 +66,7 @@ def strict():
     """A server with the default policy."""
     target, proc, log = _start()
     yield target, log
-    _stop(proc, log)
+    stop_server_process(proc, log)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +75,7 @@ def trusting(folder):
     target, proc, log = _start("--allow-ops", "Print,PyFunc", "--file-root",
                                os.path.join(folder, "data"), "--allow-reset")
     yield target, log
-    _stop(proc, log)
+    stop_server_process(proc, log)
 
 
 def _run(target: str, build):
