@@ -21,7 +21,7 @@ from zmtf.distributed.channel import Channel
 from zmtf.distributed.trace_clock import STEP_SPAN_NODE, onto_master
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.formats.step_stats_proto import StepStats
-from zmtf.framework.errors import InvalidArgumentError, UnavailableError
+from zmtf.framework.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_to_dict
 from zmtf.runtime.executor import fetched
@@ -48,9 +48,13 @@ def endpoint_of(target: str) -> str:
             return f"tcp://{address}"
     if target.startswith(("inproc://", "ipc://")) and len(target) > 9:
         return target
-    raise InvalidArgumentError(
-        None, None, f"Session target '{target}' is not understood: use '' (local), "
-        f"'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', 'inproc://name' or 'ipc://path'.")
+    forms = ("use '' (local), 'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', "
+             "'inproc://name' or 'ipc://path'.")
+    if target.split("://", 1)[0] in ("zmtf", "grpc", "tcp", "inproc", "ipc"):
+        raise InvalidArgumentError(None, None, f"Session target '{target}' is not understood: {forms}")
+    # TF: no session factory takes a target of another scheme (or none): NotFoundError
+    raise NotFoundError(None, None, f"No session factory registered for the target "
+                        f"'{target}': {forms}")
 
 
 def _writable(value: Any) -> Any:

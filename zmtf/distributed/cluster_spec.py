@@ -3,8 +3,10 @@
 This is TF1's ``tf.train.ClusterSpec``, plus what zmtf needs to turn a cluster into zmq
 endpoints. Pure: it parses and validates, and never opens a socket. An address is either
 TF's "host:port" (which means tcp) or a full zmq endpoint ("tcp://10.0.0.5:2222",
-"ipc:///tmp/ps0", "inproc://ps0"). Unlike TF, which only finds a bad address when the server
-starts, every address is checked here, so the error names the job and task at fault.
+"ipc:///tmp/ps0", "inproc://ps0"). As in TF, a ClusterSpec takes any string as an address
+(a cluster dict may be built before its hosts are known); a server checks every address of
+its cluster when it starts (``check_addresses``), and the error names the task at fault.
+Port 0 asks the server for a free port (TF's "localhost:0").
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from zmtf.formats.cluster_def_proto import ClusterDef
 from zmtf.framework.device_spec import DeviceSpec
+from zmtf.framework.errors import InvalidArgumentError
 
 _JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")  # TF's device-name grammar for jobs
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_][A-Za-z0-9_.-]*)\Z")
@@ -45,6 +48,14 @@ class ClusterSpecTypeError(ValueError, TypeError):
     """A value of the wrong type: a ValueError as zmtf documents, and a TypeError as TF raises."""
 
 
+class AddressError(InvalidArgumentError, ValueError):
+    """An address that is no endpoint: InvalidArgumentError as TF's server raises it when it
+    starts, and a ValueError as zmtf raised it before."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(None, None, message)
+
+
 # ---- addresses ---------------------------------------------------------------------------
 
 
@@ -57,18 +68,20 @@ def _check_host_port(host_port: str, address: str, where: str) -> tuple[str, int
     """Split "host:port", checking the host's characters and the port's range."""
     host, sep, port_text = host_port.rpartition(":")
     if not sep or not host:
-        raise ValueError(f"{_at(where)}address {address!r} is not {_ADDRESS_FORMS}")
+        missing = "port" if not sep else "host"
+        raise AddressError(f"{_at(where)}address {address!r} has no {missing}: write it as "
+                           f"{_ADDRESS_FORMS}")
     if not _HOST.match(host):
-        raise ValueError(
+        raise AddressError(
             f"{_at(where)}host {host!r} in address {address!r} is not a hostname or IP address; "
             "write IPv6 hosts in brackets, as in '[::1]:2222'"
         )
     if host.startswith("["):
         _check_ipv6(host, address, where)
-    if not (port_text.isascii() and port_text.isdigit() and 1 <= int(port_text) <= 65535):
-        raise ValueError(
+    if not (port_text.isascii() and port_text.isdigit() and 0 <= int(port_text) <= 65535):
+        raise AddressError(
             f"{_at(where)}port {port_text!r} in address {address!r} must be an integer "
-            "in 1..65535"
+            "in 1..65535 (or 0: a server picks a free port)"
         )
     return host, int(port_text)
 
@@ -78,29 +91,37 @@ def _check_ipv6(host: str, address: str, where: str) -> None:
     try:
         ipaddress.IPv6Address(host[1:-1])
     except ValueError:
-        raise ValueError(
+        raise AddressError(
             f"{_at(where)}host {host!r} in address {address!r} is not a valid IPv6 address"
         ) from None
 
 
-def _parse_address(address: object, where: str = "") -> str:
-    """Check one task address and return the zmq endpoint it stands for."""
+def _check_address_type(address: object, where: str) -> str:
+    """An address must be a string (bytes are decoded, as TF's as_bytes takes them)."""
+    if isinstance(address, bytes):
+        return address.decode("utf-8", "replace")
     if not isinstance(address, str):
         hint = "; for a sparse job use a dict {task_index: address}" if address is None else ""
         raise ClusterSpecTypeError(
             f"{_at(where)}address {address!r} must be a string, {_ADDRESS_FORMS}{hint}"
         )
+    return address
+
+
+def _parse_address(address: object, where: str = "") -> str:
+    """Check one task address and return the zmq endpoint it stands for."""
+    address = _check_address_type(address, where)
     if address.startswith(_TCP):
         _check_host_port(address[len(_TCP):], address, where)
         return address
     for scheme in _PATH_SCHEMES:
         if address.startswith(scheme):
             if len(address) == len(scheme):
-                raise ValueError(f"{_at(where)}address {address!r} names no {scheme[:-3]} path")
+                raise AddressError(f"{_at(where)}address {address!r} names no {scheme[:-3]} path")
             return address
     if "://" in address:
         scheme = address.split("://", 1)[0]
-        raise ValueError(
+        raise AddressError(
             f"{_at(where)}address {address!r} uses the unsupported scheme {scheme!r}; "
             f"write it as {_ADDRESS_FORMS}"
         )
@@ -111,6 +132,15 @@ def _parse_address(address: object, where: str = "") -> str:
 def endpoint(address: str) -> str:
     """Return the zmq endpoint to connect to: "127.0.0.1:2222" -> "tcp://127.0.0.1:2222"."""
     return _parse_address(address)
+
+
+def bound_address(address: str, bound: str) -> str:
+    """``address`` with the port the server really bound when it asked for port 0, written
+    as the user wrote it ("localhost:0" -> "localhost:40123"); otherwise ``address``."""
+    url = _parse_address(address)
+    if not url.startswith(_TCP) or not url.endswith(":0") or not bound.startswith(_TCP):
+        return address
+    return f"{address[:-2]}:{bound.rpartition(':')[2]}"
 
 
 def _is_bindable_host(host: str) -> bool:
@@ -179,9 +209,25 @@ def _job_tasks(job: str, tasks: object) -> dict[int, str]:
     for index, address in _indexed_tasks(job, tasks):
         if index in result:
             raise ValueError(f"job {job!r}: task index {index} is given twice")
-        _parse_address(address, f"/job:{job}/task:{index}")
-        result[index] = str(address)
+        result[index] = _check_address_type(address, f"/job:{job}/task:{index}")
     return dict(sorted(result.items()))
+
+
+def _same_endpoint_key(address: str) -> str | None:
+    """What two addresses of one endpoint share; None for port 0 (each server picks its own
+    port) and for a malformed address (its server reports it when it starts)."""
+    try:
+        url = endpoint(address)
+    except AddressError:
+        return None
+    return None if url.startswith(_TCP) and url.endswith(":0") else url
+
+
+def check_addresses(cluster: ClusterSpec) -> None:
+    """Check every address of the cluster (a server does, when it starts: TF's rule), so the
+    InvalidArgumentError names the first task whose address is no endpoint."""
+    for job, index, address in cluster.all_tasks():
+        _parse_address(address, f"/job:{job}/task:{index}")
 
 
 def _check_unique_addresses(cluster: Mapping[str, Mapping[int, str]]) -> None:
@@ -190,7 +236,10 @@ def _check_unique_addresses(cluster: Mapping[str, Mapping[int, str]]) -> None:
     for job, tasks in cluster.items():
         for index, address in tasks.items():
             task = f"/job:{job}/task:{index}"
-            first = owners.setdefault(endpoint(address), task)
+            key = _same_endpoint_key(address)
+            if key is None:
+                continue
+            first = owners.setdefault(key, task)
             if first != task:
                 raise ValueError(
                     f"Address {address!r} is used by both {first} and {task}; "
@@ -200,8 +249,6 @@ def _check_unique_addresses(cluster: Mapping[str, Mapping[int, str]]) -> None:
 
 def _normalize(cluster: object) -> dict[str, dict[int, str]]:
     """Turn any accepted cluster form into {job: {task_index: address}}, sorted, validated."""
-    if cluster is None:
-        return {}
     if isinstance(cluster, ClusterSpec):
         return {job: dict(tasks) for job, tasks in cluster._tasks.items()}
     if isinstance(cluster, ClusterDef):
@@ -340,8 +387,15 @@ class ClusterSpec:
     __slots__ = ("_tasks",)
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, cluster: ClusterSpec | ClusterDef | Mapping[str, Any] | None) -> None:
+    def __init__(self, cluster: ClusterSpec | ClusterDef | Mapping[str, Any]) -> None:
         self._tasks: dict[str, dict[int, str]] = _normalize(cluster)
+
+    def with_address(self, job_name: str, task_index: int, address: str) -> ClusterSpec:
+        """A copy in which one task has another address (a server that bound port 0)."""
+        self.task_address(job_name, task_index)   # raises, naming the tasks that exist
+        tasks = {job: dict(addresses) for job, addresses in self._tasks.items()}
+        tasks[job_name][task_index] = address
+        return ClusterSpec(tasks)
 
     @classmethod
     def from_json(cls, text_or_path: str | os.PathLike[str]) -> ClusterSpec:

@@ -29,7 +29,8 @@ from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.distributed import identities, inproc, liveness, operator_log, security, transit
 from zmtf.distributed.bind_policy import check_may_listen, is_local_only
-from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, endpoint
+from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, bound_address, \
+    check_addresses, endpoint
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
@@ -80,6 +81,7 @@ class ServerCore:
                  config: ConfigProto | None = None, context: zmq.Context | None = None,
                  options: ServerOptions | None = None) -> None:
         self.cluster = ClusterSpec(cluster)
+        check_addresses(self.cluster)   # TF's rule: a server checks its cluster's addresses
         self.options = with_environment(options or ServerOptions(), os.environ)
         self._collector: SessionCollector | None = None
         self._clients: ClientSessions | None = None   # sessions by client process (while started)
@@ -169,6 +171,7 @@ class ServerCore:
             if self.metrics is not None:
                 self.metrics.close()
             raise
+        self._take_bound_port(self._listener.endpoint)
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
         self.stats.start(loop)
@@ -199,6 +202,14 @@ class ServerCore:
         if self.keys is None and not is_local_only(self.address):
             log.warning("%s serves %s in plaintext (insecure): anyone who reaches it can run any "
                         "op on this server", self.task, self._listener.endpoint)
+
+    def _take_bound_port(self, bound: str) -> None:
+        """A task address with port 0 asked for a free port: from now on the address (and
+        the cluster this server knows) has the port it got, so its target reports it."""
+        address = bound_address(self.address, bound)
+        if address != self.address:
+            self.address = address
+            self.cluster = self.cluster.with_address(self.job_name, self.task_index, address)
 
     def _listener_settings(self) -> dict[str, Any]:
         """What a listener of this server admits (connections, its budget) and waits for (a
@@ -754,6 +765,7 @@ class Server:
                  config: ConfigProto | None = None, start: bool = True, **settings: Any) -> None:
         options = _server_options(settings)
         if isinstance(server_or_cluster_def, ServerDef):
+            config = server_or_cluster_def.default_session_config if config is None else config
             server_or_cluster_def, job_name, task_index, protocol = _read_server_def(
                 server_or_cluster_def, job_name, task_index, protocol)
         if protocol not in (None, "grpc", "zmtf", "zmq"):
@@ -784,9 +796,11 @@ class Server:
 
     @property
     def server_def(self) -> ServerDef:
-        """This server as a ``tf.train.ServerDef``: its cluster, job, task and protocol."""
+        """This server as a ``tf.train.ServerDef``: its cluster, job, task, protocol and
+        ``default_session_config`` (the config it was made with)."""
         return ServerDef(cluster=self._core.cluster.as_cluster_def(), job_name=self._core.job_name,
-                         task_index=self._core.task_index, protocol="grpc")
+                         task_index=self._core.task_index, protocol="grpc",
+                         default_session_config=self._core.config)
 
     def open_sessions(self) -> list[str]:
         """The sessions open on this server's master (read-only)."""
@@ -823,11 +837,9 @@ class Server:
 
     @staticmethod
     def create_local_server(config: ConfigProto | None = None, start: bool = True) -> Server:
-        """A one-task cluster on a free localhost port."""
-        with zmq.Context() as ctx, ctx.socket(zmq.ROUTER) as probe:
-            port = probe.bind_to_random_port("tcp://127.0.0.1")
-            probe.unbind(f"tcp://127.0.0.1:{port}")
-        return Server({"localhost": [f"127.0.0.1:{port}"]}, "localhost", 0, config=config, start=start)
+        """A one-task cluster on a free localhost port (port 0: the OS picks it when the
+        server binds, so no other process can take it in between)."""
+        return Server({"localhost": ["127.0.0.1:0"]}, "localhost", 0, config=config, start=start)
 
     def __del__(self) -> None:
         if sys.is_finalizing():

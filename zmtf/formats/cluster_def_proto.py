@@ -4,11 +4,14 @@ TF1 script or launcher wrote (``cluster_spec.as_cluster_def().SerializeToString(
 back here and TF reads what zmtf writes.
 
 ServerDef's ``default_session_config`` (a ConfigProto message) and ``cluster_device_filters``
-are not carried: zmtf's ConfigProto is not a protobuf message, so those fields are skipped
-when parsing, as unknown fields are; pass ``config=`` to ``tf.train.Server`` instead.
+are not carried in the bytes: zmtf's ConfigProto is not a protobuf message, so those fields
+are skipped when parsing, as unknown fields are. ``default_session_config`` is a plain
+attribute instead (a ``tf.train.Server`` reports its config there, and takes it from there).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from zmtf.formats.proto_message import Field, Message, RepeatedMessages
 
@@ -39,6 +42,14 @@ class ServerDef(Message):
     task_index: int
     protocol: str
     port: int
+    default_session_config: Any
+
+    def __init__(self, default_session_config: Any = None, **fields: Any) -> None:
+        super().__init__(**fields)
+        if default_session_config is None:
+            from zmtf.formats.config_proto import ConfigProto   # it imports this module
+            default_session_config = ConfigProto()
+        object.__setattr__(self, "default_session_config", default_session_config)
 
 
 __all__ = ["ClusterDef", "JobDef", "ServerDef"]

@@ -39,6 +39,30 @@ class GPUOptions:
 
 
 @dataclass
+class ThreadPoolOptionProto:
+    """One of ``ConfigProto.session_inter_op_thread_pool``: its size (0: one per core) and a
+    ``global_name`` that sessions share it by. Accepted and checked; zmtf runs a session's
+    steps on its inter-op pool whatever pool a run names."""
+
+    num_threads: int = 0
+    global_name: str = ""
+
+    def __post_init__(self) -> None:
+        if int(self.num_threads) < 0:
+            raise ValueError(f"session_inter_op_thread_pool num_threads must be >= 0 (0 means one "
+                             f"per core), got {self.num_threads}")
+
+
+class ThreadPools(list):  # type: ignore[type-arg]
+    """``session_inter_op_thread_pool``: a list with protobuf's ``add(**fields)``."""
+
+    def add(self, **fields: Any) -> ThreadPoolOptionProto:
+        pool = ThreadPoolOptionProto(**fields)
+        self.append(pool)
+        return pool
+
+
+@dataclass
 class OptimizerOptions:
     """TF1's graph-optimizer settings: accepted and recorded; zmtf runs no graph rewrites
     (no constant folding pass, no XLA), so they change nothing."""
@@ -99,8 +123,12 @@ class ConfigProto:
     placement_period: int = 0
     rpc_options: Any = None
     cluster_def: ClusterDef = field(default_factory=ClusterDef)
+    session_inter_op_thread_pool: ThreadPools = field(default_factory=ThreadPools)
 
     def __post_init__(self) -> None:
+        self.session_inter_op_thread_pool = ThreadPools(
+            pool if isinstance(pool, ThreadPoolOptionProto) else ThreadPoolOptionProto(**pool)
+            for pool in self.session_inter_op_thread_pool)
         if not isinstance(self.cluster_def, ClusterDef):
             raise TypeError(f"cluster_def must be a tf.train.ClusterDef (for a ClusterSpec, pass "
                             f"cluster_spec.as_cluster_def()), got {type(self.cluster_def).__name__}")

@@ -134,6 +134,9 @@ def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, in
     cpus = device_count.get("CPU", 1)
     if cpus < 1:
         raise ValueError("device_count['CPU'] must be at least 1: zmtf always needs the host")
-    devices.append(LocalDevice(f"{task_prefix}/device:CPU:0", "CPU", 0,
-                               f"CPU with {default_thread_count()} cores"))
+    # device_count={"CPU": n}: n host devices (TF's way to test multi-device placement on one
+    # machine); they share the host's inter-op pool and memory
+    devices.extend(LocalDevice(f"{task_prefix}/device:CPU:{index}", "CPU", 0,
+                               f"CPU with {default_thread_count()} cores")
+                   for index in range(int(cpus)))
     return devices

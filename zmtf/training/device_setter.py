@@ -12,7 +12,7 @@ the setter only fills in the fields still unset:
             p1 = 2 * s             # /job:worker/device:GPU:1
 
 Pure: it only reads ops and device strings. ``cluster`` is duck-typed (anything with
-``as_dict()``, or a dict) because ``train`` sits below ``distributed`` and cannot import
+``as_dict()``, a ClusterDef's repeated ``job``, or a dict) because ``train`` sits below ``distributed`` and cannot import
 its ClusterSpec.
 """
 
@@ -159,13 +159,20 @@ def _check_task_count(count: object, what: str) -> int:
 
 
 def _cluster_jobs(cluster: object) -> Mapping[Any, Any]:
-    """Get {job: tasks} from a ClusterSpec (anything with as_dict()) or a plain dict."""
+    """Get {job: tasks} from a ClusterSpec (anything with as_dict()), a ClusterDef (anything
+    with repeated ``job`` messages of ``name`` and ``tasks``) or a plain dict."""
     as_dict = getattr(cluster, "as_dict", None)
-    jobs = as_dict() if callable(as_dict) else cluster
+    job_defs = getattr(cluster, "job", None)
+    if callable(as_dict):
+        jobs = as_dict()
+    elif isinstance(job_defs, list):
+        jobs = {job.name: dict(job.tasks) for job in job_defs}
+    else:
+        jobs = cluster
     if not isinstance(jobs, Mapping):
         raise TypeError(
-            "cluster must be a ClusterSpec or a dict mapping job names to lists of addresses, "
-            f"got {type(cluster).__name__}"
+            "cluster must be a ClusterSpec, a ClusterDef or a dict mapping job names to lists "
+            f"of addresses, got {type(cluster).__name__}"
         )
     return jobs
 
@@ -204,7 +211,7 @@ def replica_device_setter(
 ) -> DeviceFunction | None:
     """Return a device function for ``tf.device``: ps ops round-robin over ps tasks (TF1).
 
-    With ``cluster`` (a ClusterSpec or dict) the ps task count comes from its ps job, and
+    With ``cluster`` (a ClusterSpec, ClusterDef or dict) the ps task count comes from its ps job, and
     ``ps_tasks`` is ignored. Returns None, as TF does, when there are no ps tasks.
     """
     if cluster is not None:
