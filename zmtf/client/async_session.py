@@ -20,6 +20,16 @@ def is_local(target: str) -> bool:
     return target in ("", "local")
 
 
+
+def check_containers(containers: Any) -> list[str]:
+    """Session.reset's ``containers``: None (the default container) or a list of names."""
+    if containers is None:
+        return []
+    if isinstance(containers, (str, bytes)) or not all(isinstance(c, str) for c in containers):
+        raise TypeError(f"containers must be a list of container names (str), e.g. ['c0'], "
+                        f"got {containers!r}")
+    return list(containers)
+
 class AsyncSession:
     """A session whose ``run`` is a coroutine; many runs may be in flight at once."""
 
@@ -89,13 +99,15 @@ class AsyncSession:
                                f"use list_devices()")
         return [DeviceAttributes(d.name, d.device_type, d.memory_limit) for d in self._core.devices]
 
-    async def reset(self) -> None:
-        """Clear every variable on the cluster's tasks (TF's Session.reset)."""
+    async def reset(self, containers: list[str] | None = None) -> None:
+        """Clear the named resource containers on the cluster's tasks (the default one, named
+        after each task's job, for none) and close the master's sessions: TF's Session.reset."""
+        names = check_containers(containers)
         if self._remote is not None:
-            await self._remote.reset()
+            await self._remote.reset(names)
         else:
             assert self._core is not None   # a session without a remote core has a local one
-            self._core.resources.clear()
+            self._core.resources.clear_containers(names or [self._core.resources.default_container])
 
     def check_open(self) -> None:
         if self.closed:

@@ -142,6 +142,8 @@ class RemoteSessionCore:
             config = {"log_device_placement": bool(self.config.log_device_placement),
                       "allow_soft_placement": bool(self.config.allow_soft_placement),
                       "device_filters": list(self.config.device_filters)}
+            if self.config.isolate_session_state:   # left out otherwise: older servers refuse it
+                config["isolate_session_state"] = True
             if self.config.cluster_def.job:   # plain data: {job: {"index": address}}
                 config["cluster_def"] = {job.name: {str(i): a for i, a in job.tasks.items()}
                                          for job in self.config.cluster_def.job}
@@ -256,8 +258,12 @@ class RemoteSessionCore:
         reply = await self._chan().call(m.ListDevices(id=0), CONNECT_TIMEOUT)
         return list(reply.devices)
 
-    async def reset(self) -> None:
-        await self._chan().call(m.Reset(id=0, containers=[]), CONNECT_TIMEOUT)
+    async def reset(self, containers: list[str]) -> None:
+        """Clear the named containers on the cluster (the default one for []), within the
+        config's operation_timeout_in_ms when it sets one (TF's deadline for it)."""
+        ms = self.config.operation_timeout_in_ms
+        await self._chan().call(m.Reset(id=0, containers=containers),
+                                ms / 1000.0 if ms > 0 else CONNECT_TIMEOUT)
 
     def list_devices_blocking(self) -> list[dict[str, Any]]:
         return list(self._blocking_chan().call(m.ListDevices(id=0), CONNECT_TIMEOUT).devices)

@@ -103,10 +103,11 @@ class Session:
 
     @staticmethod
     def reset(target: str, containers: Any = None, config: ConfigProto | None = None) -> None:
-        """Clear the variables of every task of the cluster behind ``target``."""
+        """Clear the named resource containers (the default one for None) on every task of
+        the cluster behind ``target``, and close the sessions of its master (TF)."""
         async def reset() -> None:
             async with AsyncSession(target, config=config) as sess:
-                await sess.reset()
+                await sess.reset(containers)
 
         asyncio.run(reset())
 

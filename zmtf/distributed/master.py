@@ -22,7 +22,8 @@ import numpy as np
 
 from zmtf.formats.config_proto import device_matches
 from zmtf.framework.device_spec import DeviceSpec
-from zmtf.framework.errors import FetchNotFoundError, InvalidArgumentError, NotFoundError, OpError
+from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgumentError, \
+    NotFoundError, OpError
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition, recv_name_of
@@ -35,6 +36,9 @@ from zmtf.distributed.operator_log import StepFailures
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.trace_clock import SPAN_THREAD
 from zmtf.distributed.worker import WorkerService, supports
+
+
+RESET_MEMORY = 4096   # reset sessions whose handles are remembered (see MasterService._reset)
 
 
 class MasterService:
@@ -53,6 +57,9 @@ class MasterService:
         self.peer = peer   # the server's: it owns the channels
         self._timeout = default_timeout
         self._sessions: dict[str, MasterSession] = {}
+        #: handles of sessions a Session.reset closed, until their clients close them: their
+        #: requests get AbortedError, as TF's (oldest dropped beyond RESET_MEMORY)
+        self._reset: dict[str, None] = {}
         self.step_ids = itertools.count(random.getrandbits(40) << 16)   # MasterStep takes one
         self._background: set[asyncio.Future] = set()
         self.step_failures = StepFailures(task)   # its interval: the server's peer_log_secs
@@ -76,7 +83,15 @@ class MasterService:
         session.graph = graph_from_dict(graph, arrays)
         session.setups.clear()
 
-    async def close_session(self, handle: str) -> None:
+    async def close_session(self, handle: str, reset: bool = False) -> None:
+        """Forget a session and its partitions everywhere; after a ``reset`` its handle is
+        remembered, so that its client hears AbortedError rather than NotFoundError."""
+        if reset:
+            self._reset[handle] = None
+            while len(self._reset) > RESET_MEMORY:
+                del self._reset[next(iter(self._reset))]
+        else:
+            self._reset.pop(handle, None)
         session = self._sessions.pop(handle, None)
         if session is None:
             return
@@ -101,6 +116,10 @@ class MasterService:
 
     def _session(self, handle: str) -> MasterSession:
         session = self._sessions.get(handle)
+        if session is None and handle in self._reset:
+            raise AbortedError(None, None, f"session '{handle}' was closed by tf.Session.reset on "
+                               f"the master {self.task}; open a new Session (its variables in "
+                               f"the containers reset are uninitialized)")
         if session is None:
             raise NotFoundError(None, None, f"session '{handle}' is not open on the master "
                                 f"{self.task}; it was closed (or collected after no request for the "
@@ -166,7 +185,7 @@ class MasterService:
                              part: TaskPartition) -> None:
         """Register a partition with its task again (the task restarted and lost it)."""
         await self.peer(part.task).register_graph(session.handle, setup.graph_key, part.graph,
-                                                  part.arrays)
+                                                  part.arrays, _isolated(session))
 
     def take_outputs(self, part: TaskPartition, outputs: list[np.ndarray], step_id: int,
                      results: dict[str, np.ndarray], deferred: bool) -> None:
@@ -259,13 +278,20 @@ class MasterService:
     async def _register(self, session: MasterSession, setup: StepSetup) -> None:
         calls = []
         for task, part in setup.parts.items():
+            isolated = _isolated(session)
             if task == self.task:
-                self.worker.register_graph(session.handle, setup.graph_key, part.graph, part.arrays)
+                self.worker.register_graph(session.handle, setup.graph_key, part.graph, part.arrays,
+                                           isolated)
             else:
                 calls.append(self.peer(task).register_graph(session.handle, setup.graph_key,
-                                                            part.graph, part.arrays))
+                                                            part.graph, part.arrays, isolated))
             session.registered.add((task, setup.graph_key))
         await _first_error(calls)
+
+
+def _isolated(session: MasterSession) -> bool:
+    """Whether the session's state is its own on every worker (isolate_session_state)."""
+    return session.config.get("isolate_session_state") is True
 
 
 def _forget(pending: set[asyncio.Future]) -> Callable[[asyncio.Future], None]:

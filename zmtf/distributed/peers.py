@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 CONTROL_TIMEOUT = 30.0   # seconds for RegisterGraph and the like
 CLEANUP_TIMEOUT = 2.0    # CleanupStep is best effort: its target may be the task that died
+#: the first of a Reset's containers when a master passes a reset on: clear, do not pass on
+LOCAL_RESET = "__local__"
 
 
 class Calls(Protocol):
@@ -58,9 +60,10 @@ class WorkerPeer:
 
     # ---- the worker service ---------------------------------------------------------
     async def register_graph(self, session: str, graph_key: str, graph: dict,
-                             arrays: list[np.ndarray]) -> None:
+                             arrays: list[np.ndarray], isolated: bool = False) -> None:
         await self._channel(self.task).call(
-            m.RegisterGraph(session=session, graph_key=graph_key, graph=graph, tensors=arrays),
+            m.RegisterGraph(session=session, graph_key=graph_key, graph=graph, tensors=arrays,
+                            isolated=int(isolated)),
             CONTROL_TIMEOUT)
 
     async def deregister_session(self, session: str) -> None:
@@ -101,9 +104,10 @@ class WorkerPeer:
         reply = await self._channel(self.task).call(m.ListDevices(), timeout)
         return list(reply.devices)
 
-    async def reset_own(self) -> None:
-        """Clear the peer's variables, not asking it to pass it on to the cluster."""
-        await self._channel(self.task).call(m.Reset(containers=["__local__"]), CONTROL_TIMEOUT)
+    async def reset_own(self, containers: list[str]) -> None:
+        """Clear the peer's named containers, not asking it to pass it on to the cluster."""
+        await self._channel(self.task).call(m.Reset(containers=[LOCAL_RESET, *containers]),
+                                            CONTROL_TIMEOUT)
 
 
 _tensors_of = operator.attrgetter("tensors")   # a RunGraphResult's values: the untraced reply

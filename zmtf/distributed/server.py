@@ -34,7 +34,7 @@ from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, bound_addr
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
-from zmtf.distributed.peers import WorkerPeer
+from zmtf.distributed.peers import LOCAL_RESET, WorkerPeer
 from zmtf.distributed.quotas import check_graph_size, inflight_budget
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.trace_clock import STEP_SPAN_NODE, span
@@ -47,8 +47,8 @@ from zmtf.distributed.channel import Channel
 from zmtf.distributed.listener import Listener
 from zmtf.distributed.sockets import RECEIVE_BUFFERS
 from zmtf.distributed.worker import WorkerService
-from zmtf.framework.errors import CancelledError, InvalidArgumentError, PermissionDeniedError, \
-    UnavailableError
+from zmtf.framework.errors import AbortedError, CancelledError, InvalidArgumentError, \
+    PermissionDeniedError, UnavailableError
 from zmtf.framework.log_limits import PeerLogLimiter, clip_list
 from zmtf.placement.op_policy import OpPolicy, allowed_names, check_graph, check_reset
 from zmtf.kernels.cpu.blas import for_server as blas_for_server
@@ -477,17 +477,40 @@ class ServerCore:
         return self.worker.registered_sessions() if self.worker is not None else set()
 
     async def _reset(self, msg: m.Reset) -> m.Ok:
+        """TF's Session.reset: clear the named containers (the default one for none) on every
+        task, and close this master's sessions (their next request: AbortedError)."""
         assert self.worker is not None
-        self.worker.reset()
+        passed_on = msg.containers[:1] == [LOCAL_RESET]
+        containers = msg.containers[1:] if passed_on else list(msg.containers)
+        self.worker.reset(containers)
+        if passed_on:
+            return m.Ok(id=msg.id)
         others = [self.cluster.device_name(j, i) for j, i, _ in self.cluster.all_tasks()]
-        if not msg.containers or msg.containers != ["__local__"]:
-            outcomes = await asyncio.gather(
-                *[self.peer(t).reset_own() for t in others if t != self.task],
-                return_exceptions=True)   # a task that is down has nothing to clear
-            refused = [o for o in outcomes if isinstance(o, PermissionDeniedError)]
-            if refused:
-                raise refused[0]
+        outcomes = await asyncio.gather(
+            *[self.peer(t).reset_own(containers) for t in others if t != self.task],
+            return_exceptions=True)   # a task that is down has nothing to clear
+        refused = [o for o in outcomes if isinstance(o, PermissionDeniedError)]
+        if refused:
+            raise refused[0]
+        await self._close_sessions_for_reset(containers)
         return m.Ok(id=msg.id)
+
+    async def _close_sessions_for_reset(self, containers: list[str]) -> None:
+        """Close every session of this master, as TF's master does on Reset: steps running
+        fail with AbortedError, and so does every later request of those sessions."""
+        assert self.master is not None
+        handles = set(self.master.session_handles())
+        named = ", ".join(containers) if containers else "the default container"
+        reason = f"the session was closed by tf.Session.reset ({named}) on {self.task}; open a new Session"
+        for (session, _), step in list(self._running.items()):
+            if session in handles and not step.settled:
+                step.set_exception(AbortedError(None, None, reason))
+        for handle in handles:
+            for key in [key for key in self._running if key[0] == handle]:
+                del self._running[key]
+            if self._forget_session(handle):
+                self._session_lines.closed(handle)
+            await self.master.close_session(handle, reset=True)
 
     def _list_devices(self, msg: m.ListDevices) -> m.DeviceList:
         """This task's devices first, then the cluster's it knows of (a peer keeps the ones of
@@ -509,7 +532,8 @@ class ServerCore:
     def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
         self._admit_graph("RegisterGraph", msg.graph, msg.tensors)
         assert self.worker is not None
-        self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors)
+        self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors,
+                                   msg.isolated == 1)
         return m.Ok(id=msg.id)
 
     def _deregister_graph(self, msg: m.DeregisterGraph) -> m.Ok:
@@ -681,7 +705,7 @@ class ServerCore:
         self.peer(task).push_tensors(step_id, keys, values)
 
 
-_FLAGS = ("allow_soft_placement", "log_device_placement")
+_FLAGS = ("allow_soft_placement", "log_device_placement", "isolate_session_state")
 
 
 #: client requests that name a session: a client key may name only its own (SessionOwners)
@@ -841,11 +865,24 @@ class Server:
         server binds, so no other process can take it in between)."""
         return Server({"localhost": ["127.0.0.1:0"]}, "localhost", 0, config=config, start=start)
 
+    def _stop_soon(self) -> None:
+        """Stop without waiting for it: the garbage collector may finalize a server on any
+        thread, its own loop thread and inter-op pool threads included, where waiting would
+        wait for itself (the pool's shutdown waits for this very thread: a 30 s stall, then a
+        server left half stopped). The loop thread stops the server, then itself."""
+        loop, self._loop = self._loop, None
+        self._stopped.set()
+        if loop is None:
+            self._core.release_context()
+            return
+        stopping = loop.submit(self._core.stop())
+        stopping.add_done_callback(lambda _: loop.stop())
+
     def __del__(self) -> None:
         if sys.is_finalizing():
             return  # too late to talk to the loop thread; _stop_live_servers ran at exit
         try:
-            self.stop()
+            self._stop_soon()
         except Exception:  # noqa: BLE001
             pass
 

@@ -57,9 +57,10 @@ class StepContext:
     __slots__ = ("base", "resources", "intra_op_threads", "empty", "gpu_empty", "gpu_const_cache",
                  "executor", "step_id", "worker")
 
-    def __init__(self, base: KernelContext, step_id: int, worker: WorkerService) -> None:
+    def __init__(self, base: KernelContext, step_id: int, worker: WorkerService,
+                 resources: ResourceContainer) -> None:
         self.base = base
-        self.resources = base.resources
+        self.resources = resources   # the worker's, or an isolated session's
         self.empty = base.empty
         self.gpu_empty = base.gpu_empty
         self.gpu_const_cache = base.gpu_const_cache
@@ -109,6 +110,7 @@ class _Registered:
 
     graph: Graph
     steps: BoundSteps
+    resources: ResourceContainer   # the worker's, or its session's own (isolate_session_state)
 
 
 class WorkerService:
@@ -120,7 +122,9 @@ class WorkerService:
         self.task_spec = DeviceSpec.from_string(task)
         self.devices = devices
         self.loop = loop
-        self.resources = ResourceContainer()
+        # the default container is named after the job, as TF's: Session.reset(target, [job])
+        self.resources = ResourceContainer(self.task_spec.job or "localhost")
+        self._isolated: dict[str, ResourceContainer] = {}   # session -> its private state
         self.rendezvous = Rendezvous()
         self.executor = Executor(pools)
         self.context = KernelContext(self.resources, intra_op_threads)
@@ -140,12 +144,19 @@ class WorkerService:
         self.budget: MemoryBudget | None = None   # the server's bytes for requests in flight
 
     # ---- graphs --------------------------------------------------------------------
-    def register_graph(self, session: str, graph_key: str, graph: dict, arrays: list) -> None:
+    def register_graph(self, session: str, graph_key: str, graph: dict, arrays: list,
+                       isolated: bool = False) -> None:
+        """Keep a partition to run; an ``isolated`` session's variables, queues and tables
+        live in a container of its own (TF's isolate_session_state), dropped when it closes."""
         # the master placed every node: the worker's plan only adds its host<->GPU copies
         planner = StepPlanner(supports, self.task_spec, allow_soft_placement=True, sticky=False)
+        resources = self.resources
+        if isolated:
+            resources = self._isolated.get(session) or self._isolated.setdefault(
+                session, self.resources.isolated())
         self._graphs[(session, graph_key)] = _Registered(
             graph_from_dict(graph, arrays),
-            BoundSteps(planner, [d.name for d in self.devices], lookup, self.resources))
+            BoundSteps(planner, [d.name for d in self.devices], lookup, resources), resources)
 
     def registered_sessions(self) -> set[str]:
         """The sessions with partitions registered here (read-only: for status and tests)."""
@@ -154,6 +165,9 @@ class WorkerService:
     def deregister_session(self, session: str) -> None:
         for key in [k for k in self._graphs if k[0] == session]:
             del self._graphs[key]
+        private = self._isolated.pop(session, None)
+        if private is not None:
+            private.clear()
 
     # ---- steps -----------------------------------------------------------------------
     def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
@@ -183,7 +197,8 @@ class WorkerService:
         # thread (time spent waiting for a Recv does not count): no thread hop per Recv/Send.
         inline = self._last_compute.get(id(step), 1.0) < INLINE_SECONDS
         budget = self.budget
-        running = self.executor.run(step, values, StepContext(self.context, step_id, self),
+        running = self.executor.run(step, values,
+                                    StepContext(self.context, step_id, self, registered.resources),
                                     inline=inline, trace=trace,
                                     account=None if budget is None else Account(budget))
         ran = running.outcome()
@@ -328,8 +343,9 @@ class WorkerService:
         self._sweep_timer = (self.loop.call_later(max(queue[0][0] - now, 0.1), self._sweep)
                              if queue else None)
 
-    def reset(self) -> None:
-        self.resources.clear()
+    def reset(self, containers: list[str]) -> None:
+        """Clear the named containers (the default one, the job's, for []): TF's reset."""
+        self.resources.clear_containers(containers or [self.resources.default_container])
 
     def release_free_buffers(self) -> None:
         """Give back the big output buffers no step uses now (after sessions were closed)."""

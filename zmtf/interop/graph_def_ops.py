@@ -291,7 +291,7 @@ _add(OpMapping("StridedSlice", "StridedSlice", types={"T": "in0", "Index": "idx"
 _add(OpMapping("Const", "Const", attrs={"dtype": ("type", "dtype", None)}, arity=0))
 _add(OpMapping("VariableV2", "Variable", arity=0, attrs={
     "shape": ("shape", "shape", None), "dtype": ("type", "dtype", None),
-    "container": ("s", None, ""), "shared_name": ("s", None, "")}))
+    "container": ("s", "container", ""), "shared_name": ("s", None, "")}))
 _add(OpMapping("OneHot", "OneHot", types={"TI": "in0"},
                attrs={"axis": ("i", "axis", -1), "T": ("type", "dtype", None)}, operands=(
                    ("depth",) + _scalar_operand("depth")[1:],

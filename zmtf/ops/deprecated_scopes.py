@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -25,11 +26,24 @@ def variable_op_scope(values: Any, name_or_scope: Any, default_name: str | None 
         yield scope
 
 
+_CONTAINER_NAME = re.compile(r"([A-Za-z0-9.][A-Za-z0-9_.\-/]*)?\Z")   # TF's rule
+
+
 @contextmanager
-def container(container_name: str) -> Iterator[None]:
-    """Accepted for TF1 code; zmtf keeps no named containers: every stateful op's resource
-    lives in its session's (or its worker's) one container, and ``tf.Session.reset`` clears
-    that whole container whatever ``containers`` it is given."""
+def container(container_name: str) -> Iterator[str]:
+    """Variables made inside live in the resource container ``container_name`` ("" is the
+    default one, named after the task's job): ``tf.Session.reset(target, [name])`` clears
+    them and leaves the other containers alone. Queues and other shared resources stay in
+    the default container."""
     if not isinstance(container_name, str):
         raise TypeError(f"container_name must be a string, got {type(container_name).__name__}")
-    yield
+    if not _CONTAINER_NAME.match(container_name):
+        raise ValueError(f"container name {container_name!r} is not valid: use letters, digits "
+                         f"and '_', '.', '-', '/' (not first)")
+    graph = get_default_graph()
+    outer = getattr(graph, "_container", "")
+    graph._container = container_name   # type: ignore[attr-defined]  # read by variable_op
+    try:
+        yield container_name
+    finally:
+        graph._container = outer   # type: ignore[attr-defined]

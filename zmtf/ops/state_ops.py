@@ -6,7 +6,7 @@ from typing import Any
 
 from zmtf.framework.dtypes import as_dtype
 from zmtf.framework import dtypes
-from zmtf.framework.graph import Tensor
+from zmtf.framework.graph import Tensor, get_default_graph
 from zmtf.framework.op_def import apply_op, op_def
 from zmtf.ops.constant_op import convert_to_tensor
 from zmtf.framework.tensor_shape import TensorShape
@@ -49,6 +49,9 @@ def _is_init_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
 def variable_op(shape: TensorShape, dtype: Any, name: str) -> Tensor:
     """The raw Variable node; its output is a reference, read through an Identity."""
     attrs = {"shape": shape.dims, "dtype": as_dtype(dtype).name, "var_name": ""}
+    container = getattr(get_default_graph(), "_container", "")   # tf.container's
+    if container:
+        attrs["container"] = container
     op = apply_op("Variable", [], attrs, name=name)
     op.attrs["var_name"] = op.name  # the store key is the node's unique name, as in TF
     return op.outputs[0]

@@ -2,7 +2,12 @@
 tables live between steps.
 
 One container per local session, or per worker (shared by every session on that task, so
-two workers' graphs that name the same ``shared_name`` meet in the same queue on a ps).
+two workers' graphs that name the same ``shared_name`` meet in the same queue on a ps), plus
+one per session that asked for ``isolate_session_state`` (``isolated``).
+
+TF's named containers (``with tf.container("c0")``) live inside it: a variable of container
+"c0" is stored under "c0:<name>" (":" is in no op name), one of the default container (its
+job's name, as in TF) under its plain name; ``clear_containers`` drops the named ones.
 """
 
 from __future__ import annotations
@@ -32,11 +37,16 @@ _KERNEL_MODULES = (dataset_reduce,)
 class ResourceContainer:
     """Variable name -> current value, with a lock per variable for read-modify-write ops."""
 
-    def __init__(self) -> None:
+    def __init__(self, default_container: str = "localhost",
+                 storage_ids: set[int] | None = None) -> None:
         #: variable name -> its stored array; read it freely (VariableRef reads it directly in
         #: every step), change it only through assign/clear, which keep ``holds`` right
         self.values: dict[str, np.ndarray] = {}
-        self._storage_ids: set[int] = set()  # id() of every stored array, see holds()
+        #: the name of the container that ops with container "" use: the task's job (TF)
+        self.default_container = default_container
+        # id() of every stored array, see holds(); shared with the isolated containers made
+        # from this one, so that one check covers every session's variables
+        self._storage_ids: set[int] = set() if storage_ids is None else storage_ids
         self._locks: dict[str, threading.Lock] = {}
         self._mutex = threading.Lock()
         #: shared name -> queue, accumulator or iterator (anything with ``cancel_all(error)``)
@@ -44,15 +54,31 @@ class ResourceContainer:
         #: where this container's kernels may touch files (a server's file_root); kept by clear()
         self.files: FileAccess = UNLIMITED
 
+    def isolated(self) -> ResourceContainer:
+        """An empty container for one session's private state (isolate_session_state), with
+        this one's file policy and default container name."""
+        private = ResourceContainer(self.default_container, self._storage_ids)
+        private.files = self.files
+        return private
+
+    def key(self, container: str, name: str) -> str:
+        """Where a resource ``name`` of ``container`` (an op's attr; "" is the default) is kept."""
+        return name if not container or container == self.default_container else f"{container}:{name}"
+
+    def _container_of(self, key: str) -> str:
+        container, sep, _ = key.partition(":")
+        return container if sep else self.default_container
+
     def read(self, name: str) -> np.ndarray:
         try:
             return self.values[name]
         except KeyError:
+            shown = name.rpartition(":")[2]
             raise FailedPreconditionError(
                 None, None,
-                f"Attempting to use uninitialized value {name}: run "
-                f"sess.run(tf.global_variables_initializer()) (or {name}.initializer) in this "
-                f"session before reading it.", node_name=name) from None
+                f"Attempting to use uninitialized value {shown}: run "
+                f"sess.run(tf.global_variables_initializer()) (or {shown}.initializer) in this "
+                f"session before reading it.", node_name=shown) from None
 
     def assign(self, name: str, value: np.ndarray) -> None:
         old = self.values.get(name)
@@ -172,12 +198,21 @@ class ResourceContainer:
 
     def clear(self) -> None:
         """Drop every value and shared resource (tf.Session.reset); blocked ops are cancelled."""
-        self.cancel_waiters("the resource container was reset (tf.Session.reset); "
-                            "re-create the queues and accumulators by running their ops again")
+        self.clear_containers(None)
+
+    def clear_containers(self, containers: list[str] | None) -> None:
+        """Drop what the named containers hold (all of them for None): TF's
+        ``Session.reset(target, containers)``. Queues, readers, tables and iterators live in
+        the default container; ops blocked on them are cancelled."""
+        names = None if containers is None else set(containers)
+        if names is None or self.default_container in names:
+            self.cancel_waiters("the resource container was reset (tf.Session.reset); "
+                                "re-create the queues and accumulators by running their ops again")
+            with self._mutex:
+                self._shared.clear()
         with self._mutex:
-            self.values.clear()
-            self._storage_ids.clear()
-            self._shared.clear()
+            for key in [k for k in self.values if names is None or self._container_of(k) in names]:
+                self._storage_ids.discard(id(self.values.pop(key)))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

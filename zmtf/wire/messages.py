@@ -140,7 +140,9 @@ class CloseSession(Message):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reset(Message):
-    """Client -> master: clear resource containers (all of them when the list is empty)."""
+    """Client -> master: clear the named resource containers (the default one when the list
+    is empty, as TF) on every task, and close the master's sessions. Master -> worker:
+    ["__local__", *containers], to clear them there only."""
 
     containers: list[str] = field(default_factory=list)
 
@@ -166,6 +168,7 @@ class RegisterGraph(Message):
     graph_key: str
     graph: dict[str, Any]
     tensors: Tensors = field(default_factory=list)
+    isolated: int = 0   # 1: the session keeps its state private (isolate_session_state)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

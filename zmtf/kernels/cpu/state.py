@@ -63,8 +63,11 @@ def _ref(value: Any, node_name: str, index: int = 0) -> VariableRef:
 @register("Variable")
 @register("VariableV2")
 def variable(ctx: Any, inputs: list, attrs: dict) -> list:
-    """Variable(): a VariableRef to ``var_name``; never fails, even when uninitialized."""
-    return [VariableRef(ctx.resources, attrs["var_name"], attrs.get("shape"))]
+    """Variable(): a VariableRef to ``var_name`` in its ``container`` (tf.container); never
+    fails, even when uninitialized."""
+    store = ctx.resources
+    name = store.key(attrs.get("container", ""), attrs["var_name"])
+    return [VariableRef(store, name, attrs.get("shape"))]
 
 
 # its output depends on the store and the node alone: runtime.executor.bind presets it

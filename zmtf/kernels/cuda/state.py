@@ -107,8 +107,10 @@ def adam_kernel(var, m, v, grad, beta1_power, beta2_power, lr, beta1, beta2, eps
 @register("Variable", "GPU", FLOATS)
 @register("VariableV2", "GPU", FLOATS)
 def variable(ctx: Any, inputs: list, attrs: dict) -> list:
-    """Variable(): a VariableRef to ``var_name``; never fails, even when uninitialized."""
-    return [VariableRef(ctx.resources, attrs["var_name"], attrs.get("shape"))]
+    """Variable(): a VariableRef to ``var_name`` in its ``container``; never fails."""
+    store = ctx.resources
+    return [VariableRef(store, store.key(attrs.get("container", ""), attrs["var_name"]),
+                        attrs.get("shape"))]
 
 
 @register("Assign", "GPU", FLOATS)
