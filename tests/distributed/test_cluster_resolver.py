@@ -85,7 +85,7 @@ def test_master_for_chief_and_evaluator(monkeypatch, config, master):
     ("{", ValueError, "TF_CONFIG environment variable is not valid JSON"),
     ("[1]", ValueError, "must be a JSON object"),
     ('{"cluster": {"worker": "h:1"}}', TypeError, "wrap a single address in a list"),
-    ('{"cluster": {"worker": ["h"]}}', ValueError, "/job:worker/task:0"),
+    ('{"cluster": {"worker": [7]}}', TypeError, "/job:worker/task:0: address 7 must be a string"),
 ])
 def test_malformed_tf_config_cluster(monkeypatch, text, error, match):
     monkeypatch.setenv("TF_CONFIG", text)

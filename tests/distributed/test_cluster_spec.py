@@ -7,8 +7,9 @@ import json
 import pytest
 
 from zmtf.distributed.cluster_spec import (
-    ClusterSpec, ClusterSpecTypeError, bind_endpoint, endpoint,
+    AddressError, ClusterSpec, ClusterSpecTypeError, bind_endpoint, check_addresses, endpoint,
 )
+from zmtf.framework.errors import InvalidArgumentError
 
 LOCAL = {
     "ps": ["127.0.0.1:2221", "127.0.0.1:2222"],
@@ -82,7 +83,7 @@ def test_empty_job_and_empty_cluster():
     cluster = ClusterSpec({"ps": []})
     assert cluster.num_tasks("ps") == 0 and cluster.job_tasks("ps") == []
     assert cluster.as_dict() == {"ps": {}}
-    for empty in (ClusterSpec(None), ClusterSpec({})):
+    for empty in (ClusterSpec({}), ClusterSpec(ClusterSpec({}))):
         assert not empty and empty.jobs == [] and empty.all_tasks() == []
         assert repr(empty) == "ClusterSpec({})"
     assert ClusterSpec(LOCAL)
@@ -139,19 +140,6 @@ def test_cluster_accepts_zmq_endpoints_as_given():
     ({"1ps": ["a:1"]}, "Job name '1ps' is not valid; it must start with a letter"),
     ({"ps/0": ["a:1"]}, "Job name 'ps/0' is not valid"),
     ({"ps": ["a:1"], "my-job": ["b:1"]}, "Job name 'my-job' is not valid"),
-    ({"ps": ["machine-a"]}, "/job:ps/task:0: address 'machine-a' is not 'host:port'"),
-    ({"ps": [":2222"]}, "/job:ps/task:0: address ':2222' is not 'host:port'"),
-    ({"ps": ["a:1", "b:0"]}, "/job:ps/task:1: port '0' in address 'b:0' must be an integer in 1..65535"),
-    ({"ps": ["a:65536"]}, "port '65536' in address 'a:65536' must be an integer in 1..65535"),
-    ({"ps": ["a:http"]}, "port 'http' in address 'a:http'"),
-    ({"ps": ["a b:1"]}, "/job:ps/task:0: host 'a b' in address 'a b:1' is not a hostname"),
-    ({"ps": ["::1:2222"]}, "write IPv6 hosts in brackets"),
-    ({"ps": ["[1::2::3]:2222"]}, "host '[1::2::3]' in address '[1::2::3]:2222' is not a valid IPv6"),
-    ({"ps": ["tcp://a:0"]}, "port '0' in address 'tcp://a:0'"),
-    ({"ps": ["tcp://a"]}, "address 'tcp://a' is not 'host:port'"),
-    ({"ps": ["grpc://a:1"]}, "uses the unsupported scheme 'grpc'"),
-    ({"ps": ["ipc://"]}, "address 'ipc://' names no ipc path"),
-    ({"ps": ["inproc://"]}, "address 'inproc://' names no inproc path"),
     ({"ps": ["a:1", "a:1"]}, "Address 'a:1' is used by both /job:ps/task:0 and /job:ps/task:1"),
     ({"ps": ["a:1"], "worker": ["tcp://a:1"]},
      "Address 'tcp://a:1' is used by both /job:ps/task:0 and /job:worker/task:0"),
@@ -164,6 +152,38 @@ def test_malformed_cluster_is_a_value_error_naming_the_job_and_value(cluster, me
     with pytest.raises(ValueError) as info:
         ClusterSpec(cluster)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("cluster,message", [
+    ({"ps": ["machine-a"]}, "/job:ps/task:0: address 'machine-a' has no port"),
+    ({"ps": [":2222"]}, "/job:ps/task:0: address ':2222' has no host"),
+    ({"ps": ["a:65536"]}, "port '65536' in address 'a:65536' must be an integer in 1..65535"),
+    ({"ps": ["a:1", "b:http"]}, "/job:ps/task:1: port 'http' in address 'b:http'"),
+    ({"ps": ["a b:1"]}, "/job:ps/task:0: host 'a b' in address 'a b:1' is not a hostname"),
+    ({"ps": ["::1:2222"]}, "write IPv6 hosts in brackets"),
+    ({"ps": ["[1::2::3]:2222"]}, "host '[1::2::3]' in address '[1::2::3]:2222' is not a valid IPv6"),
+    ({"ps": ["tcp://a"]}, "address 'tcp://a' has no port"),
+    ({"ps": ["grpc://a:1"]}, "uses the unsupported scheme 'grpc'"),
+    ({"ps": ["ipc://"]}, "address 'ipc://' names no ipc path"),
+    ({"ps": ["inproc://"]}, "address 'inproc://' names no inproc path"),
+    ({"job": ["host:port"]}, "/job:job/task:0: port 'port' in address 'host:port'"),
+])
+def test_any_address_string_is_accepted_until_a_server_checks_it(cluster, message):
+    """TF's rule: ClusterSpec takes any string; a server starting on the cluster checks every
+    address (check_addresses), with an InvalidArgumentError naming the task and address."""
+    spec = ClusterSpec(cluster)
+    assert spec and spec.as_dict() == cluster
+    with pytest.raises(AddressError) as info:
+        check_addresses(spec)
+    assert isinstance(info.value, InvalidArgumentError) and isinstance(info.value, ValueError)
+    assert message in str(info.value)
+
+
+def test_port_zero_is_an_address_and_never_a_duplicate():
+    """Port 0 asks the server for a free port: two tasks may both say so."""
+    spec = ClusterSpec({"a": ["localhost:0"], "b": ["localhost:0", "tcp://127.0.0.1:0"]})
+    check_addresses(spec)
+    assert endpoint("localhost:0") == "tcp://localhost:0"
 
 
 @pytest.mark.parametrize("cluster,message", [
@@ -202,8 +222,8 @@ def test_missing_task_names_the_tasks_that_exist():
 
 
 @pytest.mark.parametrize("address,message", [
-    ("nohost", "address 'nohost' is not 'host:port'"),
-    ("a:0", "port '0' in address 'a:0' must be an integer in 1..65535"),
+    ("nohost", "address 'nohost' has no port"),
+    ("a:-1", "port '-1' in address 'a:-1' must be an integer in 1..65535"),
     ("udp://a:1", "unsupported scheme 'udp'"),
 ])
 def test_endpoint_errors_name_the_address(address, message):

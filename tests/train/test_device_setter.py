@@ -111,7 +111,7 @@ def test_ps_job_name_comes_from_ps_device():
     {"cluster": ClusterSpec({"worker": ["w:1"]}), "ps_tasks": 2},
     {"cluster": {"ps": [], "worker": ["w:1"]}},
     {"cluster": ClusterSpec(CLUSTER), "ps_device": ""},
-    {"cluster": ClusterSpec(None)},
+    {"cluster": ClusterSpec({})},
 ])
 def test_no_ps_tasks_gives_no_device_function(kwargs):
     assert replica_device_setter(**kwargs) is None
@@ -208,7 +208,7 @@ def test_round_robin_strategy_ignores_the_op():
     ({"ps_tasks": 2.0}, ValueError, "ps_tasks must be a non-negative integer, got 2.0"),
     ({"ps_tasks": 2, "ps_strategy": 3}, TypeError, "ps_strategy must be callable"),
     ({"ps_tasks": 2, "ps_ops": "Variable"}, TypeError, "ps_ops must be a list of op types"),
-    ({"cluster": ["a:1"]}, TypeError, "cluster must be a ClusterSpec or a dict"),
+    ({"cluster": ["a:1"]}, TypeError, "cluster must be a ClusterSpec, a ClusterDef or a dict"),
     ({"cluster": {"ps": "a:1"}}, TypeError, "cluster job 'ps' must list its tasks"),
     ({"ps_tasks": 2, "ps_device": "/job:ps/foo:1"}, ValueError, "Unknown attribute: 'foo'"),
 ])
