@@ -92,6 +92,7 @@ def resolve(args: argparse.Namespace) -> tuple[ClusterSpec, str, int]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from zmtf.distributed.bind_errors import check_can_listen
+    from zmtf.distributed.cluster_spec import check_addresses
     from zmtf.distributed.liveness import liveness_seconds
     from zmtf.framework.errors import OpError
 
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["ZMTF_LIVENESS_TIMEOUT"] = repr(args.liveness_timeout)
     try:
         cluster, job, task = resolve(args)
+        check_addresses(cluster)   # every task's, as the server will: before the runtime loads
         liveness_seconds()   # a bad bound is refused at start, not at the first call
         check_can_listen(cluster.task_address(job, task), cluster.device_name(job, task))
     except (OpError, ValueError) as error:
