@@ -11,7 +11,7 @@ attribute instead (a ``tf.train.Server`` reports its config there, and takes it 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from zmtf.formats.proto_message import Field, Message, RepeatedMessages
 
@@ -46,10 +46,19 @@ class ServerDef(Message):
 
     def __init__(self, default_session_config: Any = None, **fields: Any) -> None:
         super().__init__(**fields)
-        if default_session_config is None:
-            from zmtf.formats.config_proto import ConfigProto   # it imports this module
-            default_session_config = ConfigProto()
+        if default_session_config is None and _session_configs:
+            default_session_config = _session_configs[0]()
         object.__setattr__(self, "default_session_config", default_session_config)
+
+
+#: what makes the empty ConfigProto of a ServerDef given none: config_proto registers it when
+#: imported (it imports this module, so it cannot be imported from here)
+_session_configs: list[Callable[[], Any]] = []
+
+
+def register_session_config(factory: Callable[[], Any]) -> None:
+    """Called by config_proto with ConfigProto."""
+    _session_configs[:] = [factory]
 
 
 __all__ = ["ClusterDef", "JobDef", "ServerDef"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from zmtf.formats.cluster_def_proto import ClusterDef
+from zmtf.formats.cluster_def_proto import ClusterDef, register_session_config
 from zmtf.formats.step_stats_proto import StepStats
 from zmtf.framework.device_spec import DeviceSpec
 
@@ -142,6 +142,9 @@ class ConfigProto:
         for name in ("inter_op_parallelism_threads", "intra_op_parallelism_threads"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0 (0 means one per core), got {getattr(self, name)}")
+
+
+register_session_config(ConfigProto)   # ServerDef().default_session_config
 
 
 @dataclass
