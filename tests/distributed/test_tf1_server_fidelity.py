@@ -147,6 +147,31 @@ def test_isolate_session_state_keeps_each_sessions_variables_its_own(graph):
         server.stop()
 
 
+def test_close_cancels_a_blocked_step_with_tfs_wording(graph):
+    queue = tf.FIFOQueue(10, [tf.float32])
+    dequeue = queue.dequeue()
+    server = _server()
+    try:
+        sess = tf.Session(server.target)
+        outcome: list[BaseException] = []
+
+        def blocked() -> None:
+            try:
+                sess.run(dequeue)
+            except BaseException as error:  # noqa: BLE001 - what the test looks at
+                outcome.append(error)
+
+        thread = threading.Thread(target=blocked, daemon=True)
+        thread.start()
+        time.sleep(0.3)
+        sess.close()
+        thread.join(10)
+        assert len(outcome) == 1 and isinstance(outcome[0], errors.CancelledError)
+        assert "Session::Close" in str(outcome[0])
+    finally:
+        server.stop()
+
+
 # ---- ClusterSpec and Server addresses --------------------------------------------------------
 
 

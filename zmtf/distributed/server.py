@@ -713,8 +713,8 @@ _NAMING_A_SESSION = frozenset({m.ExtendSession, m.RunStep, m.CloseSession, m.Can
 
 
 def _closed_session() -> CancelledError:
-    return CancelledError(None, None, "Session has been closed: the step was cancelled "
-                          "(tf.Session.close() from another thread)")
+    return CancelledError(None, None, "Session has been closed (Session::Close): the step was "
+                          "cancelled (tf.Session.close() from another thread)")
 
 
 def _check_flags(config: dict[str, Any]) -> None:
