@@ -108,6 +108,16 @@ def test_the_default_container_is_named_after_the_servers_job(graph):
         server1.stop()
 
 
+def test_reset_of_the_in_process_target_resets_and_closes_its_sessions(graph):
+    with tf.container("c0"):
+        in_c0 = tf.Variable(1.0, name="in_c0")
+    sess = tf.Session()
+    sess.run(in_c0.initializer)
+    tf.Session.reset("", ["c0"])
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.run(in_c0)
+
+
 def test_reset_of_a_target_that_is_no_target_is_not_found():
     with pytest.raises(errors.NotFoundError, match="'nonexistent'"):
         tf.Session.reset("nonexistent", ["test0"])

@@ -7,6 +7,7 @@ awaits its Future.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any
 
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
@@ -30,6 +31,23 @@ def check_containers(containers: Any) -> list[str]:
                         f"got {containers!r}")
     return list(containers)
 
+
+#: the in-process sessions not closed yet: Session.reset("") resets and closes them all, as
+#: TF's reset of its direct sessions does
+_local_sessions: weakref.WeakSet[AsyncSession] = weakref.WeakSet()
+
+
+def _reset_local_sessions(containers: list[str]) -> None:
+    """Clear the named containers (the default one, "localhost", for []) of every open
+    in-process session, then close those sessions (their next run: RuntimeError)."""
+    for sess in list(_local_sessions):
+        core = sess.local_core
+        if core is None or sess.closed:
+            continue
+        core.resources.clear_containers(containers or [core.resources.default_container])
+        sess.close_blocking()
+
+
 class AsyncSession:
     """A session whose ``run`` is a coroutine; many runs may be in flight at once."""
 
@@ -41,6 +59,8 @@ class AsyncSession:
                                                                        config or ConfigProto())
         self._core = LocalSessionCore(self._graph, config) if self._remote is None else None
         self.closed = False
+        if self._core is not None:
+            _local_sessions.add(self)
 
     @property
     def graph(self) -> Graph:
@@ -101,13 +121,13 @@ class AsyncSession:
 
     async def reset(self, containers: list[str] | None = None) -> None:
         """Clear the named resource containers on the cluster's tasks (the default one, named
-        after each task's job, for none) and close the master's sessions: TF's Session.reset."""
+        after each task's job, for none) and close the master's sessions: TF's Session.reset.
+        On the in-process target it resets and closes every in-process session."""
         names = check_containers(containers)
         if self._remote is not None:
             await self._remote.reset(names)
         else:
-            assert self._core is not None   # a session without a remote core has a local one
-            self._core.resources.clear_containers(names or [self._core.resources.default_container])
+            _reset_local_sessions(names)
 
     def check_open(self) -> None:
         if self.closed:
