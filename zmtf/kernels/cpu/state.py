@@ -65,8 +65,8 @@ def _ref(value: Any, node_name: str, index: int = 0) -> VariableRef:
 def variable(ctx: Any, inputs: list, attrs: dict) -> list:
     """Variable(): a VariableRef to ``var_name`` in its ``container`` (tf.container); never
     fails, even when uninitialized."""
-    store = ctx.resources
-    name = store.key(attrs.get("container", ""), attrs["var_name"])
+    store, container = ctx.resources, attrs.get("container")
+    name = store.key(container, attrs["var_name"]) if container else attrs["var_name"]
     return [VariableRef(store, name, attrs.get("shape"))]
 
 

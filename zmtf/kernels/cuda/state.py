@@ -108,9 +108,9 @@ def adam_kernel(var, m, v, grad, beta1_power, beta2_power, lr, beta1, beta2, eps
 @register("VariableV2", "GPU", FLOATS)
 def variable(ctx: Any, inputs: list, attrs: dict) -> list:
     """Variable(): a VariableRef to ``var_name`` in its ``container``; never fails."""
-    store = ctx.resources
-    return [VariableRef(store, store.key(attrs.get("container", ""), attrs["var_name"]),
-                        attrs.get("shape"))]
+    store, container = ctx.resources, attrs.get("container")
+    name = store.key(container, attrs["var_name"]) if container else attrs["var_name"]
+    return [VariableRef(store, name, attrs.get("shape"))]
 
 
 @register("Assign", "GPU", FLOATS)
