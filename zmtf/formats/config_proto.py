@@ -105,8 +105,10 @@ class ConfigProto:
     names the cluster a remote session expects: zmtf's master checks it against the cluster
     its server was started with and refuses one that differs (it does not grow its cluster
     for a session, as TF's "dynamic cluster" does); an in-process session ignores it, as
-    TF's does. ``graph_options``, ``isolate_session_state``,
-    ``placement_period`` and ``rpc_options`` are accepted for TF1 scripts and change nothing.
+    TF's does. ``isolate_session_state`` keeps a remote session's variables, queues and
+    tables its own on every worker. ``device_count={"CPU": n}`` gives n CPU devices.
+    ``graph_options``, ``placement_period``, ``rpc_options`` and
+    ``session_inter_op_thread_pool`` (checked) are accepted for TF1 scripts and change nothing.
     """
 
     log_device_placement: bool = False
