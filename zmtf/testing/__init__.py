@@ -24,6 +24,12 @@ from zmtf.distributed.cluster_spec import ClusterSpec
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.graph import fresh_global_graph
 
+try:   # the plugin's hooks; the harness itself works without pytest
+    from pytest import hookimpl as _pytest_hookimpl
+except ImportError:
+    def _pytest_hookimpl(**_: Any) -> Any:
+        return lambda function: function
+
 TRANSPORTS = ("inproc", "tcp", "ipc")
 
 
@@ -197,7 +203,29 @@ async def local_cluster(jobs: dict[str, int], transport: str = "inproc",
 
 
 # ---- pytest plugin ------------------------------------------------------------------------
+#: what pytest-asyncio (0.24 and later) says at start when a project sets no default loop scope
+#: for async fixtures; an unset scope means the fixture's own scope, which is what it keeps
+_UNSET_LOOP_SCOPE = r'The configuration option "asyncio_default_fixture_loop_scope" is unset'
+
+
+def _quiet_unset_loop_scope(config: Any) -> None:
+    """A project that uses only this plugin's fixtures (whose loop scope is set: the test's
+    loop) would see pytest-asyncio's notice at every run. Where the project sets no default
+    itself, the notice is silenced; the behaviour it warns of (an unset scope is each fixture's
+    own) is unchanged, and a project that sets the option decides as before."""
+    try:
+        unset = not config.getini("asyncio_default_fixture_loop_scope")
+    except ValueError:   # pytest-asyncio not installed, or too old to have the option
+        return
+    if unset:
+        import warnings
+
+        warnings.filterwarnings("ignore", message=_UNSET_LOOP_SCOPE)
+
+
+@_pytest_hookimpl(tryfirst=True)   # before pytest-asyncio's, which warns
 def pytest_configure(config: Any) -> None:
+    _quiet_unset_loop_scope(config)
     config.addinivalue_line(
         "markers", "zmtf_cluster(transport='inproc', settings=None, **jobs): shape of the "
         "zmtf_cluster fixture and its servers' settings, e.g. @pytest.mark.zmtf_cluster(ps=1, "
@@ -211,7 +239,7 @@ except ImportError:  # the plugin needs pytest-asyncio; the harness itself does 
 
 if _pytest_asyncio is not None:
 
-    @_pytest_asyncio.fixture
+    @_pytest_asyncio.fixture(loop_scope="function")   # the test's own loop, said out loud
     async def zmtf_cluster(request: Any) -> AsyncIterator[LocalCluster]:
         """A local cluster (default: 1 ps + 2 workers on inproc) for one test, with a fresh
         default graph for the test (the caller's comes back after it): two tests that build
