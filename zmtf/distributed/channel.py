@@ -121,7 +121,7 @@ class Channel:
             loop.add_reader(self._monitor_fd, self._on_monitor)
         sock.connect(endpoint)
         #: how the peer's ROUTER knows this socket (``faults`` tells a task's channels by it)
-        self.routing_id: bytes = sock.getsockopt(zmq.ROUTING_ID)  # type: ignore[assignment]
+        self.routing_id = bytes(sock.getsockopt(zmq.ROUTING_ID))
         self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost, traffic)
         # Is the peer's event loop answering? ZeroMQ's heartbeats come from its I/O thread,
         # so a peer whose loop is stuck still looks connected. While calls wait, every L/2 s
