@@ -1,7 +1,9 @@
 """AsyncSession: ``async with AsyncSession() as sess: await sess.run(y)``.
 
 Kernels never run on the event loop: the step starts on a device pool and the loop only
-awaits its Future.
+awaits its Future. Nor does other work in proportion to a tensor's size: a big feed that
+must be converted is converted on a thread (a big reply is decoded on one, ``reactor``),
+and a burst of runs is admitted in slices (``admission``), so the loop keeps ticking.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ import asyncio
 from typing import Any
 
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
+from zmtf.client.admission import Admission, admission_for
 from zmtf.client.remote_session import RemoteSessionCore
-from zmtf.client.session_core import LocalSessionCore
+from zmtf.client.session_core import (
+    Feeds, LocalSessionCore, contiguous_feeds, convert_feeds, heavy_feeds, resolve_feeds,
+)
 from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import Graph, get_default_graph
 
@@ -30,6 +35,7 @@ class AsyncSession:
         self._remote = None if is_local(target) else RemoteSessionCore(target, self._graph,
                                                                        config or ConfigProto())
         self._core = LocalSessionCore(self._graph, config) if self._remote is None else None
+        self._admission: Admission | None = None   # its loop's (a session lives on one loop)
         self.closed = False
 
     @property
@@ -57,10 +63,17 @@ class AsyncSession:
                   run_metadata: RunMetadata | None = None, timeout: float | None = None) -> Any:
         """Run the fetches; ``timeout`` (seconds) raises DeadlineExceededError."""
         self.check_open()
+        admission = self._admission
+        if admission is None:
+            admission = self._admission = admission_for(asyncio.get_running_loop())
+        turn = admission.admit()
+        if turn is not None:   # one of many submitted at once: its slice comes next turn
+            await turn
+        feeds = await self._feeds(feed_dict) if feed_dict else None
         if self._remote is not None:
-            return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout)
+            return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout, feeds)
         assert self._core is not None   # a session without a remote core has a local one
-        call = self._core.begin(fetches, feed_dict, options, run_metadata)
+        call = self._core.begin(fetches, feed_dict, options, run_metadata, feeds)
         limit = timeout if timeout is not None else call.timeout
         step_future = self._core.start(call, inline=False)
         future = asyncio.wrap_future(step_future)
@@ -76,6 +89,15 @@ class AsyncSession:
             step_future.abort()
             raise
         return self._core.finish(call, values)
+
+    async def _feeds(self, feed_dict: dict) -> Feeds:
+        """The feeds resolved and converted: on a thread when that is long work (a big array
+        of another dtype, a long list), so that the loop does not wait for it."""
+        tensors, values = resolve_feeds(self._graph, feed_dict)
+        if heavy_feeds(tensors, values):
+            loop = asyncio.get_running_loop()
+            return tensors, await loop.run_in_executor(None, contiguous_feeds, tensors, values)
+        return tensors, convert_feeds(tensors, values)
 
     async def list_devices(self) -> list[Any]:
         if self._remote is not None:
