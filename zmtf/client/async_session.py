@@ -69,7 +69,15 @@ class AsyncSession:
         turn = admission.admit()
         if turn is not None:   # one of many submitted at once: its slice comes next turn
             await turn
-        feeds = await self._feeds(feed_dict) if feed_dict else None
+        feeds: Feeds | None = None
+        if feed_dict:   # resolved here; converted on a thread when that is long work
+            tensors, given = resolve_feeds(self._graph, feed_dict)
+            if heavy_feeds(tensors, given):   # (a big array of another dtype, a long list)
+                arrays = await asyncio.get_running_loop().run_in_executor(
+                    None, contiguous_feeds, tensors, given)
+            else:
+                arrays = convert_feeds(tensors, given)
+            feeds = tensors, arrays
         if self._remote is not None:
             return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout, feeds)
         assert self._core is not None   # a session without a remote core has a local one
@@ -89,15 +97,6 @@ class AsyncSession:
             step_future.abort()
             raise
         return self._core.finish(call, values)
-
-    async def _feeds(self, feed_dict: dict) -> Feeds:
-        """The feeds resolved and converted: on a thread when that is long work (a big array
-        of another dtype, a long list), so that the loop does not wait for it."""
-        tensors, values = resolve_feeds(self._graph, feed_dict)
-        if heavy_feeds(tensors, values):
-            loop = asyncio.get_running_loop()
-            return tensors, await loop.run_in_executor(None, contiguous_feeds, tensors, values)
-        return tensors, convert_feeds(tensors, values)
 
     async def list_devices(self) -> list[Any]:
         if self._remote is not None:
