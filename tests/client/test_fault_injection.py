@@ -9,6 +9,7 @@ import time
 import pytest
 
 import zmtf as tf
+from zmtf.distributed import faults
 from zmtf.testing import local_cluster
 
 #: the liveness bound of these clusters (ZMTF_LIVENESS_TIMEOUT), seconds
@@ -157,3 +158,21 @@ async def test_faults_are_bounded_and_name_what_to_fix():
         with pytest.raises(ValueError, match="no task"):
             cluster.pause("ps:0")
         _no_fault_left(cluster)
+
+
+async def test_stopping_the_cluster_ends_its_faults_and_the_table():
+    """Faults left set when the cluster stops end with it: nothing held, no table left in
+    the process (in-process peers are no longer probed)."""
+    x = tf.placeholder(tf.float32, [], name="x")
+    async with local_cluster({"worker": 1}) as cluster:
+        async with tf.AsyncSession(cluster.target("worker", 0)) as sess:
+            assert await sess.run(x * 2.0, {x: 1.0}) == 2.0
+            cluster.pause("worker:0")
+            cluster.delay("worker:0", 1.0)
+            pending = asyncio.ensure_future(sess.run(x * 2.0, {x: 2.0}))
+            await asyncio.sleep(0.05)
+            assert cluster.faults_pending() >= 2   # the rules and the held request
+            pending.cancel()
+    assert cluster.faults_pending() == 0 and not faults.installed()
+    with pytest.raises(RuntimeError, match="not running"):
+        cluster.pause("worker:0")
