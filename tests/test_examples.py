@@ -89,6 +89,15 @@ def test_async_service_answers_concurrent_requests():
     assert "60 requests from 12 concurrent clients" in stdout and "all answers correct" in stdout
 
 
+def test_the_service_test_example_passes_with_faults_injected():
+    # "-p zmtf.testing": this repository's pytest settings leave the plugin to tests/conftest
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p",
+                          "no:cacheprovider", "-p", "zmtf.testing", str(EXAMPLES / "service_test.py")],
+                         capture_output=True, text=True, timeout=180, cwd=EXAMPLES.parent)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 passed" in out.stdout, out.stdout
+
+
 SIMULATED_GPU = {"NUMBA_ENABLE_CUDASIM": "1", "ZMTF_CUDASIM_GPUS": "1"}
 
 

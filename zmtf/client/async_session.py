@@ -1,7 +1,9 @@
 """AsyncSession: ``async with AsyncSession() as sess: await sess.run(y)``.
 
 Kernels never run on the event loop: the step starts on a device pool and the loop only
-awaits its Future.
+awaits its Future. Nor does other work in proportion to a tensor's size: a big feed that
+must be converted is converted on a thread (a big reply is decoded on one, ``reactor``),
+and a burst of runs is admitted in slices (``admission``), so the loop keeps ticking.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import weakref
 from typing import Any
 
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
+from zmtf.client.admission import Admission, admission_for
 from zmtf.client.remote_session import RemoteSessionCore
-from zmtf.client.session_core import LocalSessionCore
+from zmtf.client.session_core import (
+    Feeds, LocalSessionCore, contiguous_feeds, convert_feeds, heavy_feeds, resolve_feeds,
+)
 from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import Graph, get_default_graph
 
@@ -58,6 +63,7 @@ class AsyncSession:
         self._remote = None if is_local(target) else RemoteSessionCore(target, self._graph,
                                                                        config or ConfigProto())
         self._core = LocalSessionCore(self._graph, config) if self._remote is None else None
+        self._admission: Admission | None = None   # its loop's (a session lives on one loop)
         self.closed = False
         if self._core is not None:
             _local_sessions.add(self)
@@ -87,10 +93,25 @@ class AsyncSession:
                   run_metadata: RunMetadata | None = None, timeout: float | None = None) -> Any:
         """Run the fetches; ``timeout`` (seconds) raises DeadlineExceededError."""
         self.check_open()
+        admission = self._admission
+        if admission is None:
+            admission = self._admission = admission_for(asyncio.get_running_loop())
+        turn = admission.admit()
+        if turn is not None:   # one of many submitted at once: its slice comes next turn
+            await turn
+        feeds: Feeds | None = None
+        if feed_dict:   # resolved here; converted on a thread when that is long work
+            tensors, given = resolve_feeds(self._graph, feed_dict)
+            if heavy_feeds(tensors, given):   # (a big array of another dtype, a long list)
+                arrays = await asyncio.get_running_loop().run_in_executor(
+                    None, contiguous_feeds, tensors, given)
+            else:
+                arrays = convert_feeds(tensors, given)
+            feeds = tensors, arrays
         if self._remote is not None:
-            return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout)
+            return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout, feeds)
         assert self._core is not None   # a session without a remote core has a local one
-        call = self._core.begin(fetches, feed_dict, options, run_metadata)
+        call = self._core.begin(fetches, feed_dict, options, run_metadata, feeds)
         limit = timeout if timeout is not None else call.timeout
         step_future = self._core.start(call, inline=False)
         future = asyncio.wrap_future(step_future)

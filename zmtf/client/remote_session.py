@@ -14,7 +14,7 @@ from typing import Any, Callable, Generator
 import numpy as np
 
 from zmtf.client.fetches import FetchPlans
-from zmtf.client.session_core import feed_arrays, make_placement_log_visible
+from zmtf.client.session_core import Feeds, feed_arrays, make_placement_log_visible
 from zmtf.distributed import inproc, security, transit
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.channel import Channel
@@ -158,13 +158,16 @@ class RemoteSessionCore:
         return self._handle
 
     def _run_calls(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
-                   timeout: float | None, run_metadata: RunMetadata | None = None
-                   ) -> Generator[Call | SessionNeeded, Any, Any]:
+                   timeout: float | None, run_metadata: RunMetadata | None = None,
+                   feeds: Feeds | None = None) -> Generator[Call | SessionNeeded, Any, Any]:
         """One run(): the session first if needed, then a RunStep; returns the fetch structure.
         Traced (``options.trace_level`` with a ``run_metadata``), every task's node timings
-        come back into ``run_metadata.step_stats``."""
+        come back into ``run_metadata.step_stats``. ``feeds``: ``feed_dict`` resolved and
+        converted already (AsyncSession does it off its loop when that is long work)."""
         plan = self._fetch_plans.get(fetches)
-        feed_tensors, feed_values = feed_arrays(self.graph, feed_dict) if feed_dict else ([], [])
+        if feeds is None:
+            feeds = feed_arrays(self.graph, feed_dict) if feed_dict else ([], [])
+        feed_tensors, feed_values = feeds
         timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms
         if timeout is not None:
             timeout_ms = int(timeout * 1000)
@@ -211,9 +214,11 @@ class RemoteSessionCore:
             return done.value
 
     async def run(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
-                  run_metadata: RunMetadata | None, timeout: float | None) -> Any:
+                  run_metadata: RunMetadata | None, timeout: float | None,
+                  feeds: Feeds | None = None) -> Any:
         self._chan()
-        return await self._drive(self._run_calls(fetches, feed_dict, options, timeout, run_metadata))
+        return await self._drive(self._run_calls(fetches, feed_dict, options, timeout, run_metadata,
+                                                 feeds))
 
     # ---- driving it from a plain thread (the sync Session) ------------------------------------
     def _blocking_chan(self) -> BlockingChannel:

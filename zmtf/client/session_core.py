@@ -85,9 +85,12 @@ class LocalSessionCore:
 
     # ---- one step ---------------------------------------------------------------
     def begin(self, fetches: Any, feed_dict: dict | None, options: RunOptions | None,
-              run_metadata: RunMetadata | None) -> StepCall:
+              run_metadata: RunMetadata | None, feeds: Feeds | None = None) -> StepCall:
+        """``feeds``: ``feed_dict`` resolved and converted already (AsyncSession, off its loop)."""
         plan = self._fetch_plans.get(fetches)
-        feed_tensors, feed_values = feed_arrays(self.graph, feed_dict) if feed_dict else ([], [])
+        if feeds is None:
+            feeds = feed_arrays(self.graph, feed_dict) if feed_dict else ([], [])
+        feed_tensors, feed_values = feeds
         step = self._bound_step(plan.tensors, feed_tensors, plan.operations)
 
         def rebuild_all(values: list[Any]) -> Any:
@@ -120,8 +123,23 @@ class LocalSessionCore:
             self._pools.shutdown()
 
 
-def feed_arrays(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.ndarray]]:
+#: Resolved feeds: the fed tensors and their values as arrays of the tensors' dtypes.
+Feeds = tuple[list[Tensor], list[np.ndarray]]
+#: a fed array at least this big that must be converted (another dtype, not contiguous) is
+#: converted off the event loop by AsyncSession (``heavy_feeds``): 64 MB took the loop 131 ms
+OFF_LOOP_FEED_BYTES = 1 << 20
+#: ... and so is a list or tuple this long (numpy reads it element by element)
+OFF_LOOP_FEED_ITEMS = 1024
+
+
+def feed_arrays(graph: Graph, feed_dict: dict) -> Feeds:
     """Resolve feed keys (tensors, names, variables) and check each value against its tensor."""
+    tensors, values = resolve_feeds(graph, feed_dict)
+    return tensors, convert_feeds(tensors, values)
+
+
+def resolve_feeds(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[Any]]:
+    """The fed tensors, and the values as given (cheap: no value is read)."""
     tensors, values = [], []
     for key, value in _split_sparse_feeds(feed_dict):
         element = graph.as_graph_element(key, allow_operation=False)
@@ -129,8 +147,35 @@ def feed_arrays(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.nd
             raise FetchNotFoundError(None, None, f"Cannot feed {key!r}: it names an Operation, "
                                      f"not a Tensor; feed one of its outputs such as '{element.name}:0'.")
         tensors.append(element)
-        values.append(_feed_value(element, value))
+        values.append(value)
     return tensors, values
+
+
+def convert_feeds(tensors: list[Tensor], values: list[Any]) -> list[np.ndarray]:
+    """Each value as an array of its tensor's dtype, checked against its static shape (work
+    in proportion to the values' size: ``heavy_feeds`` says when it is worth a thread)."""
+    return [_feed_value(tensor, value) for tensor, value in zip(tensors, values)]
+
+
+def heavy_feeds(tensors: list[Tensor], values: list[Any]) -> bool:
+    """Whether converting (and encoding) these values would hold an event loop for long: a
+    big array of another dtype or not contiguous, or a long list. A big array that is already
+    what the wire sends costs nothing: it is sent from its own memory."""
+    for tensor, value in zip(tensors, values):
+        if isinstance(value, np.ndarray):
+            if value.nbytes >= OFF_LOOP_FEED_BYTES and (
+                    value.dtype != tensor.dtype.np or not value.flags.c_contiguous):
+                return True
+        elif isinstance(value, (list, tuple)) and len(value) >= OFF_LOOP_FEED_ITEMS:
+            return True
+    return False
+
+
+def contiguous_feeds(tensors: list[Tensor], values: list[Any]) -> list[np.ndarray]:
+    """``convert_feeds``, each array contiguous too (encoding then only takes views of it):
+    what AsyncSession runs on a thread for ``heavy_feeds``."""
+    return [np.ascontiguousarray(array) if isinstance(array, np.ndarray) else array
+            for array in convert_feeds(tensors, values)]
 
 
 def _split_sparse_feeds(feed_dict: dict) -> list[tuple[Any, Any]]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import zmq
 
-from zmtf.distributed import liveness, security
+from zmtf.distributed import faults, liveness, security
 from zmtf.distributed.operator_log import connection_changed
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
@@ -120,13 +120,16 @@ class Channel:
             self._monitor_fd = self._monitor.FD
             loop.add_reader(self._monitor_fd, self._on_monitor)
         sock.connect(endpoint)
+        #: how the peer's ROUTER knows this socket (``faults`` tells a task's channels by it)
+        self.routing_id = bytes(sock.getsockopt(zmq.ROUTING_ID))
         self._reactor = Reactor(sock, loop, self._on_frames, self._on_socket_lost, traffic)
         # Is the peer's event loop answering? ZeroMQ's heartbeats come from its I/O thread,
         # so a peer whose loop is stuck still looks connected. While calls wait, every L/2 s
         # without a message from the peer sends a Ping, which its loop answers; none within L:
         # the calls fail (``_check_loop``). Per request: one ``is None``; per message: one add.
         self._heard = 0   # messages received
-        self._probe: Any = None if self.remote else _NEVER_PROBED   # the check's timer
+        # (an in-process peer too while a test harness may pause it: ``faults``)
+        self._probe: Any = None if self.remote or faults.installed() else _NEVER_PROBED
         self._heard_at_check = 0
         self._pinging = False
 

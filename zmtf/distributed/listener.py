@@ -143,6 +143,9 @@ class Listener:
         peer whose connection closed; ``traffic``: what its messages are counted into (its
         server's ``task_stats``); ``meter``: its Prometheus metrics (None: metrics off)."""
         self._handler = handler
+        #: a ``faults.Gate`` while a test harness injects a fault; None otherwise (hot path:
+        #: one attribute check per request and per reply)
+        self.fault: Any = None
         self._meter = meter
         self._refusals = PeerLogLimiter(log, peer_log_secs)   # one line per peer and kind
         self._on_gone = on_gone
@@ -256,7 +259,11 @@ class Listener:
             self._meter.refused(error)
         self._reply(identity, messages.error_reply(message_id, error))
 
-    def _serve(self, identity: bytes, message: Any, sender: identities.Sender | None) -> None:
+    def _serve(self, identity: bytes, message: Any, sender: identities.Sender | None,
+               let_through: bool = False) -> None:
+        if self.fault is not None and not let_through and self.fault.request(
+                identity, message, lambda: self._serve(identity, message, sender, True)):
+            return   # lost, held or delayed by an injected fault (zmtf.testing)
         try:
             result = self._handler(message, sender, identity)
         except Exception as error:  # noqa: BLE001 - becomes the caller's typed error
@@ -293,7 +300,10 @@ class Listener:
                     pass   # the server is stopping: nobody to answer
         self._tasks.pop(done, None)
 
-    def _reply(self, identity: Any, reply: Any) -> None:
+    def _reply(self, identity: Any, reply: Any, let_through: bool = False) -> None:
+        if self.fault is not None and not let_through and self.fault.reply(
+                identity, reply, lambda: self._reply(identity, reply, True)):
+            return   # lost, held or delayed by an injected fault (zmtf.testing)
         if self._prepare_reply is not None:
             reply = self._prepare_reply(reply)
         try:
@@ -306,6 +316,10 @@ class Listener:
             self._reactor.send([[identity, *sends[0]]])
         else:
             self._reactor.send([[identity, *frames] for frames in sends])
+
+    @property
+    def closed(self) -> bool:
+        return self._reactor.closed
 
     def in_flight(self) -> int:
         """Requests being served that have not replied yet (read by metrics)."""

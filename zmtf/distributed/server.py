@@ -27,7 +27,7 @@ from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_from_dict
-from zmtf.distributed import identities, inproc, liveness, operator_log, security, transit
+from zmtf.distributed import faults, identities, inproc, liveness, operator_log, security, transit
 from zmtf.distributed.bind_policy import check_may_listen, is_local_only
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, bound_address, \
     check_addresses, endpoint
@@ -172,6 +172,7 @@ class ServerCore:
                 self.metrics.close()
             raise
         self._take_bound_port(self._listener.endpoint)
+        faults.listening(self._listener, self.address)   # (a test harness's faults)
         # in-process peers and clients would share a variable's memory: copy only then
         self.worker.copy_aliases = bind.startswith("inproc://")
         self.stats.start(loop)
@@ -237,6 +238,7 @@ class ServerCore:
         self._local_listener = Listener(self.context, local, self.handle, loop,
                                         prepare_reply=worker.private_reply,
                                         **self._listener_settings())
+        faults.listening(self._local_listener, self.address)
         inproc.register(local, self.context)
         for name in _tcp_names(self.address, bound):
             inproc.register_alias(name, local)
@@ -691,6 +693,7 @@ class ServerCore:
                               traffic=self.stats.traffic)
             if self.metrics is not None:
                 channel.meter = self.metrics.peer_traffic(task)
+            faults.owned_by(channel.routing_id, self.address)   # (a test harness's faults)
             self._channels[task] = channel
         return channel
 

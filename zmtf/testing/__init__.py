@@ -24,6 +24,12 @@ from zmtf.distributed.cluster_spec import ClusterSpec
 from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.graph import fresh_global_graph
 
+try:   # the plugin's hooks; the harness itself works without pytest
+    from pytest import hookimpl as _pytest_hookimpl
+except ImportError:
+    def _pytest_hookimpl(**_: Any) -> Any:
+        return lambda function: function
+
 TRANSPORTS = ("inproc", "tcp", "ipc")
 
 
@@ -84,6 +90,16 @@ def still_waiting(thread: threading.Thread, seconds: float = 0.1) -> bool:
     return thread.is_alive()
 
 
+def _job_and_index(name: str) -> tuple[str, int]:
+    """("worker", 1) from "worker:1", "worker", "/job:worker/task:1" or
+    "/job:worker/replica:0/task:1"."""
+    if name.startswith("/job:"):
+        fields = dict(part.split(":", 1) for part in name.strip("/").split("/") if ":" in part)
+        return fields.get("job", ""), int(fields.get("task", "0"))
+    job, _, index = name.partition(":")
+    return job, int(index or "0")
+
+
 def cluster_spec_for(jobs: dict[str, int], transport: str = "inproc") -> ClusterSpec:
     """A ClusterSpec with ``jobs[name]`` tasks per job on fresh local addresses."""
     if transport not in TRANSPORTS:
@@ -101,8 +117,34 @@ def cluster_spec_for(jobs: dict[str, int], transport: str = "inproc") -> Cluster
     return ClusterSpec({job: [address(job, i) for i in range(n)] for job, n in jobs.items()})
 
 
+class Fault:
+    """One injected fault: ``undo()`` ends it (again: nothing); as a context manager (``with``
+    or ``async with``), it ends when the block does, however the block ends."""
+
+    def __init__(self, undo: Any) -> None:
+        self._undo = undo
+
+    def undo(self) -> None:
+        undo, self._undo = self._undo, None
+        if undo is not None:
+            undo()
+
+    def __enter__(self) -> Fault:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.undo()
+
+    async def __aenter__(self) -> Fault:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.undo()
+
+
 class LocalCluster:
-    """The tasks of a local cluster; stop and restart them to test faults."""
+    """The tasks of a local cluster; stop and restart them, or inject faults (``pause``,
+    ``partition``, ``delay``, ``drop``), to test what a client meets then."""
 
     def __init__(self, spec: ClusterSpec, config: ConfigProto | None,
                  settings: dict[str, Any] | None = None) -> None:
@@ -111,6 +153,66 @@ class LocalCluster:
         #: ServerOptions fields for every task (the servers' defaults otherwise)
         self._settings = dict(settings or {})
         self.servers: dict[tuple[str, int], Any] = {}  # (job, task) -> ServerCore
+        self._faults: Any = None   # distributed.faults' table while the cluster runs
+
+    # ---- faults (distributed.faults: applied at the servers' listeners) ---------------------
+    def _party(self, task: Any) -> str:
+        """A task as ``faults`` names it (its address), from ("worker", 1), "worker:1",
+        "/job:worker/task:1" or "/job:worker/replica:0/task:1"; "client" is every client."""
+        if task == "client":
+            return "client"
+        job, index = task if isinstance(task, tuple) else _job_and_index(str(task))
+        try:
+            return self.spec.task_address(job, int(index))
+        except (KeyError, IndexError, ValueError):
+            raise ValueError(f"no task {task!r} in this cluster ({self.spec.as_dict()})") from None
+
+    def _table(self) -> Any:
+        if self._faults is None:
+            raise RuntimeError("the cluster is not running: start it before injecting faults")
+        return self._faults
+
+    def pause(self, task: Any) -> Fault:
+        """``task`` stops serving and answering liveness, as under SIGSTOP: messages to and from
+        it are held; its peers' calls fail with UnavailableError within the liveness bound
+        (ZMTF_LIVENESS_TIMEOUT). ``resume`` (or leaving the block): what was held less than the
+        bound goes on, older messages are dropped, as a resumed process drops them."""
+        party = self._party(task)
+        self._table().pause(party)
+        return Fault(lambda: self._faults is not None and self._faults.resume(party))
+
+    def resume(self, task: Any) -> None:
+        self._table().resume(self._party(task))
+
+    def partition(self, a: Any, b: Any = "client") -> Fault:
+        """Messages between ``a`` and ``b`` (two tasks, or a task and the client) are dropped
+        until ``heal``: calls across it fail with UnavailableError within the liveness bound."""
+        pair = self._party(a), self._party(b)
+        self._table().partition(*pair)
+        return Fault(lambda: self._faults is not None and self._faults.heal(*pair))
+
+    def heal(self) -> None:
+        """Every partition of the cluster's tasks is gone."""
+        self._table().heal()
+
+    def delay(self, task: Any, seconds: float) -> Fault:
+        """Every message to or from ``task`` is held ``seconds`` (at most 60) before it goes on."""
+        party = self._party(task)
+        self._table().delay(party, seconds)
+        return Fault(lambda: self._faults is not None and self._faults.undelay(party))
+
+    def drop(self, kind: str, count: int = 1) -> Fault:
+        """The next ``count`` messages of class ``kind`` ("RunStep", "RunGraph", "Ping", a reply
+        such as "RunStepResult") vanish wherever they go; their calls run into their deadline."""
+        self._table().drop(kind, count)
+        return Fault(lambda: self._faults is not None and self._faults.undrop(kind))
+
+    def faults_pending(self) -> int:
+        """Rules set plus messages held or delayed now: 0 once every fault has ended."""
+        table = self._faults
+        if table is None:
+            return 0
+        return table.pending() + (1 if table.active() else 0)
 
     def target(self, job: str, task: int = 0) -> str:
         """The session target of a task's master ("zmtf://127.0.0.1:port", "inproc://...")."""
@@ -118,6 +220,10 @@ class LocalCluster:
         return address if "://" in address else f"zmtf://{address}"
 
     async def start(self) -> None:
+        from zmtf.distributed import faults   # (after conftest configured numba: see start_task)
+
+        if self._faults is None:
+            self._faults = faults.install()
         for job, index, _ in self.spec.all_tasks():
             await self.start_task(job, index)
 
@@ -142,6 +248,11 @@ class LocalCluster:
         await self.start_task(job, task)
 
     async def stop(self) -> None:
+        from zmtf.distributed import faults
+
+        if self._faults is not None:   # held or delayed messages go nowhere now
+            self._faults = None
+            faults.uninstall({address for _, _, address in self.spec.all_tasks()})
         errors = []
         for key in list(self.servers):
             try:
@@ -197,7 +308,29 @@ async def local_cluster(jobs: dict[str, int], transport: str = "inproc",
 
 
 # ---- pytest plugin ------------------------------------------------------------------------
+#: what pytest-asyncio (0.24 and later) says at start when a project sets no default loop scope
+#: for async fixtures; an unset scope means the fixture's own scope, which is what it keeps
+_UNSET_LOOP_SCOPE = r'The configuration option "asyncio_default_fixture_loop_scope" is unset'
+
+
+def _quiet_unset_loop_scope(config: Any) -> None:
+    """A project that uses only this plugin's fixtures (whose loop scope is set: the test's
+    loop) would see pytest-asyncio's notice at every run. Where the project sets no default
+    itself, the notice is silenced; the behaviour it warns of (an unset scope is each fixture's
+    own) is unchanged, and a project that sets the option decides as before."""
+    try:
+        unset = not config.getini("asyncio_default_fixture_loop_scope")
+    except ValueError:   # pytest-asyncio not installed, or too old to have the option
+        return
+    if unset:
+        import warnings
+
+        warnings.filterwarnings("ignore", message=_UNSET_LOOP_SCOPE)
+
+
+@_pytest_hookimpl(tryfirst=True)   # before pytest-asyncio's, which warns
 def pytest_configure(config: Any) -> None:
+    _quiet_unset_loop_scope(config)
     config.addinivalue_line(
         "markers", "zmtf_cluster(transport='inproc', settings=None, **jobs): shape of the "
         "zmtf_cluster fixture and its servers' settings, e.g. @pytest.mark.zmtf_cluster(ps=1, "
@@ -211,7 +344,7 @@ except ImportError:  # the plugin needs pytest-asyncio; the harness itself does 
 
 if _pytest_asyncio is not None:
 
-    @_pytest_asyncio.fixture
+    @_pytest_asyncio.fixture(loop_scope="function")   # the test's own loop, said out loud
     async def zmtf_cluster(request: Any) -> AsyncIterator[LocalCluster]:
         """A local cluster (default: 1 ps + 2 workers on inproc) for one test, with a fresh
         default graph for the test (the caller's comes back after it): two tests that build
