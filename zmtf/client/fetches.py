@@ -39,7 +39,7 @@ def flatten(graph: Graph, fetches: Any) -> tuple[list[Tensor | Operation], Rebui
         if isinstance(item, SparseTensor):   # TF1: a SparseTensorValue of its parts' values
             sparse_parts = [visit(item.indices), visit(item.values), visit(item.dense_shape)]
             return lambda vals: SparseTensorValue(*[b(vals) for b in sparse_parts])
-        element = graph.as_graph_element(item)
+        element = _fetch_element(graph, item)
         key = id(element)
         if key not in position:
             position[key] = len(elements)
@@ -48,6 +48,21 @@ def flatten(graph: Graph, fetches: Any) -> tuple[list[Tensor | Operation], Rebui
         return lambda vals: vals[index]
 
     return elements, visit(fetches)
+
+
+def _fetch_element(graph: Graph, item: Any) -> Tensor | Operation:
+    """The graph element a fetch names, with TF1's error classes: TypeError for a fetch of
+    the wrong type, ValueError for one that is not in this graph."""
+    if isinstance(item, bytes):
+        item = item.decode()
+    try:
+        return graph.as_graph_element(item)
+    except TypeError as exc:
+        raise TypeError(f"Fetch argument {item!r} has invalid type {type(item)}, must be a string "
+                        f"or Tensor. ({exc})") from None
+    except (ValueError, KeyError) as exc:
+        raise ValueError(f"Fetch argument {item!r} cannot be interpreted as a Tensor. "
+                         f"({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -66,6 +81,9 @@ class FetchPlan:
     @staticmethod
     def of(graph: Graph, fetches: Any) -> FetchPlan:
         elements, rebuild = flatten(graph, fetches)
+        if not elements and graph.version == 0:
+            raise RuntimeError("The Session graph is empty.  Add operations to the graph before "
+                               "calling run().")
         tensors = [e for e in elements if isinstance(e, Tensor)]
         operations = [e for e in elements if isinstance(e, Operation)]
         position = {id(t): i for i, t in enumerate(tensors)}

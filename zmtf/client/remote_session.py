@@ -14,14 +14,15 @@ from typing import Any, Callable, Generator
 import numpy as np
 
 from zmtf.client.fetches import FetchPlans
-from zmtf.client.session_core import feed_arrays, make_placement_log_visible
+from zmtf.client.feeds import feed_arrays
+from zmtf.client.session_core import make_placement_log_visible
 from zmtf.distributed import inproc, security, transit
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.channel import Channel
 from zmtf.distributed.trace_clock import STEP_SPAN_NODE, onto_master
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.formats.step_stats_proto import StepStats
-from zmtf.framework.errors import InvalidArgumentError, UnavailableError
+from zmtf.framework.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_to_dict
 from zmtf.runtime.executor import fetched
@@ -48,9 +49,14 @@ def endpoint_of(target: str) -> str:
             return f"tcp://{address}"
     if target.startswith(("inproc://", "ipc://")) and len(target) > 9:
         return target
-    raise InvalidArgumentError(
-        None, None, f"Session target '{target}' is not understood: use '' (local), "
-        f"'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', 'inproc://name' or 'ipc://path'.")
+    forms = ("'' (local), 'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', "
+             "'inproc://name' or 'ipc://path'")
+    if not target.startswith(("zmtf://", "grpc://", "tcp://", "inproc://", "ipc://")):
+        # a scheme no session serves: TF1 finds no session factory for it
+        raise NotFoundError(
+            None, None, f"No session factory registered for the given session options: "
+            f"{{target: {target}}}; a session's target is one of {forms}.")
+    raise InvalidArgumentError(None, None, f"Session target '{target}' is not understood: use {forms}.")
 
 
 def _writable(value: Any) -> Any:

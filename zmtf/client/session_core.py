@@ -12,18 +12,14 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.formats.step_stats_proto import StepStats
+from zmtf.client.feeds import feed_arrays
 from zmtf.client.fetches import FetchPlans, Rebuild
 from zmtf.framework.device_spec import DeviceSpec
-from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
-from zmtf.framework.dtypes import to_string_array
 from zmtf.framework.graph import Graph, Operation, Tensor
-from zmtf.framework.sparse_tensor import SparseTensor, sparse_feed_parts
 from zmtf.placement.plan import StepPlanner
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime import functional  # noqa: F401  (registers the While kernels)
@@ -118,66 +114,6 @@ class LocalSessionCore:
         self.resources.cancel_waiters("Session has been closed.")
         if self._own_pools:
             self._pools.shutdown()
-
-
-def feed_arrays(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.ndarray]]:
-    """Resolve feed keys (tensors, names, variables) and check each value against its tensor."""
-    tensors, values = [], []
-    for key, value in _split_sparse_feeds(feed_dict):
-        element = graph.as_graph_element(key, allow_operation=False)
-        if not isinstance(element, Tensor):
-            raise FetchNotFoundError(None, None, f"Cannot feed {key!r}: it names an Operation, "
-                                     f"not a Tensor; feed one of its outputs such as '{element.name}:0'.")
-        tensors.append(element)
-        values.append(_feed_value(element, value))
-    return tensors, values
-
-
-def _split_sparse_feeds(feed_dict: dict) -> list[tuple[Any, Any]]:
-    """The feeds with each SparseTensor key (a sparse_placeholder) replaced by its three parts."""
-    pairs: list[tuple[Any, Any]] = []
-    for key, value in feed_dict.items():
-        if isinstance(key, SparseTensor):
-            pairs.extend(zip((key.indices, key.values, key.dense_shape), sparse_feed_parts(value, key)))
-        else:
-            pairs.append((key, value))
-    return pairs
-
-
-def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
-    """The fed value as an array of the tensor's dtype, checked against its static shape."""
-    target = tensor.dtype.np
-    if tensor.dtype.is_string:
-        try:
-            array = to_string_array(value)
-        except TypeError as exc:
-            raise FeedMismatchError(
-                None, None, f"Cannot feed {type(value).__name__} for Tensor '{tensor.name}', which "
-                f"has dtype string: {exc}; feed str, bytes or lists/arrays of them.",
-                node_name=tensor.op.name) from None
-        return _checked_shape(tensor, array)
-    array = np.asarray(value)
-    if array.size == 0 and not isinstance(value, np.ndarray):
-        array = array.astype(target)   # [] has no dtype of its own (numpy says float64)
-    if array.dtype != target:
-        if array.dtype == object or not (np.can_cast(array.dtype, target, "same_kind")
-                                         or (array.dtype.kind in "iub" and target.kind in "iuf")):
-            raise FeedMismatchError(
-                None, None,
-                f"Cannot feed value of dtype {array.dtype} for Tensor '{tensor.name}', which has "
-                f"dtype {tensor.dtype.name}: convert the value with np.asarray(value, "
-                f"dtype=np.{tensor.dtype.name}).", node_name=tensor.op.name)
-        array = array.astype(target)
-    return _checked_shape(tensor, array)
-
-
-def _checked_shape(tensor: Tensor, array: np.ndarray) -> np.ndarray:
-    if not tensor.shape.is_compatible_with(array.shape):
-        raise FeedMismatchError(
-            None, None,
-            f"Cannot feed value of shape {array.shape} for Tensor '{tensor.name}', which has "
-            f"shape '{tensor.shape}'", node_name=tensor.op.name)
-    return array
 
 
 def make_placement_log_visible() -> None:

@@ -487,11 +487,15 @@ class Graph:
     # ---- default graph -----------------------------------------------------------
     @contextmanager
     def as_default(self) -> Iterator[Graph]:
-        _stack().append(self)
+        stack = _stack()
+        stack.append(self)
         try:
             yield self
         finally:
-            _stack().pop()
+            if stack and stack[-1] is self:
+                stack.pop()
+            elif self in stack:   # an InteractiveSession's graph entered since, or a test
+                remove_last(stack, self)   # harness that cleared the stack (TF1 allows both)
 
     def __repr__(self) -> str:
         return f"<zmtf.Graph with {len(self._ops)} ops>"
@@ -509,6 +513,20 @@ _global_default_graph: list[Graph] = [Graph()]
 
 def _stack() -> list[Graph]:
     return _state.stack
+
+
+def graph_stack() -> list[Graph]:
+    """This thread's entered graphs, innermost last: an InteractiveSession given a graph
+    keeps it entered until closed, and tf.test.TestCase.setUp clears it (as TF1's do)."""
+    return _state.stack
+
+
+def remove_last(stack: list[Any], item: Any) -> None:
+    """Take the innermost entry that is ``item`` off a stack of defaults, wherever it is."""
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i] is item:
+            del stack[i]
+            return
 
 
 def get_default_graph() -> Graph:
