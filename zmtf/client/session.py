@@ -49,9 +49,10 @@ def _default_session(session: Session) -> Iterator[Session]:
         yield session
     finally:
         if stack:   # a test harness may have emptied it
-            if stack[-1] is not session:
+            innermost = stack[-1] is session
+            remove_last(stack, session)   # left either way: the error is the caller's to fix
+            if not innermost:
                 raise AssertionError(f"Nesting violated for default stack of {type(session)} objects")
-            remove_last(stack, session)
 
 
 def drop_interactive_sessions() -> None:

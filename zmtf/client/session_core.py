@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.formats.step_stats_proto import StepStats
 from zmtf.client.feeds import feed_arrays
 from zmtf.client.fetches import FetchPlans, Rebuild
+from zmtf.client.partition_graphs import local_partitions, partition_graph_defs
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.placement.plan import StepPlanner
@@ -28,6 +30,7 @@ from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_d
 from zmtf.runtime.bound_steps import BoundSteps
 from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, fetched
 from zmtf.runtime.resources import ResourceContainer
+from zmtf.runtime.step_stats import wall_now
 
 placement_log = logging.getLogger("zmtf.placement")
 LOCAL_TASK = DeviceSpec(job="localhost", replica=0, task=0)
@@ -43,6 +46,7 @@ class StepCall:
     trace: list[NodeTrace] | None
     run_metadata: RunMetadata | None
     timeout: float | None
+    partition_graphs: bool = False   # RunOptions.output_partition_graphs, with a run_metadata
 
 
 def _supports(op_type: str, device_type: str, dtype: str | None) -> bool:
@@ -90,18 +94,27 @@ class LocalSessionCore:
             return plan.rebuild([None if i is None else fetched(values[i], self.resources)
                                  for i in plan.picks])
 
-        tracing = options is not None and options.trace_level > 0 and run_metadata is not None
+        tracing = partitions = False
+        if run_metadata is not None:
+            run_metadata.Clear()   # TF1's run() fills it anew, or leaves it empty
+            if options is not None:
+                tracing = options.trace_level > 0
+                partitions = options.output_partition_graphs
         timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms
         return StepCall(step, feed_values, rebuild_all, [] if tracing else None, run_metadata,
-                        timeout_ms / 1000.0 if timeout_ms > 0 else None)
+                        timeout_ms / 1000.0 if timeout_ms > 0 else None, bool(partitions))
 
     def start(self, call: StepCall, *, inline: bool) -> Any:
         return self.executor.run(call.step, call.feed_values, self.context, inline=inline,
                                  trace=call.trace)
 
     def finish(self, call: StepCall, values: list[Any]) -> Any:
-        if call.run_metadata is not None and call.trace is not None:
-            call.run_metadata.step_stats = StepStats(call.trace)
+        if call.run_metadata is not None:
+            if call.trace is not None:
+                call.run_metadata.step_stats = StepStats(_with_bound_nodes(call.step, call.trace))
+            if call.partition_graphs:
+                call.run_metadata.partition_graphs = partition_graph_defs(
+                    self.graph, local_partitions(call.step.plan.nodes))
         return call.rebuild(values)
 
     # ---- plans and feeds ------------------------------------------------------------
@@ -114,6 +127,20 @@ class LocalSessionCore:
         self.resources.cancel_waiters("Session has been closed.")
         if self._own_pools:
             self._pools.shutdown()
+
+
+def _with_bound_nodes(step: BoundStep, trace: list[NodeTrace]) -> list[NodeTrace]:
+    """The trace with the nodes evaluated once when the plan was bound (constants, variable
+    references), which no step runs: TF1's step stats list them, so they are listed at the
+    step's start, taking no time."""
+    ran = {t.node_name for t in trace}
+    start = min((t.start for t in trace), default=wall_now())
+    thread = threading.current_thread().name
+    bound = [NodeTrace(node.name, node.device, start, start, thread)
+             for node, kernel in zip(step.plan.nodes, step.kernels)
+             if node.pending_count == 0 and node.name not in ran
+             and (getattr(kernel, "constant_output", False) or getattr(kernel, "store_output", False))]
+    return bound + trace
 
 
 def make_placement_log_visible() -> None:
