@@ -17,17 +17,17 @@ from zmtf.interop.graph_def_io import display_graph_def
 
 
 def partition_graph_defs(graph: Graph, devices: Iterable[tuple[str, Iterable[dict[str, Any]]]]
-                         ) -> list[GraphDef]:
+                         ) -> list[Any]:
     """GraphDefs of ``devices``: (device, nodes) pairs, each node {"name", "op"} and,
     for a node the runtime added, "inputs" (tensor names)."""
-    written = display_graph_def(graph)
-    by_owner: dict[str, list[NodeDef]] = {}
+    written: Any = display_graph_def(graph)   # the protobuf engine's classes are built at run time
+    by_owner: dict[str, list[Any]] = {}
     for node in written.node:
         owner = node.name if _is_op(graph, node.name) else node.name.rpartition("/")[0]
         by_owner.setdefault(owner, []).append(node)
-    defs = []
+    defs: list[Any] = []
     for device, nodes in devices:
-        graph_def = GraphDef(versions=VersionDef(producer=written.versions.producer))
+        graph_def: Any = GraphDef(versions=VersionDef(producer=written.versions.producer))
         for spec in nodes:
             name, op_type = spec["name"], spec["op"]
             own = by_owner.get(name) if _is_op(graph, name, op_type) else None
@@ -46,8 +46,8 @@ def _is_op(graph: Graph, name: str, op_type: str | None = None) -> bool:
     return op_type is None or op.type == op_type
 
 
-def _bare(name: str, op_type: str, inputs: list[str]) -> NodeDef:
-    node = NodeDef(name=name, op=op_type)
+def _bare(name: str, op_type: str, inputs: list[str]) -> Any:
+    node: Any = NodeDef(name=name, op=op_type)
     node.input.extend(i[:-2] if i.endswith(":0") else i for i in inputs)
     return node
 
