@@ -385,3 +385,20 @@ def test_a_dropped_interactive_session_does_not_break_later_test_cases():
     assert result.wasSuccessful(), result.errors + result.failures
     gc.collect()
     assert tf.get_default_session() is None
+
+
+# ---- the rest of session_test.py ---------------------------------------------------------------
+def test_device_attributes_canonicalize_their_name():
+    from zmtf.client.session import _DeviceAttributes
+
+    attrs = _DeviceAttributes("/job:worker/replica:0/task:3/cpu:1", "TYPE", 1337, 1000000)
+    assert attrs.name == "/job:worker/replica:0/task:3/device:CPU:1"
+    assert (attrs.device_type, attrs.memory_limit_bytes, attrs.incarnation) == ("TYPE", 1337, 1000000)
+    assert repr(attrs).startswith("_DeviceAttributes")
+
+
+def test_infer_shapes_adds_output_shapes_to_the_sessions_graph_def():
+    tf.constant([[1, 2]])
+    assert "_output_shapes" not in tf.Session().graph_def.node[0].attr
+    config = tf.ConfigProto(graph_options=tf.GraphOptions(infer_shapes=True))
+    assert "_output_shapes" in tf.Session(config=config).graph_def.node[0].attr

@@ -12,6 +12,7 @@ from typing import Any
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.remote_session import RemoteSessionCore
 from zmtf.client.session_core import LocalSessionCore
+from zmtf.framework.device_spec import canonical_name
 from zmtf.framework.errors import DeadlineExceededError
 from zmtf.framework.graph import Graph, get_default_graph
 
@@ -27,6 +28,7 @@ class AsyncSession:
                  config: ConfigProto | None = None) -> None:
         self._graph = graph or get_default_graph()
         self.target = target
+        self._infer_shapes = bool(config is not None and config.graph_options.infer_shapes)
         self._remote = None if is_local(target) else RemoteSessionCore(target, self._graph,
                                                                        config or ConfigProto())
         self._core = LocalSessionCore(self._graph, config) if self._remote is None else None
@@ -48,10 +50,11 @@ class AsyncSession:
 
     @property
     def graph_def(self) -> Any:
-        """The session's graph as TF's GraphDef protobuf (``graph.as_graph_def()``), as in TF1."""
+        """The session's graph as TF's GraphDef protobuf (``graph.as_graph_def()``), as in TF1;
+        with each node's ``_output_shapes`` under ``GraphOptions(infer_shapes=True)``."""
         from zmtf.interop import graph_def_io  # noqa: F401  (registers Graph.as_graph_def's exporter)
 
-        return self._graph.as_graph_def()
+        return self._graph.as_graph_def(add_shapes=self._infer_shapes)
 
     async def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
                   run_metadata: RunMetadata | None = None, timeout: float | None = None) -> Any:
@@ -128,15 +131,18 @@ class AsyncSession:
 
 
 class DeviceAttributes:
-    """What Session.list_devices() returns, with TF's attribute names."""
+    """What Session.list_devices() returns, with TF's attribute names (TF1's
+    ``session._DeviceAttributes``: the name canonical, ``/cpu:1`` as ``/device:CPU:1``)."""
 
     __slots__ = ("name", "device_type", "memory_limit_bytes", "incarnation")
 
-    def __init__(self, name: str, device_type: str, memory_limit_bytes: int) -> None:
-        self.name = name
+    def __init__(self, name: str, device_type: str, memory_limit_bytes: int,
+                 incarnation: int = 0) -> None:
+        self.name = canonical_name(name)
         self.device_type = device_type
         self.memory_limit_bytes = memory_limit_bytes
-        self.incarnation = 0
+        self.incarnation = incarnation
 
     def __repr__(self) -> str:
-        return f"DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes})"
+        return (f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes}, "
+                f"{self.incarnation})")

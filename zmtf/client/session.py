@@ -23,6 +23,9 @@ from zmtf.framework.errors import DeadlineExceededError, OpError
 from zmtf.framework.graph import Graph, graph_stack, remove_last, set_default_session_getter
 
 
+_DeviceAttributes = DeviceAttributes   # TF1's name for it (tensorflow.python.client.session)
+
+
 class _DefaultSessionStack(threading.local):
     def __init__(self) -> None:
         self.stack: list[Session] = []
