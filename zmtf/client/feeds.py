@@ -40,6 +40,21 @@ def feed_arrays(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.nd
     return tensors, values
 
 
+def feed_keys(graph: Graph, keys: Any) -> list[Tensor]:
+    """The tensors a list of feed keys names (partial_run_setup's feeds): nests flattened,
+    a SparseTensor or IndexedSlices by its parts."""
+    tensors = []
+    for key in nest.flatten(list(keys)):
+        if isinstance(key, SparseTensor):
+            parts = [key.indices, key.values, key.dense_shape]
+        elif isinstance(key, IndexedSlices):
+            parts = [key.values, key.indices] + ([] if key.dense_shape is None else [key.dense_shape])
+        else:
+            parts = [key]
+        tensors.extend(_feed_tensor(graph, part) for part in parts)
+    return tensors
+
+
 def _feed_tensor(graph: Graph, key: Any) -> Tensor:
     """The tensor a feed key names; anything else is TF1's TypeError."""
     try:

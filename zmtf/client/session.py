@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from zmtf.client.async_session import AsyncSession, DeviceAttributes
 from zmtf.client.callables import OptionsCallable, make_callable
+from zmtf.client.partial_run import PartialRuns
 from zmtf.formats.config_proto import CallableOptions, ConfigProto, RunMetadata, RunOptions
 from zmtf.framework.errors import DeadlineExceededError, OpError
 from zmtf.framework.graph import Graph, graph_stack, remove_last, set_default_session_getter
@@ -103,6 +104,7 @@ class Session:
         self._async = AsyncSession(target or "", graph, config)
         self._remote = self._async.remote_core   # None for a local session
         self._core = self._async.local_core
+        self._partial_runs = PartialRuns(self._async.graph)
 
     @property
     def graph(self) -> Graph:
@@ -146,6 +148,17 @@ class Session:
             if error.op is None and error.node_name:
                 _attach_op(error, self.graph)
             raise
+
+    def partial_run_setup(self, fetches: Any, feeds: Any = None) -> str:
+        """A handle for a step fed and fetched over several partial_run() calls: ``fetches``
+        and ``feeds`` name everything those calls may fetch and feed (each once)."""
+        self._async.check_open()
+        return self._partial_runs.setup(fetches, feeds)
+
+    def partial_run(self, handle: str, fetches: Any, feed_dict: dict | None = None) -> Any:
+        """Feed more of the step of ``handle`` and fetch more of it (see partial_run_setup)."""
+        self._async.check_open()
+        return self._partial_runs.run(handle, fetches, feed_dict, self.run)
 
     def make_callable(self, fetches: Any, feed_list: Any = None,
                       accept_options: bool = False) -> Callable[..., Any]:
