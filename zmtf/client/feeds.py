@@ -43,7 +43,7 @@ def feed_arrays(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.nd
 def feed_keys(graph: Graph, keys: Any) -> list[Tensor]:
     """The tensors a list of feed keys names (partial_run_setup's feeds): nests flattened,
     a SparseTensor or IndexedSlices by its parts."""
-    tensors = []
+    tensors: list[Tensor] = []
     for key in nest.flatten(list(keys)):
         if isinstance(key, SparseTensor):
             parts = [key.indices, key.values, key.dense_shape]
