@@ -402,3 +402,68 @@ def test_infer_shapes_adds_output_shapes_to_the_sessions_graph_def():
     assert "_output_shapes" not in tf.Session().graph_def.node[0].attr
     config = tf.ConfigProto(graph_options=tf.GraphOptions(infer_shapes=True))
     assert "_output_shapes" in tf.Session(config=config).graph_def.node[0].attr
+
+
+class _Squared:
+    def __init__(self, tensor):
+        self.sq = tf.square(tensor)
+
+
+def test_registered_conversion_functions_fetch_and_feed_a_user_type():
+    from zmtf.client import fetches
+    from zmtf.client.session import register_session_run_conversion_functions
+
+    saved = list(fetches.CONVERSIONS)
+    try:
+        register_session_run_conversion_functions(
+            _Squared, lambda obj: ([obj.sq], lambda values: values[0]),
+            lambda obj, value: [(obj.sq, value)], lambda obj: [obj.sq])
+        with pytest.raises(ValueError, match="already been registered"):
+            register_session_run_conversion_functions(_Squared, lambda obj: ([], None))
+        squared = _Squared(np.array([3.0, 4.0]))
+        with tf.Session() as sess:
+            np.testing.assert_allclose(sess.run(squared), [9.0, 16.0])
+            np.testing.assert_allclose(sess.run({"s": [squared]}, {squared: [1.0, 2.0]})["s"][0], [1.0, 2.0])
+            handle = sess.partial_run_setup([squared], [squared])
+            np.testing.assert_allclose(sess.partial_run(handle, squared, {squared: [5.0, 6.0]}), [5.0, 6.0])
+    finally:
+        fetches.CONVERSIONS[:] = saved
+
+
+class _Field:
+    def __init__(self, name):
+        self.name = name
+
+
+class _AttrsPair:
+    """A class as the attrs package makes one: its fields listed in ``__attrs_attrs__``."""
+
+    __attrs_attrs__ = (_Field("first"), _Field("second"))
+
+    def __init__(self, first, second):
+        self.first, self.second = first, second
+
+
+def test_attrs_classes_are_fetched_field_by_field():
+    one, two = tf.constant([1, 2]), tf.constant(3.0)
+    sample = _AttrsPair(_AttrsPair(one, two), {"b": [two]})
+    with tf.Session() as sess:
+        result = sess.run(sample)
+        assert isinstance(result, _AttrsPair) and isinstance(result.first, _AttrsPair)
+        np.testing.assert_array_equal(result.first.first, [1, 2])
+        assert result.second == {"b": [3.0]}
+        assert sess.run(sample, {one: [7, 8]}).first.first.tolist() == [7, 8]
+
+
+def test_tensors_prevented_from_feeding_or_fetching_are_refused():
+    a = tf.constant(1.0)
+    b = a + 1.0
+    graph = tf.get_default_graph()
+    graph.prevent_feeding(a)
+    graph.prevent_fetching(b.op)
+    assert not graph.is_feedable(a) and not graph.is_fetchable(b) and graph.is_fetchable(a)
+    with tf.Session() as sess:
+        with pytest.raises(ValueError, match="may not be fed"):
+            sess.run(a, {a: 2.0})
+        with pytest.raises(ValueError, match="marked as not fetchable"):
+            sess.run(b)

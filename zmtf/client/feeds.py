@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from zmtf.client.fetches import CONVERSIONS
 from zmtf.framework import nest
 from zmtf.framework.dtypes import to_string_array
 from zmtf.framework.errors import FeedMismatchError
@@ -35,6 +36,8 @@ def feed_arrays(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[np.nd
                 f"The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                 f"Python scalars, strings, lists, numpy ndarrays, or TensorHandles. For reference, "
                 f"the tensor object was {value} which was passed to the feed with key {key}.")
+        if graph._unfeedable and element in graph._unfeedable:
+            raise ValueError(f"Tensor {element} may not be fed.")
         tensors.append(element)
         values.append(_feed_value(element, value))
     return tensors, values
@@ -45,7 +48,10 @@ def feed_keys(graph: Graph, keys: Any) -> list[Tensor]:
     a SparseTensor or IndexedSlices by its parts."""
     tensors: list[Tensor] = []
     for key in nest.flatten(list(keys)):
-        if isinstance(key, SparseTensor):
+        converted = _converted(key) if CONVERSIONS else None
+        if converted is not None and converted[3] is not None:
+            parts = list(converted[3](key))
+        elif isinstance(key, SparseTensor):
             parts = [key.indices, key.values, key.dense_shape]
         elif isinstance(key, IndexedSlices):
             parts = [key.values, key.indices] + ([] if key.dense_shape is None else [key.dense_shape])
@@ -92,6 +98,11 @@ def _expanded(feed_dict: dict) -> list[tuple[Any, Any]]:
 
 
 def _expand_one(key: Any, value: Any, pairs: list[tuple[Any, Any]]) -> None:
+    if CONVERSIONS and type(key) is not Tensor:
+        converted = _converted(key)
+        if converted is not None and converted[2] is not None:
+            pairs.extend(converted[2](key, value))
+            return
     if isinstance(key, SparseTensor):
         parts = list(value) if isinstance(value, (tuple, list)) else sparse_feed_parts(value, key)
         pairs.extend(zip((key.indices, key.values, key.dense_shape), parts))
@@ -100,6 +111,14 @@ def _expand_one(key: Any, value: Any, pairs: list[tuple[Any, Any]]) -> None:
         pairs.extend(zip(keys, value))   # an IndexedSlicesValue is a (values, indices, dense_shape) tuple
     else:
         pairs.append((key, value))
+
+
+def _converted(key: Any) -> Any:
+    """The registered conversion of ``key``'s type (register_session_run_conversion_functions)."""
+    for conversion in CONVERSIONS:
+        if isinstance(key, conversion[0]):
+            return conversion
+    return None
 
 
 def _fits(target: np.dtype, value: int | float) -> bool:

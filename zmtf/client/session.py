@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from zmtf.client.async_session import AsyncSession, DeviceAttributes
 from zmtf.client.callables import OptionsCallable, make_callable
+from zmtf.client.fetches import register_session_run_conversion_functions  # noqa: F401  (TF1's home of it)
 from zmtf.client.partial_run import PartialRuns
 from zmtf.formats.config_proto import CallableOptions, ConfigProto, RunMetadata, RunOptions
 from zmtf.framework.errors import DeadlineExceededError, OpError

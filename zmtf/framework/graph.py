@@ -208,6 +208,9 @@ class Graph:
         self._cond_context: Any = None
         #: the innermost tf.while_loop body being built (while_ops.WhileContext), or None
         self._while_context: Any = None
+        #: what Session.run refuses to feed and to fetch (prevent_feeding, prevent_fetching)
+        self._unfeedable: set[Tensor] = set()
+        self._unfetchable: set[Operation] = set()
 
     # ---- ops ------------------------------------------------------------------
     def create_op(
@@ -325,6 +328,21 @@ class Graph:
     @property
     def version(self) -> int:
         return self._version
+
+    def prevent_feeding(self, tensor: Tensor) -> None:
+        """Make Session.run refuse a value fed for ``tensor`` (ValueError)."""
+        self._unfeedable.add(tensor)
+
+    def prevent_fetching(self, op: Operation) -> None:
+        """Make Session.run refuse to fetch ``op`` or its outputs (ValueError)."""
+        self._unfetchable.add(op)
+
+    def is_feedable(self, tensor: Tensor) -> bool:
+        return tensor not in self._unfeedable
+
+    def is_fetchable(self, tensor_or_op: Tensor | Operation) -> bool:
+        op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        return op not in self._unfetchable
 
     def finalize(self) -> None:
         self._finalized = True
