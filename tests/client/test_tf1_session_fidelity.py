@@ -467,3 +467,11 @@ def test_tensors_prevented_from_feeding_or_fetching_are_refused():
             sess.run(a, {a: 2.0})
         with pytest.raises(ValueError, match="marked as not fetchable"):
             sess.run(b)
+
+
+def test_local_devices_have_non_zero_incarnations_for_the_sessions_life():
+    with tf.Session() as sess:
+        first = sess.list_devices()
+        assert "/job:localhost/replica:0/task:0/device:CPU:0" in {d.name for d in first}
+        assert all(d.incarnation != 0 for d in first)
+        assert [d.incarnation for d in sess.list_devices()] == [d.incarnation for d in first]

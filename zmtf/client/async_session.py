@@ -7,6 +7,7 @@ awaits its Future.
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
@@ -28,6 +29,7 @@ class AsyncSession:
                  config: ConfigProto | None = None) -> None:
         self._graph = graph or get_default_graph()
         self.target = target
+        self._incarnations: list[int] | None = None
         self._infer_shapes = bool(config is not None and config.graph_options.infer_shapes)
         self._remote = None if is_local(target) else RemoteSessionCore(target, self._graph,
                                                                        config or ConfigProto())
@@ -90,7 +92,10 @@ class AsyncSession:
         if self._core is None:
             raise RuntimeError(f"a session on {self.target!r} has no local devices; "
                                f"use list_devices()")
-        return [DeviceAttributes(d.name, d.device_type, d.memory_limit) for d in self._core.devices]
+        if self._incarnations is None:   # TF1: a random non-zero number per device made
+            self._incarnations = [random.getrandbits(63) | 1 for _ in self._core.devices]
+        return [DeviceAttributes(d.name, d.device_type, d.memory_limit, incarnation)
+                for d, incarnation in zip(self._core.devices, self._incarnations)]
 
     async def reset(self) -> None:
         """Clear every variable on the cluster's tasks (TF's Session.reset)."""
