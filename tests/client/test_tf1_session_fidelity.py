@@ -475,3 +475,20 @@ def test_local_devices_have_non_zero_incarnations_for_the_sessions_life():
         assert "/job:localhost/replica:0/task:0/device:CPU:0" in {d.name for d in first}
         assert all(d.incarnation != 0 for d in first)
         assert [d.incarnation for d in sess.list_devices()] == [d.incarnation for d in first]
+
+
+def test_callables_feeds_and_fetch_errors_behave_the_same_through_a_server():
+    ph = tf.placeholder(tf.float32, shape=[])
+    pair = (tf.placeholder(tf.float32, shape=[]), (tf.placeholder(tf.float32, shape=[]),))
+    total = ph + pair[0] + pair[1][0]
+    server = tf.train.Server.create_local_server()
+    with tf.Session(server.target) as sess:
+        run = sess.make_callable({"t": [total]}, [ph, pair[0], pair[1][0]])
+        assert run(1.0, 2.0, 3.0) == {"t": [6.0]}
+        assert sess.run(total, {ph: 1.0, pair: (10.0, (100.0,))}) == 111.0
+        with pytest.raises(ValueError, match="cannot be interpreted as a Tensor"):
+            sess.run("nope:0")
+        count = tf.placeholder(tf.int32, shape=[])
+        with pytest.raises(TypeError, match="is not compatible with Tensor type"):
+            sess.run(count, {count: 2**63 - 1})
+        assert sess.run(total, {ph: 2**64, pair: (1, (True,))}) == 2.0**64   # exact in float32

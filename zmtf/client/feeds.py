@@ -146,11 +146,13 @@ def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
                 f"has dtype string: {exc}; feed str, bytes or lists/arrays of them.",
                 node_name=tensor.op.name) from None
         return _checked_shape(tensor, array)
-    if isinstance(value, int) and not _fits(target, value):
-        raise TypeError(
-            f"Type of feed value {value} with type {type(value)} is not compatible with Tensor type "
-            f"{target.type} of '{tensor.name}'. Try explicitly setting the type of the feed "
-            f"tensor to a larger type (e.g. int64).")
+    if isinstance(value, int):
+        if not _fits(target, value):
+            raise TypeError(
+                f"Type of feed value {value} with type {type(value)} is not compatible with Tensor "
+                f"type {target.type} of '{tensor.name}'. Try explicitly setting the type of the "
+                f"feed tensor to a larger type (e.g. int64).")
+        return _checked_shape(tensor, np.asarray(value, dtype=target))
     array = np.asarray(value)
     if array.size == 0 and not isinstance(value, np.ndarray):
         array = array.astype(target)   # [] has no dtype of its own (numpy says float64)
@@ -162,7 +164,8 @@ def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
                 f"Cannot feed value of dtype {array.dtype} for Tensor '{tensor.name}', which has "
                 f"dtype {tensor.dtype.name}: convert the value with np.asarray(value, "
                 f"dtype=np.{tensor.dtype.name}).", node_name=tensor.op.name)
-        if array.dtype.kind in "iu" and target.kind in "iu" and array.size:
+        if (array.dtype.kind in "iu" and target.kind in "iu" and array.size
+                and not np.can_cast(array.dtype, target, "safe")):
             _check_int_range(tensor, array, target)
         array = array.astype(target)
     return _checked_shape(tensor, array)
