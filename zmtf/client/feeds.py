@@ -84,7 +84,7 @@ def _expanded(feed_dict: dict) -> list[tuple[Any, Any]]:
     SparseTensor or IndexedSlices key replaced by its parts."""
     pairs: list[tuple[Any, Any]] = []
     for key, value in feed_dict.items():
-        if type(key) is tuple or isinstance(key, tuple):
+        if isinstance(key, tuple):
             flat_keys, flat_values = nest.flatten(key), nest.flatten(value)
             if len(flat_keys) != len(flat_values):
                 raise ValueError(
