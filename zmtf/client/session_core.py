@@ -111,7 +111,7 @@ class LocalSessionCore:
     def finish(self, call: StepCall, values: list[Any]) -> Any:
         if call.run_metadata is not None:
             if call.trace is not None:
-                call.run_metadata.step_stats = StepStats(_with_bound_nodes(call.step, call.trace))
+                call.run_metadata.step_stats = StepStats(call.trace, _bound_nodes(call.step, call.trace))
             if call.partition_graphs:
                 call.run_metadata.partition_graphs = partition_graph_defs(
                     self.graph, local_partitions(call.step.plan.nodes))
@@ -129,10 +129,9 @@ class LocalSessionCore:
             self._pools.shutdown()
 
 
-def _with_bound_nodes(step: BoundStep, trace: list[NodeTrace]) -> list[NodeTrace]:
-    """The trace with the nodes evaluated once when the plan was bound (constants, variable
-    references), which no step runs: TF1's step stats list them, so they are listed at the
-    step's start, taking no time."""
+def _bound_nodes(step: BoundStep, trace: list[NodeTrace]) -> list[NodeTrace]:
+    """The nodes evaluated once when the plan was bound (constants, variable references),
+    which no step runs, at the step's start, taking no time: TF1's dev_stats list them."""
     ran = {t.node_name for t in trace}
     start = min((t.start for t in trace), default=wall_now())
     thread = threading.current_thread().name
@@ -140,7 +139,7 @@ def _with_bound_nodes(step: BoundStep, trace: list[NodeTrace]) -> list[NodeTrace
              for node, kernel in zip(step.plan.nodes, step.kernels)
              if node.pending_count == 0 and node.name not in ran
              and (getattr(kernel, "constant_output", False) or getattr(kernel, "store_output", False))]
-    return bound + trace
+    return bound
 
 
 def make_placement_log_visible() -> None:

@@ -143,7 +143,7 @@ class RunMetadata:
     def HasField(self, name: str) -> bool:  # noqa: N802 - protobuf's name
         """Whether the singular field ``name`` holds something (protobuf's HasField)."""
         if name == "step_stats":
-            return len(self.step_stats) > 0
+            return len(self.step_stats) > 0 or bool(getattr(self.step_stats, "bound", None))
         if name == "cost_graph":
             return self.cost_graph is not None
         raise ValueError(f'Protocol message RunMetadata has no singular "{name}" field.')
