@@ -205,6 +205,8 @@ def test_bad_feed_keys_and_values_are_type_errors():
             out.eval(feed_dict={ph: value})
         with pytest.raises(TypeError, match="cannot be a tf.Tensor object"):
             out.op.run(feed_dict={ph: value})
+        with pytest.raises(TypeError, match="input must be a dictionary"):
+            sess.run(out, feed_dict=[(ph, 1.0)])
         words = tf.placeholder(tf.string)
         with pytest.raises(TypeError, match="Type of feed value 1 with type <class 'int'> is not"):
             sess.run(words, feed_dict={words: 1})

@@ -10,6 +10,7 @@ is a ``tf.Tensor`` are TypeErrors; so is a Python number that the tensor's dtype
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -83,6 +84,9 @@ def _expanded(feed_dict: dict) -> list[tuple[Any, Any]]:
     """(key, value) pairs with nested tuple keys flattened against their values and each
     SparseTensor or IndexedSlices key replaced by its parts."""
     pairs: list[tuple[Any, Any]] = []
+    if not isinstance(feed_dict, Mapping):
+        raise TypeError(f"input must be a dictionary: feed_dict is a {type(feed_dict).__name__}; pass "
+                        f"{{tensor: value}}")
     for key, value in feed_dict.items():
         if isinstance(key, tuple):
             flat_keys, flat_values = nest.flatten(key), nest.flatten(value)
