@@ -494,3 +494,17 @@ def test_callables_feeds_and_fetch_errors_behave_the_same_through_a_server():
         with pytest.raises(TypeError, match="is not compatible with Tensor type"):
             sess.run(count, {count: 2**63 - 1})
         assert sess.run(total, {ph: 2**64, pair: (1, (True,))}) == 2.0**64   # exact in float32
+
+
+def test_async_session_errors_carry_their_op_too():
+    import asyncio
+
+    ph = tf.placeholder(tf.float32, name="wanted")
+
+    async def run():
+        async with tf.AsyncSession() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                await asyncio.wait_for(sess.run(ph * 2.0), 30)
+        return info.value
+
+    assert asyncio.run(run()).op is ph.op

@@ -14,12 +14,23 @@ from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.remote_session import RemoteSessionCore
 from zmtf.client.session_core import LocalSessionCore
 from zmtf.framework.device_spec import canonical_name
-from zmtf.framework.errors import DeadlineExceededError
+from zmtf.framework.errors import DeadlineExceededError, OpError
 from zmtf.framework.graph import Graph, get_default_graph
 
 
 def is_local(target: str) -> bool:
     return target in ("", "local")
+
+
+def attach_op(error: OpError, graph: Graph) -> None:
+    """Give an error that names a node its ``op`` and ``node_def``, as TF1's session does."""
+    try:
+        op = graph.get_operation_by_name(error.node_name or "")
+    except (KeyError, ValueError):
+        return   # a node the master or a worker added (a _Send, a copy)
+    error.op = op
+    if error.node_def is None:
+        error.node_def = op.node_def
 
 
 class AsyncSession:
@@ -62,25 +73,30 @@ class AsyncSession:
                   run_metadata: RunMetadata | None = None, timeout: float | None = None) -> Any:
         """Run the fetches; ``timeout`` (seconds) raises DeadlineExceededError."""
         self.check_open()
-        if self._remote is not None:
-            return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout)
-        assert self._core is not None   # a session without a remote core has a local one
-        call = self._core.begin(fetches, feed_dict, options, run_metadata)
-        limit = timeout if timeout is not None else call.timeout
-        step_future = self._core.start(call, inline=False)
-        future = asyncio.wrap_future(step_future)
         try:
-            values = await asyncio.wait_for(future, limit) if limit else await future
-        except asyncio.TimeoutError:
-            error = DeadlineExceededError(
-                None, None, f"run() did not finish within {limit:.3f} s; the step was aborted "
-                f"(raise the timeout, or look for a slow or blocked node)")
-            step_future.abort(error)
-            raise error from None
-        except asyncio.CancelledError:
-            step_future.abort()
+            if self._remote is not None:
+                return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout)
+            assert self._core is not None   # a session without a remote core has a local one
+            call = self._core.begin(fetches, feed_dict, options, run_metadata)
+            limit = timeout if timeout is not None else call.timeout
+            step_future = self._core.start(call, inline=False)
+            future = asyncio.wrap_future(step_future)
+            try:
+                values = await asyncio.wait_for(future, limit) if limit else await future
+            except asyncio.TimeoutError:
+                error = DeadlineExceededError(
+                    None, None, f"run() did not finish within {limit:.3f} s; the step was aborted "
+                    f"(raise the timeout, or look for a slow or blocked node)")
+                step_future.abort(error)
+                raise error from None
+            except asyncio.CancelledError:
+                step_future.abort()
+                raise
+            return self._core.finish(call, values)
+        except OpError as error:
+            if error.op is None and error.node_name:
+                attach_op(error, self._graph)
             raise
-        return self._core.finish(call, values)
 
     async def list_devices(self) -> list[Any]:
         if self._remote is not None:

@@ -16,7 +16,7 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from zmtf.client.async_session import AsyncSession, DeviceAttributes
+from zmtf.client.async_session import AsyncSession, DeviceAttributes, attach_op
 from zmtf.client.callables import OptionsCallable, make_callable
 from zmtf.client.fetches import register_session_run_conversion_functions  # noqa: F401  (TF1's home of it)
 from zmtf.client.partial_run import PartialRuns
@@ -65,17 +65,6 @@ def drop_interactive_sessions() -> None:
     tf.test.TestCase.setUp); closed when collected, like any session nobody holds."""
     _default_sessions.stack[:] = [s for s in _default_sessions.stack
                                   if not isinstance(s, InteractiveSession)]
-
-
-def _attach_op(error: OpError, graph: Graph) -> None:
-    """Give an error that names a node its ``op`` and ``node_def``, as TF1's session does."""
-    try:
-        op = graph.get_operation_by_name(error.node_name or "")
-    except (KeyError, ValueError):
-        return   # a node the master or a worker added (a _Send, a copy)
-    error.op = op
-    if error.node_def is None:
-        error.node_def = op.node_def
 
 
 def _refuse_inside_running_loop() -> None:
@@ -147,7 +136,7 @@ class Session:
             return self._core.finish(call, values)
         except OpError as error:
             if error.op is None and error.node_name:
-                _attach_op(error, self.graph)
+                attach_op(error, self.graph)
             raise
 
     def partial_run_setup(self, fetches: Any, feeds: Any = None) -> str:
