@@ -88,7 +88,7 @@ def test_header_layout_is_the_documented_spec():
     assert msgpack.unpackb(frames[0]) == {
         "v": 2, "kind": "RunStep", "id": 3,
         "body": {"session": "s", "feeds": ["x:0"], "fetches": [], "targets": [], "timeout_ms": 0,
-                 "trace_level": 0, "sent_us": 0},
+                 "trace_level": 0, "sent_us": 0, "partition_graphs": 0},
         "tensors": [{"dtype": "<f4", "shape": [3, 4], "parts": 1}],
     }
     assert np.shares_memory(np.frombuffer(frames[1], np.uint8), F32)
@@ -201,7 +201,7 @@ def header(**changes):
 DROP = object()
 F32_DESC = {"dtype": "<f4", "shape": [3, 4], "parts": 1}
 RUN_BODY = {"session": "s", "feeds": [], "fetches": [], "targets": [], "timeout_ms": 0,
-            "trace_level": 0, "sent_us": 0}
+            "trace_level": 0, "sent_us": 0, "partition_graphs": 0}
 
 MALFORMED = [
     ("not-a-list", b"\x80", r"non-empty list of frames"),

@@ -9,16 +9,17 @@ and a burst of runs is admitted in slices (``admission``), so the loop keeps tic
 from __future__ import annotations
 
 import asyncio
+import random
 import weakref
 from typing import Any
 
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.client.admission import Admission, admission_for
 from zmtf.client.remote_session import RemoteSessionCore
-from zmtf.client.session_core import (
-    Feeds, LocalSessionCore, contiguous_feeds, convert_feeds, heavy_feeds, resolve_feeds,
-)
-from zmtf.framework.errors import DeadlineExceededError
+from zmtf.client.feeds import Feeds, contiguous_feeds, convert_feeds, heavy_feeds, resolve_feeds
+from zmtf.client.session_core import LocalSessionCore
+from zmtf.framework.device_spec import canonical_name
+from zmtf.framework.errors import DeadlineExceededError, OpError
 from zmtf.framework.graph import Graph, get_default_graph
 
 
@@ -53,6 +54,17 @@ def _reset_local_sessions(containers: list[str]) -> None:
         sess.close_blocking()
 
 
+def attach_op(error: OpError, graph: Graph) -> None:
+    """Give an error that names a node its ``op`` and ``node_def``, as TF1's session does."""
+    try:
+        op = graph.get_operation_by_name(error.node_name or "")
+    except (KeyError, ValueError):
+        return   # a node the master or a worker added (a _Send, a copy)
+    error.op = op
+    if error.node_def is None:
+        error.node_def = op.node_def
+
+
 class AsyncSession:
     """A session whose ``run`` is a coroutine; many runs may be in flight at once."""
 
@@ -60,6 +72,8 @@ class AsyncSession:
                  config: ConfigProto | None = None) -> None:
         self._graph = graph or get_default_graph()
         self.target = target
+        self._incarnations: list[int] | None = None
+        self._infer_shapes = bool(config is not None and config.graph_options.infer_shapes)
         self._remote = None if is_local(target) else RemoteSessionCore(target, self._graph,
                                                                        config or ConfigProto())
         self._core = LocalSessionCore(self._graph, config) if self._remote is None else None
@@ -84,10 +98,11 @@ class AsyncSession:
 
     @property
     def graph_def(self) -> Any:
-        """The session's graph as TF's GraphDef protobuf (``graph.as_graph_def()``), as in TF1."""
+        """The session's graph as TF's GraphDef protobuf (``graph.as_graph_def()``), as in TF1;
+        with each node's ``_output_shapes`` under ``GraphOptions(infer_shapes=True)``."""
         from zmtf.interop import graph_def_io  # noqa: F401  (registers Graph.as_graph_def's exporter)
 
-        return self._graph.as_graph_def()
+        return self._graph.as_graph_def(add_shapes=self._infer_shapes)
 
     async def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
                   run_metadata: RunMetadata | None = None, timeout: float | None = None) -> Any:
@@ -108,25 +123,30 @@ class AsyncSession:
             else:
                 arrays = convert_feeds(tensors, given)
             feeds = tensors, arrays
-        if self._remote is not None:
-            return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout, feeds)
-        assert self._core is not None   # a session without a remote core has a local one
-        call = self._core.begin(fetches, feed_dict, options, run_metadata, feeds)
-        limit = timeout if timeout is not None else call.timeout
-        step_future = self._core.start(call, inline=False)
-        future = asyncio.wrap_future(step_future)
         try:
-            values = await asyncio.wait_for(future, limit) if limit else await future
-        except asyncio.TimeoutError:
-            error = DeadlineExceededError(
-                None, None, f"run() did not finish within {limit:.3f} s; the step was aborted "
-                f"(raise the timeout, or look for a slow or blocked node)")
-            step_future.abort(error)
-            raise error from None
-        except asyncio.CancelledError:
-            step_future.abort()
+            if self._remote is not None:
+                return await self._remote.run(fetches, feed_dict, options, run_metadata, timeout, feeds)
+            assert self._core is not None   # a session without a remote core has a local one
+            call = self._core.begin(fetches, feed_dict, options, run_metadata, feeds)
+            limit = timeout if timeout is not None else call.timeout
+            step_future = self._core.start(call, inline=False)
+            future = asyncio.wrap_future(step_future)
+            try:
+                values = await asyncio.wait_for(future, limit) if limit else await future
+            except asyncio.TimeoutError:
+                error = DeadlineExceededError(
+                    None, None, f"run() did not finish within {limit:.3f} s; the step was aborted "
+                    f"(raise the timeout, or look for a slow or blocked node)")
+                step_future.abort(error)
+                raise error from None
+            except asyncio.CancelledError:
+                step_future.abort()
+                raise
+            return self._core.finish(call, values)
+        except OpError as error:
+            if error.op is None and error.node_name:
+                attach_op(error, self._graph)
             raise
-        return self._core.finish(call, values)
 
     async def list_devices(self) -> list[Any]:
         if self._remote is not None:
@@ -138,7 +158,10 @@ class AsyncSession:
         if self._core is None:
             raise RuntimeError(f"a session on {self.target!r} has no local devices; "
                                f"use list_devices()")
-        return [DeviceAttributes(d.name, d.device_type, d.memory_limit) for d in self._core.devices]
+        if self._incarnations is None:   # TF1: a random non-zero number per device made
+            self._incarnations = [random.getrandbits(63) | 1 for _ in self._core.devices]
+        return [DeviceAttributes(d.name, d.device_type, d.memory_limit, incarnation)
+                for d, incarnation in zip(self._core.devices, self._incarnations)]
 
     async def reset(self, containers: list[str] | None = None) -> None:
         """Clear the named resource containers on the cluster's tasks (the default one, named
@@ -181,15 +204,18 @@ class AsyncSession:
 
 
 class DeviceAttributes:
-    """What Session.list_devices() returns, with TF's attribute names."""
+    """What Session.list_devices() returns, with TF's attribute names (TF1's
+    ``session._DeviceAttributes``: the name canonical, ``/cpu:1`` as ``/device:CPU:1``)."""
 
     __slots__ = ("name", "device_type", "memory_limit_bytes", "incarnation")
 
-    def __init__(self, name: str, device_type: str, memory_limit_bytes: int) -> None:
-        self.name = name
+    def __init__(self, name: str, device_type: str, memory_limit_bytes: int,
+                 incarnation: int = 0) -> None:
+        self.name = canonical_name(name)
         self.device_type = device_type
         self.memory_limit_bytes = memory_limit_bytes
-        self.incarnation = 0
+        self.incarnation = incarnation
 
     def __repr__(self) -> str:
-        return f"DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes})"
+        return (f"_DeviceAttributes({self.name}, {self.device_type}, {self.memory_limit_bytes}, "
+                f"{self.incarnation})")

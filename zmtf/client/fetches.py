@@ -39,7 +39,17 @@ def flatten(graph: Graph, fetches: Any) -> tuple[list[Tensor | Operation], Rebui
         if isinstance(item, SparseTensor):   # TF1: a SparseTensorValue of its parts' values
             sparse_parts = [visit(item.indices), visit(item.values), visit(item.dense_shape)]
             return lambda vals: SparseTensorValue(*[b(vals) for b in sparse_parts])
-        element = graph.as_graph_element(item)
+        if getattr(type(item), "__attrs_attrs__", None) is not None:   # an attrs class, as TF1
+            fields = [visit(getattr(item, a.name)) for a in type(item).__attrs_attrs__]
+            return lambda vals: type(item)(*[b(vals) for b in fields])
+        if CONVERSIONS and not isinstance(item, (Tensor, Operation, str)):
+            for kind, fetch_fn, _, _ in CONVERSIONS:
+                if isinstance(item, kind):
+                    parts, contract = fetch_fn(item)
+                    builders_conv = [visit(p) for p in parts]
+                    return lambda vals: contract([b(vals) for b in builders_conv]) \
+                        if builders_conv else None
+        element = _fetch_element(graph, item)
         key = id(element)
         if key not in position:
             position[key] = len(elements)
@@ -48,6 +58,39 @@ def flatten(graph: Graph, fetches: Any) -> tuple[list[Tensor | Operation], Rebui
         return lambda vals: vals[index]
 
     return elements, visit(fetches)
+
+
+#: (type, fetch_fn, feed_fn, feed_fn_for_partial_run) of user types run() takes, newest first
+CONVERSIONS: list[tuple[type, Callable[..., Any], Callable[..., Any] | None, Callable[..., Any] | None]] = []
+
+
+def register_session_run_conversion_functions(
+        tensor_type: type, fetch_function: Callable[..., Any],
+        feed_function: Callable[..., Any] | None = None,
+        feed_function_for_partial_run: Callable[..., Any] | None = None) -> None:
+    """Let ``sess.run`` fetch and feed objects of ``tensor_type`` (TF1's function of this
+    name): ``fetch_function(obj)`` gives (tensors, a function of their values giving the
+    result), ``feed_function(obj, value)`` the (tensor, value) pairs to feed, and
+    ``feed_function_for_partial_run(obj)`` the tensors partial_run_setup is to take."""
+    for kind in [c[0] for c in CONVERSIONS] + [SparseTensor, IndexedSlices, Tensor, Operation]:
+        if issubclass(kind, tensor_type):
+            raise ValueError(f"{tensor_type} has already been registered so ignore it.")
+    CONVERSIONS.insert(0, (tensor_type, fetch_function, feed_function, feed_function_for_partial_run))
+
+
+def _fetch_element(graph: Graph, item: Any) -> Tensor | Operation:
+    """The graph element a fetch names, with TF1's error classes: TypeError for a fetch of
+    the wrong type, ValueError for one that is not in this graph."""
+    if isinstance(item, bytes):
+        item = item.decode()
+    try:
+        return graph.as_graph_element(item)
+    except TypeError as exc:
+        raise TypeError(f"Fetch argument {item!r} has invalid type {type(item)}, must be a string "
+                        f"or Tensor. ({exc})") from None
+    except (ValueError, KeyError) as exc:
+        raise ValueError(f"Fetch argument {item!r} cannot be interpreted as a Tensor. "
+                         f"({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -66,6 +109,14 @@ class FetchPlan:
     @staticmethod
     def of(graph: Graph, fetches: Any) -> FetchPlan:
         elements, rebuild = flatten(graph, fetches)
+        if graph._unfetchable:
+            for element in elements:
+                if not graph.is_fetchable(element):
+                    op = element.op if isinstance(element, Tensor) else element
+                    raise ValueError(f"Operation {op.name!r} has been marked as not fetchable.")
+        if not elements and graph.version == 0:
+            raise RuntimeError("The Session graph is empty.  Add operations to the graph before "
+                               "calling run().")
         tensors = [e for e in elements if isinstance(e, Tensor)]
         operations = [e for e in elements if isinstance(e, Operation)]
         position = {id(t): i for i, t in enumerate(tensors)}

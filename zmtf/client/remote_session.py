@@ -14,7 +14,9 @@ from typing import Any, Callable, Generator
 import numpy as np
 
 from zmtf.client.fetches import FetchPlans
-from zmtf.client.session_core import Feeds, feed_arrays, make_placement_log_visible
+from zmtf.client.partition_graphs import partition_graph_defs
+from zmtf.client.feeds import Feeds, feed_arrays
+from zmtf.client.session_core import make_placement_log_visible
 from zmtf.distributed import inproc, security, transit
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.channel import Channel
@@ -48,13 +50,27 @@ def endpoint_of(target: str) -> str:
             return f"tcp://{address}"
     if target.startswith(("inproc://", "ipc://")) and len(target) > 9:
         return target
-    forms = ("use '' (local), 'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', "
-             "'inproc://name' or 'ipc://path'.")
-    if target.split("://", 1)[0] in ("zmtf", "grpc", "tcp", "inproc", "ipc"):
-        raise InvalidArgumentError(None, None, f"Session target '{target}' is not understood: {forms}")
-    # TF: no session factory takes a target of another scheme (or none): NotFoundError
-    raise NotFoundError(None, None, f"No session factory registered for the target "
-                        f"'{target}': {forms}")
+    forms = ("'' (local), 'zmtf://host:port', 'grpc://host:port', 'tcp://host:port', "
+             "'inproc://name' or 'ipc://path'")
+    if not target.startswith(("zmtf://", "grpc://", "tcp://", "inproc://", "ipc://")):
+        # a scheme no session serves: TF1 finds no session factory for it
+        raise NotFoundError(
+            None, None, f"No session factory registered for the given session options: "
+            f"{{target: {target}}}; a session's target is one of {forms}.")
+    raise InvalidArgumentError(None, None, f"Session target '{target}' is not understood: use {forms}.")
+
+
+def _checked_partitions(reply: Any) -> list[dict[str, Any]]:
+    """The reply's partition listing, refused with a typed error when it is not one."""
+    for part in reply.partition_graphs:
+        nodes = part.get("nodes")
+        if not isinstance(part.get("device"), str) or not isinstance(nodes, list) or not all(
+                isinstance(n, dict) and isinstance(n.get("name"), str) and isinstance(n.get("op"), str)
+                and isinstance(n.get("inputs", []), list) for n in nodes):
+            raise InvalidArgumentError(None, None, "the master's RunStepResult.partition_graphs is "
+                                       "malformed: each must be {'device': str, 'nodes': [{'name', "
+                                       "'op', 'inputs'}]}; is the server another zmtf version?")
+    return list(reply.partition_graphs)
 
 
 def _writable(value: Any) -> Any:
@@ -176,13 +192,17 @@ class RemoteSessionCore:
         if handle is None or self.graph.version != self._sent_version:   # else: no round of
             # the driver and no lock for a session that is open and current (the usual run)
             handle = yield SessionNeeded(min(CONNECT_TIMEOUT, limit), limit)
-        trace_level = 0
-        if options is not None and options.trace_level > 0 and run_metadata is not None:
-            trace_level = options.trace_level   # traced: the step's timings come back
+        trace_level = partitions = 0
+        if run_metadata is not None:
+            run_metadata.Clear()   # TF1's run() fills it anew, or leaves it empty
+            if options is not None:
+                trace_level = options.trace_level   # traced: the step's timings come back
+                partitions = int(bool(options.output_partition_graphs))
         request = m.RunStep(id=0, session=handle, feeds=[t.name for t in feed_tensors],
                             fetches=plan.fetch_names, targets=plan.target_names,
                             timeout_ms=timeout_ms, trace_level=trace_level,
-                            sent_us=transit.stamp(), tensors=feed_values)
+                            sent_us=transit.stamp(), partition_graphs=partitions,
+                            tensors=feed_values)
         sent = wall_now() if trace_level else 0.0
         reply = yield Call(request, limit + 1.0,
                            lambda request_id: m.CancelStep(id=0, session=handle, request_id=request_id))
@@ -192,6 +212,10 @@ class RemoteSessionCore:
             from_plain(reply.step_stats, self.target)   # checked before it is read
             run_metadata.step_stats = StepStats(from_plain(
                 onto_master(reply.step_stats, sent, received, STEP_SPAN_NODE), self.target))
+        if partitions:
+            assert run_metadata is not None   # asked for only with one
+            run_metadata.partition_graphs = partition_graph_defs(
+                self.graph, [(p["device"], p["nodes"]) for p in _checked_partitions(reply)])
         tensors, values = reply.tensors, []
         for k in plan.picks:
             values.append(None if k is None else fetched(_writable(tensors[k])))

@@ -12,13 +12,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from zmtf.client.async_session import AsyncSession, DeviceAttributes
-from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
-from zmtf.framework.errors import DeadlineExceededError
-from zmtf.framework.graph import Graph, set_default_session_getter
+from zmtf.client.async_session import AsyncSession, DeviceAttributes, attach_op
+from zmtf.client.callables import OptionsCallable, make_callable
+from zmtf.client.fetches import register_session_run_conversion_functions  # noqa: F401  (TF1's home of it)
+from zmtf.client.partial_run import PartialRuns
+from zmtf.formats.config_proto import CallableOptions, ConfigProto, RunMetadata, RunOptions
+from zmtf.framework.errors import DeadlineExceededError, OpError
+from zmtf.framework.graph import Graph, graph_stack, remove_last, set_default_session_getter
+
+
+_DeviceAttributes = DeviceAttributes   # TF1's name for it (tensorflow.python.client.session)
 
 
 class _DefaultSessionStack(threading.local):
@@ -37,6 +44,29 @@ def get_default_session() -> Session | None:
 set_default_session_getter(get_default_session)
 
 
+@contextmanager
+def _default_session(session: Session) -> Iterator[Session]:
+    """``session`` on top of this thread's default-session stack for the block; leaving it
+    while another session entered later is still on top is TF1's "Nesting violated"."""
+    stack = _default_sessions.stack
+    stack.append(session)
+    try:
+        yield session
+    finally:
+        if stack:   # a test harness may have emptied it
+            innermost = stack[-1] is session
+            remove_last(stack, session)   # left either way: the error is the caller's to fix
+            if not innermost:
+                raise AssertionError(f"Nesting violated for default stack of {type(session)} objects")
+
+
+def drop_interactive_sessions() -> None:
+    """Take the InteractiveSessions an earlier test left open off this thread's stack (see
+    tf.test.TestCase.setUp); closed when collected, like any session nobody holds."""
+    _default_sessions.stack[:] = [s for s in _default_sessions.stack
+                                  if not isinstance(s, InteractiveSession)]
+
+
 def _refuse_inside_running_loop() -> None:
     """A blocking network call inside a running event loop would freeze it: say what to use."""
     if asyncio._get_running_loop() is None:
@@ -52,10 +82,19 @@ class Session:
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
-        self._async = AsyncSession(target, graph, config)
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a tf.Graph, but got {type(graph)}")
+        if isinstance(target, bytes):
+            target = target.decode()
+        if target and not isinstance(target, str):
+            raise TypeError(f"target must be a string, but got {type(target)}")
+        if config is not None and not isinstance(config, ConfigProto):
+            raise TypeError(f"config must be a tf.ConfigProto, but got {type(config)}")
+        self._default_cm: Any = None   # first: __del__ reads it if the session is not made
+        self._async = AsyncSession(target or "", graph, config)
         self._remote = self._async.remote_core   # None for a local session
         self._core = self._async.local_core
-        self._default_cm: Any = None
+        self._partial_runs = PartialRuns(self._async.graph)
 
     @property
     def graph(self) -> Graph:
@@ -75,25 +114,51 @@ class Session:
         """Run the fetches (tensor, op, name, or a nest of them) and return their values."""
         if self._async.closed:
             self._async.check_open()   # raises
-        if self._remote is not None:
-            # asyncio's own getter, the one that returns None rather than raising: this is
-            # every remote run's path, and a raise-and-catch per run would be its cost
-            if asyncio._get_running_loop() is not None:
-                _refuse_inside_running_loop()   # raises
-            return self._remote.run_blocking(fetches, feed_dict, options, run_metadata)
-        assert self._core is not None   # a session without a remote core has a local one
-        call = self._core.begin(fetches, feed_dict, options, run_metadata)
-        # With a deadline the step runs on a pool thread so this thread can stop waiting.
-        future = self._core.start(call, inline=call.timeout is None)
         try:
-            values = future.result(call.timeout)
-        except concurrent.futures.TimeoutError:
-            error = DeadlineExceededError(
-                None, None, f"run() did not finish within {call.timeout:.3f} s (RunOptions."
-                f"timeout_in_ms); the step was aborted: no further nodes of it will run")
-            future.abort(error)
-            raise error from None
-        return self._core.finish(call, values)
+            if self._remote is not None:
+                # asyncio's own getter, the one that returns None rather than raising: this is
+                # every remote run's path, and a raise-and-catch per run would be its cost
+                if asyncio._get_running_loop() is not None:
+                    _refuse_inside_running_loop()   # raises
+                return self._remote.run_blocking(fetches, feed_dict, options, run_metadata)
+            assert self._core is not None   # a session without a remote core has a local one
+            call = self._core.begin(fetches, feed_dict, options, run_metadata)
+            # With a deadline the step runs on a pool thread so this thread can stop waiting.
+            future = self._core.start(call, inline=call.timeout is None)
+            try:
+                values = future.result(call.timeout)
+            except concurrent.futures.TimeoutError:
+                error = DeadlineExceededError(
+                    None, None, f"run() did not finish within {call.timeout:.3f} s (RunOptions."
+                    f"timeout_in_ms); the step was aborted: no further nodes of it will run")
+                future.abort(error)
+                raise error from None
+            return self._core.finish(call, values)
+        except OpError as error:
+            if error.op is None and error.node_name:
+                attach_op(error, self.graph)
+            raise
+
+    def partial_run_setup(self, fetches: Any, feeds: Any = None) -> str:
+        """A handle for a step fed and fetched over several partial_run() calls: ``fetches``
+        and ``feeds`` name everything those calls may fetch and feed (each once)."""
+        self._async.check_open()
+        return self._partial_runs.setup(fetches, feeds)
+
+    def partial_run(self, handle: str, fetches: Any, feed_dict: dict | None = None) -> Any:
+        """Feed more of the step of ``handle`` and fetch more of it (see partial_run_setup)."""
+        self._async.check_open()
+        return self._partial_runs.run(handle, fetches, feed_dict, self.run)
+
+    def make_callable(self, fetches: Any, feed_list: Any = None,
+                      accept_options: bool = False) -> Callable[..., Any]:
+        """A function that runs ``fetches`` (any structure run() takes): with ``feed_list``
+        it takes their values positionally; with ``accept_options``, ``options`` and
+        ``run_metadata`` (TF1's Session.make_callable)."""
+        return make_callable(self, fetches, feed_list, accept_options)
+
+    def _make_callable_from_options(self, callable_options: CallableOptions) -> OptionsCallable:
+        return OptionsCallable(self, callable_options)
 
     def list_devices(self) -> list[Any]:
         if self._remote is not None:
@@ -114,17 +179,17 @@ class Session:
     @contextmanager
     def as_default(self) -> Iterator[Session]:
         """Make this the default session (for Tensor.eval / Operation.run) and the graph default."""
-        _default_sessions.stack.append(self)
-        try:
-            with self.graph.as_default():
-                yield self
-        finally:
-            _default_sessions.stack.remove(self)
+        with _default_session(self), self.graph.as_default():
+            yield self
 
     def close(self) -> None:
         self._async.close_blocking()
 
     def __enter__(self) -> Session:
+        if self._default_cm is not None:
+            raise RuntimeError("Session context managers are not re-entrant. Use "
+                               "`Session.as_default()` if you want to enter a session multiple "
+                               "times.")
         self._default_cm = self.as_default()
         self._default_cm.__enter__()
         return self
@@ -137,22 +202,48 @@ class Session:
 
     def __del__(self) -> None:
         try:
-            self.close()
+            if hasattr(self, "_async"):
+                self.close()
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
 
 
 class InteractiveSession(Session):
-    """A Session that installs itself as the default session until closed (for shells)."""
+    """A Session that installs itself as the default session until closed (for shells).
+
+    As in TF1 it stays the default session of its thread until ``close()``, and makes its
+    graph the default graph only when one is given; a second one open at once warns."""
+
+    _count_lock = threading.Lock()
+    _active_session_count = 0
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
+        self._entered_graph: Graph | None = None
+        self._explicitly_closed = True   # until it is made: a failed __init__ counts nothing
         super().__init__(target, graph, config)
-        self._default_cm = self.as_default()
-        self._default_cm.__enter__()
+        with InteractiveSession._count_lock:
+            if InteractiveSession._active_session_count > 0:
+                warnings.warn("An interactive session is already active. This can cause "
+                              "out-of-memory errors in some cases. You must explicitly call "
+                              "`InteractiveSession.close()` to release resources held by the "
+                              "other session(s).", stacklevel=2)
+            InteractiveSession._active_session_count += 1
+            self._explicitly_closed = False
+        # entered without context managers: a dropped session's generator would leave the
+        # stacks whenever it is collected, whatever was entered since
+        _default_sessions.stack.append(self)
+        self._entered_graph = graph
+        if graph is not None:
+            graph_stack().append(graph)
 
     def close(self) -> None:
-        cm, self._default_cm = self._default_cm, None
-        if cm is not None:
-            cm.__exit__(None, None, None)
         super().close()
+        with InteractiveSession._count_lock:
+            if self._explicitly_closed:
+                return
+            InteractiveSession._active_session_count -= 1
+            self._explicitly_closed = True
+        remove_last(_default_sessions.stack, self)
+        if self._entered_graph is not None:
+            remove_last(graph_stack(), self._entered_graph)

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.formats.step_stats_proto import StepStats
+from zmtf.client.feeds import Feeds, feed_arrays
 from zmtf.client.fetches import FetchPlans, Rebuild
+from zmtf.client.partition_graphs import local_partitions, partition_graph_defs
 from zmtf.framework.device_spec import DeviceSpec
-from zmtf.framework.errors import FeedMismatchError, FetchNotFoundError
-from zmtf.framework.dtypes import to_string_array
 from zmtf.framework.graph import Graph, Operation, Tensor
-from zmtf.framework.sparse_tensor import SparseTensor, sparse_feed_parts
 from zmtf.placement.plan import StepPlanner
 from zmtf.kernels.cpu.blas import set_blas_threads
 from zmtf.runtime import functional  # noqa: F401  (registers the While kernels)
@@ -32,6 +30,7 @@ from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_d
 from zmtf.runtime.bound_steps import BoundSteps
 from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, fetched
 from zmtf.runtime.resources import ResourceContainer
+from zmtf.runtime.step_stats import wall_now
 
 placement_log = logging.getLogger("zmtf.placement")
 LOCAL_TASK = DeviceSpec(job="localhost", replica=0, task=0)
@@ -47,6 +46,7 @@ class StepCall:
     trace: list[NodeTrace] | None
     run_metadata: RunMetadata | None
     timeout: float | None
+    partition_graphs: bool = False   # RunOptions.output_partition_graphs, with a run_metadata
 
 
 def _supports(op_type: str, device_type: str, dtype: str | None) -> bool:
@@ -97,18 +97,27 @@ class LocalSessionCore:
             return plan.rebuild([None if i is None else fetched(values[i], self.resources)
                                  for i in plan.picks])
 
-        tracing = options is not None and options.trace_level > 0 and run_metadata is not None
+        tracing = partitions = False
+        if run_metadata is not None:
+            run_metadata.Clear()   # TF1's run() fills it anew, or leaves it empty
+            if options is not None:
+                tracing = options.trace_level > 0
+                partitions = options.output_partition_graphs
         timeout_ms = (options.timeout_in_ms if options else 0) or self.config.operation_timeout_in_ms
         return StepCall(step, feed_values, rebuild_all, [] if tracing else None, run_metadata,
-                        timeout_ms / 1000.0 if timeout_ms > 0 else None)
+                        timeout_ms / 1000.0 if timeout_ms > 0 else None, bool(partitions))
 
     def start(self, call: StepCall, *, inline: bool) -> Any:
         return self.executor.run(call.step, call.feed_values, self.context, inline=inline,
                                  trace=call.trace)
 
     def finish(self, call: StepCall, values: list[Any]) -> Any:
-        if call.run_metadata is not None and call.trace is not None:
-            call.run_metadata.step_stats = StepStats(call.trace)
+        if call.run_metadata is not None:
+            if call.trace is not None:
+                call.run_metadata.step_stats = StepStats(call.trace, _bound_nodes(call.step, call.trace))
+            if call.partition_graphs:
+                call.run_metadata.partition_graphs = partition_graph_defs(
+                    self.graph, local_partitions(call.step.plan.nodes))
         return call.rebuild(values)
 
     # ---- plans and feeds ------------------------------------------------------------
@@ -123,106 +132,17 @@ class LocalSessionCore:
             self._pools.shutdown()
 
 
-#: Resolved feeds: the fed tensors and their values as arrays of the tensors' dtypes.
-Feeds = tuple[list[Tensor], list[np.ndarray]]
-#: a fed array at least this big that must be converted (another dtype, not contiguous) is
-#: converted off the event loop by AsyncSession (``heavy_feeds``): 64 MB took the loop 131 ms
-OFF_LOOP_FEED_BYTES = 1 << 20
-#: ... and so is a list or tuple this long (numpy reads it element by element)
-OFF_LOOP_FEED_ITEMS = 1024
-
-
-def feed_arrays(graph: Graph, feed_dict: dict) -> Feeds:
-    """Resolve feed keys (tensors, names, variables) and check each value against its tensor."""
-    tensors, values = resolve_feeds(graph, feed_dict)
-    return tensors, convert_feeds(tensors, values)
-
-
-def resolve_feeds(graph: Graph, feed_dict: dict) -> tuple[list[Tensor], list[Any]]:
-    """The fed tensors, and the values as given (cheap: no value is read)."""
-    tensors, values = [], []
-    for key, value in _split_sparse_feeds(feed_dict):
-        element = graph.as_graph_element(key, allow_operation=False)
-        if not isinstance(element, Tensor):
-            raise FetchNotFoundError(None, None, f"Cannot feed {key!r}: it names an Operation, "
-                                     f"not a Tensor; feed one of its outputs such as '{element.name}:0'.")
-        tensors.append(element)
-        values.append(value)
-    return tensors, values
-
-
-def convert_feeds(tensors: list[Tensor], values: list[Any]) -> list[np.ndarray]:
-    """Each value as an array of its tensor's dtype, checked against its static shape (work
-    in proportion to the values' size: ``heavy_feeds`` says when it is worth a thread)."""
-    return [_feed_value(tensor, value) for tensor, value in zip(tensors, values)]
-
-
-def heavy_feeds(tensors: list[Tensor], values: list[Any]) -> bool:
-    """Whether converting (and encoding) these values would hold an event loop for long: a
-    big array of another dtype or not contiguous, or a long list. A big array that is already
-    what the wire sends costs nothing: it is sent from its own memory."""
-    for tensor, value in zip(tensors, values):
-        if isinstance(value, np.ndarray):
-            if value.nbytes >= OFF_LOOP_FEED_BYTES and (
-                    value.dtype != tensor.dtype.np or not value.flags.c_contiguous):
-                return True
-        elif isinstance(value, (list, tuple)) and len(value) >= OFF_LOOP_FEED_ITEMS:
-            return True
-    return False
-
-
-def contiguous_feeds(tensors: list[Tensor], values: list[Any]) -> list[np.ndarray]:
-    """``convert_feeds``, each array contiguous too (encoding then only takes views of it):
-    what AsyncSession runs on a thread for ``heavy_feeds``."""
-    return [np.ascontiguousarray(array) if isinstance(array, np.ndarray) else array
-            for array in convert_feeds(tensors, values)]
-
-
-def _split_sparse_feeds(feed_dict: dict) -> list[tuple[Any, Any]]:
-    """The feeds with each SparseTensor key (a sparse_placeholder) replaced by its three parts."""
-    pairs: list[tuple[Any, Any]] = []
-    for key, value in feed_dict.items():
-        if isinstance(key, SparseTensor):
-            pairs.extend(zip((key.indices, key.values, key.dense_shape), sparse_feed_parts(value, key)))
-        else:
-            pairs.append((key, value))
-    return pairs
-
-
-def _feed_value(tensor: Tensor, value: Any) -> np.ndarray:
-    """The fed value as an array of the tensor's dtype, checked against its static shape."""
-    target = tensor.dtype.np
-    if tensor.dtype.is_string:
-        try:
-            array = to_string_array(value)
-        except TypeError as exc:
-            raise FeedMismatchError(
-                None, None, f"Cannot feed {type(value).__name__} for Tensor '{tensor.name}', which "
-                f"has dtype string: {exc}; feed str, bytes or lists/arrays of them.",
-                node_name=tensor.op.name) from None
-        return _checked_shape(tensor, array)
-    array = np.asarray(value)
-    if array.size == 0 and not isinstance(value, np.ndarray):
-        array = array.astype(target)   # [] has no dtype of its own (numpy says float64)
-    if array.dtype != target:
-        if array.dtype == object or not (np.can_cast(array.dtype, target, "same_kind")
-                                         or (array.dtype.kind in "iub" and target.kind in "iuf")):
-            raise FeedMismatchError(
-                None, None,
-                f"Cannot feed value of dtype {array.dtype} for Tensor '{tensor.name}', which has "
-                f"dtype {tensor.dtype.name}: convert the value with np.asarray(value, "
-                f"dtype=np.{tensor.dtype.name}).", node_name=tensor.op.name)
-        array = array.astype(target)
-    return _checked_shape(tensor, array)
-
-
-def _checked_shape(tensor: Tensor, array: np.ndarray) -> np.ndarray:
-    if not tensor.shape.is_compatible_with(array.shape):
-        raise FeedMismatchError(
-            None, None,
-            f"Cannot feed value of shape {array.shape} for Tensor '{tensor.name}', which has "
-            f"shape '{tensor.shape}'", node_name=tensor.op.name)
-    return array
+def _bound_nodes(step: BoundStep, trace: list[NodeTrace]) -> list[NodeTrace]:
+    """The nodes evaluated once when the plan was bound (constants, variable references),
+    which no step runs, at the step's start, taking no time: TF1's dev_stats list them."""
+    ran = {t.node_name for t in trace}
+    start = min((t.start for t in trace), default=wall_now())
+    thread = threading.current_thread().name
+    bound = [NodeTrace(node.name, node.device, start, start, thread)
+             for node, kernel in zip(step.plan.nodes, step.kernels)
+             if node.pending_count == 0 and node.name not in ran
+             and (getattr(kernel, "constant_output", False) or getattr(kernel, "store_output", False))]
+    return bound
 
 
 def make_placement_log_visible() -> None:

@@ -273,7 +273,26 @@ class MasterService:
         # remote partitions first: their requests are on the wire while ours starts running
         ordered = dict(sorted(parts.items(), key=lambda item: item[0] == self.task))
         peers = {task: self.peer(task) for task in ordered if task != self.task}
-        return StepSetup(uuid.uuid4().hex[:12], ordered, fetches, feeds, peers)
+        return StepSetup(uuid.uuid4().hex[:12], ordered, fetches, feeds, peers,
+                         plan.placement.devices)
+
+    def partition_graphs(self, handle: str, feeds: list[str], fetches: list[str],
+                         targets: list[str]) -> list[dict[str, Any]]:
+        """The nodes each device runs for a signature that ran (RunOptions.
+        output_partition_graphs), the partitioner's _Send/_Recv and stand-ins included:
+        [{"device": name, "nodes": [{"name", "op", "inputs"}]}]."""
+        session = self._sessions.get(handle)
+        setup = session.setups.get((tuple(feeds), tuple(fetches), tuple(targets))) if session else None
+        if setup is None:
+            return []
+        by_device: dict[str, list[dict[str, Any]]] = {}
+        for task, part in setup.parts.items():
+            for node in part.graph["nodes"]:
+                device = setup.devices.get(node["name"]) or node["device"] or task
+                inputs = node["inputs"] + ["^" + c for c in node["control_inputs"]]
+                by_device.setdefault(device, []).append(
+                    {"name": node["name"], "op": node["op"], "inputs": inputs})
+        return [{"device": device, "nodes": nodes} for device, nodes in by_device.items()]
 
     async def _register(self, session: MasterSession, setup: StepSetup) -> None:
         calls = []

@@ -23,6 +23,7 @@ class StepSetup:
     fetch_names: list[str]
     feed_names: list[str]
     peers: dict[str, WorkerPeer]                # the other tasks of ``parts``
+    devices: dict[str, str] = field(default_factory=dict)   # node -> device the master placed it on
     deferred: TaskPartition | None = None       # the master's own, started after the replies
     start_first: list[TaskPartition] = field(default_factory=list)   # the others, remote first
 

@@ -370,7 +370,8 @@ class ServerCore:
         key = (msg.session, msg.id)
         running = self._running
         stats = self.stats
-        assert self.master is not None
+        master = self.master
+        assert master is not None
         timeout_ms = msg.timeout_ms
         assert self._pauses is not None   # started, like the services
         late = self._from_clients.excess(msg.session, msg.sent_us, time.monotonic())
@@ -386,15 +387,17 @@ class ServerCore:
         def finish(values: list) -> m.RunStepResult:
             running.pop(key, None)   # done: no CancelStep for it now (and its values not kept)
             stats.steps += 1
-            return m.RunStepResult(id=msg.id, tensors=values, step_stats=[] if trace is None else [
+            parts = [] if not msg.partition_graphs else master.partition_graphs(
+                msg.session, msg.feeds, msg.fetches, msg.targets)
+            return m.RunStepResult(id=msg.id, tensors=values, partition_graphs=parts,
+                                   step_stats=[] if trace is None else [
                 *to_plain(trace), span(self.task, arrived, wall_now(), STEP_SPAN_NODE)])
 
         metrics = self.metrics
         started = time.perf_counter() if metrics is not None else 0.0
-        step = self.master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
-                                    timeout_ms, trace, finish)
+        step = master.run_step(msg.session, msg.feeds, msg.fetches, msg.targets, msg.tensors,
+                               timeout_ms, trace, finish)
         if metrics is not None:
-            master = self.master
             metrics.watch_step(step, started, lambda: master.step_kind(
                 msg.session, msg.feeds, msg.fetches, msg.targets))
         if not step.settled:

@@ -160,11 +160,39 @@ class RunOptions:
 
     trace_level: int = 0
     timeout_in_ms: int = 0
+    output_partition_graphs: bool = False   # run() fills RunMetadata.partition_graphs
 
 
 @dataclass
 class RunMetadata:
-    """Filled by run() when tracing: ``step_stats`` lists when and where each node ran."""
+    """Filled by run(): ``step_stats`` (when tracing) lists when and where each node ran;
+    ``partition_graphs`` (RunOptions.output_partition_graphs) holds a GraphDef per device of
+    the nodes the step ran there. Every run() given it clears it first, as TF1's does."""
 
     step_stats: StepStats = field(default_factory=StepStats)   # TF1's dev_stats, on one clock
     partition_graphs: list[Any] = field(default_factory=list)
+    cost_graph: Any = None   # TF1's build_cost_model output: zmtf builds no cost model
+
+    def HasField(self, name: str) -> bool:  # noqa: N802 - protobuf's name
+        """Whether the singular field ``name`` holds something (protobuf's HasField)."""
+        if name == "step_stats":
+            return len(self.step_stats) > 0 or bool(getattr(self.step_stats, "bound", None))
+        if name == "cost_graph":
+            return self.cost_graph is not None
+        raise ValueError(f'Protocol message RunMetadata has no singular "{name}" field.')
+
+    def Clear(self) -> None:  # noqa: N802 - protobuf's name
+        self.step_stats = StepStats()
+        self.partition_graphs = []
+        self.cost_graph = None
+
+
+@dataclass
+class CallableOptions:
+    """What Session._make_callable_from_options runs: tensors fed (``feed``) and fetched
+    (``fetch``) by name, ops run (``target``), and the ``run_options`` of every call."""
+
+    feed: list[str] = field(default_factory=list)
+    fetch: list[str] = field(default_factory=list)
+    target: list[str] = field(default_factory=list)
+    run_options: RunOptions = field(default_factory=RunOptions)

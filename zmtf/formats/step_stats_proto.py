@@ -38,13 +38,20 @@ class DeviceStepStats:
 
 
 class StepStats(list):  # type: ignore[type-arg]
-    """The step's NodeTraces (a list) with TF1's ``dev_stats`` and each task's ``clocks``."""
+    """The step's NodeTraces (a list) with TF1's ``dev_stats`` and each task's ``clocks``.
+
+    ``bound``: the nodes evaluated once when the step's plan was bound (constants), which no
+    step runs; TF1's dev_stats list them, so ``dev_stats`` does, taking no time."""
+
+    def __init__(self, traces: Any = (), bound: Any = ()) -> None:
+        super().__init__(traces)
+        self.bound = list(bound)
 
     @property
     def dev_stats(self) -> list[DeviceStepStats]:
         devices: dict[str, DeviceStepStats] = {}
         threads: dict[tuple[str, str], int] = {}
-        for t in sorted(self, key=lambda t: t.start):
+        for t in sorted([*self.bound, *self], key=lambda t: t.start):
             dev = devices.get(t.device)
             if dev is None:
                 dev = devices[t.device] = DeviceStepStats(t.device)

@@ -208,6 +208,9 @@ class Graph:
         self._cond_context: Any = None
         #: the innermost tf.while_loop body being built (while_ops.WhileContext), or None
         self._while_context: Any = None
+        #: what Session.run refuses to feed and to fetch (prevent_feeding, prevent_fetching)
+        self._unfeedable: set[Tensor] = set()
+        self._unfetchable: set[Operation] = set()
 
     # ---- ops ------------------------------------------------------------------
     def create_op(
@@ -325,6 +328,21 @@ class Graph:
     @property
     def version(self) -> int:
         return self._version
+
+    def prevent_feeding(self, tensor: Tensor) -> None:
+        """Make Session.run refuse a value fed for ``tensor`` (ValueError)."""
+        self._unfeedable.add(tensor)
+
+    def prevent_fetching(self, op: Operation) -> None:
+        """Make Session.run refuse to fetch ``op`` or its outputs (ValueError)."""
+        self._unfetchable.add(op)
+
+    def is_feedable(self, tensor: Tensor) -> bool:
+        return tensor not in self._unfeedable
+
+    def is_fetchable(self, tensor_or_op: Tensor | Operation) -> bool:
+        op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        return op not in self._unfetchable
 
     def finalize(self) -> None:
         self._finalized = True
@@ -487,11 +505,15 @@ class Graph:
     # ---- default graph -----------------------------------------------------------
     @contextmanager
     def as_default(self) -> Iterator[Graph]:
-        _stack().append(self)
+        stack = _stack()
+        stack.append(self)
         try:
             yield self
         finally:
-            _stack().pop()
+            if stack and stack[-1] is self:
+                stack.pop()
+            elif self in stack:   # an InteractiveSession's graph entered since, or a test
+                remove_last(stack, self)   # harness that cleared the stack (TF1 allows both)
 
     def __repr__(self) -> str:
         return f"<zmtf.Graph with {len(self._ops)} ops>"
@@ -509,6 +531,20 @@ _global_default_graph: list[Graph] = [Graph()]
 
 def _stack() -> list[Graph]:
     return _state.stack
+
+
+def graph_stack() -> list[Graph]:
+    """This thread's entered graphs, innermost last: an InteractiveSession given a graph
+    keeps it entered until closed, and tf.test.TestCase.setUp clears it (as TF1's do)."""
+    return _state.stack
+
+
+def remove_last(stack: list[Any], item: Any) -> None:
+    """Take the innermost entry that is ``item`` off a stack of defaults, wherever it is."""
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i] is item:
+            del stack[i]
+            return
 
 
 def get_default_graph() -> Graph:

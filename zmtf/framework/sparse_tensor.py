@@ -4,7 +4,7 @@ It is a composite of three dense tensors and nothing more: int64 ``indices`` [N,
 ``values`` [N] and int64 ``dense_shape`` [rank]. Ops take and return the three parts, the
 wire carries them as ordinary tensors, and the session turns a fetched SparseTensor into a
 ``SparseTensorValue`` and splits a fed one into its parts (zmtf/client/fetches.py and
-session_core.feed_arrays), as TF1 does.
+zmtf/client/feeds.py), as TF1 does.
 """
 
 from __future__ import annotations

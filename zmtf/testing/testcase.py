@@ -21,10 +21,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from zmtf.client.session import Session, get_default_session
+from zmtf.client.session import Session, drop_interactive_sessions, get_default_session
 from zmtf.framework import dtypes
 from zmtf.framework.errors import OpError
-from zmtf.framework.graph import get_default_graph, reset_default_graph
+from zmtf.framework.graph import get_default_graph, graph_stack, reset_default_graph
 
 #: np.random and random are seeded with this at the start of each test (TF's default graph seed)
 DEFAULT_SEED = 87654321
@@ -69,6 +69,10 @@ class TestCase(unittest.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
+        # as TF1's: a test that failed inside `with g.as_default()` or left an
+        # InteractiveSession open must not break the tests after it
+        graph_stack().clear()
+        drop_interactive_sessions()
         reset_default_graph()
         np.random.seed(DEFAULT_SEED)
         random.seed(DEFAULT_SEED)

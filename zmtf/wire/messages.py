@@ -119,15 +119,18 @@ class RunStep(Message):
     # the sender's monotonic clock when sent, in microseconds (0: not stamped): tells the
     # master how much later than usual it arrived (a stalled network; distributed.transit)
     sent_us: int = 0
+    partition_graphs: int = 0   # 1: the reply lists the nodes each device ran (RunOptions)
     tensors: Tensors = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunStepResult(Message):
     """Master -> client: the fetched values, in ``fetches`` order; ``step_stats`` when traced:
-    one map per node run, {"node", "device", "thread": str, "start", "end": wall-clock s}."""
+    one map per node run, {"node", "device", "thread": str, "start", "end": wall-clock s};
+    ``partition_graphs`` when asked: {"device": str, "nodes": [{"name", "op", "inputs"}]}."""
 
     step_stats: list[dict[str, Any]] = field(default_factory=list)
+    partition_graphs: list[dict[str, Any]] = field(default_factory=list)
     tensors: Tensors = field(default_factory=list)
 
 
