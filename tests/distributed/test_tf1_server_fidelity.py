@@ -119,7 +119,7 @@ def test_reset_of_the_in_process_target_resets_and_closes_its_sessions(graph):
 
 
 def test_reset_of_a_target_that_is_no_target_is_not_found():
-    with pytest.raises(errors.NotFoundError, match="'nonexistent'"):
+    with pytest.raises(errors.NotFoundError, match="nonexistent"):
         tf.Session.reset("nonexistent", ["test0"])
     with pytest.raises(errors.NotFoundError, match="INVALID_TARGET"):
         tf.Session("INVALID_TARGET")
