@@ -40,7 +40,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import ALL_DTYPES
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.framework.graph import Graph, Operation, Tensor
+from zmtf.framework.graph import Graph, GraphKeys, Operation, Tensor
 from zmtf.framework.graph_io import MAX_RANK, graph_from_dict, graph_to_dict
 from zmtf.ops.variables import Variable
 
@@ -104,6 +104,8 @@ def _variable_to_plain(variable: Variable) -> dict[str, Any]:
 def _collections_to_plain(graph: Graph, keys: list[Any]) -> dict[str, list[dict[str, Any]]]:
     collections = {}
     for key in keys:
+        if key == GraphKeys.SAVERS:   # the Saver travels as the document's saver_def
+            continue
         if not isinstance(key, str):
             _logger.warning("Only collections with string type keys will be serialized. "
                             "This key has %s", type(key).__name__)

@@ -18,27 +18,57 @@ from __future__ import annotations
 import threading
 from typing import Any, Sequence
 
+from zmtf.formats.queue_runner_proto import QueueRunnerDef
+from zmtf.framework.errors import (
+    CancelledError, OutOfRangeError, error_code_from_exception_type, exception_type_from_error_code,
+)
 from zmtf.framework.graph import GraphKeys, Operation, default_session_getter, get_default_graph
-from zmtf.training.coordinator import QUEUE_CLOSED_ERRORS, Coordinator
+from zmtf.training.coordinator import Coordinator
 
 
 class QueueRunner:
     """Holds a queue, the ops that fill it, and the ops that close it on the way out."""
 
-    def __init__(self, queue: Any = None, enqueue_ops: Sequence[Operation] | None = None,
+    def __init__(self, queue: Any = None, enqueue_ops: Sequence[Any] | None = None,
                  close_op: Operation | None = None, cancel_op: Operation | None = None,
-                 queue_closed_exception_types: Sequence[type] | None = None) -> None:
-        if queue is None or not enqueue_ops:
-            raise ValueError("QueueRunner needs a queue and a non-empty list of enqueue_ops")
-        self._queue = queue
-        self._enqueue_ops = list(enqueue_ops)
-        self._close_op = close_op if close_op is not None else queue.close()
-        self._cancel_op = cancel_op if cancel_op is not None else queue.close(
-            cancel_pending_enqueues=True)
-        self._closed_errors = tuple(queue_closed_exception_types or QUEUE_CLOSED_ERRORS)
+                 queue_closed_exception_types: Sequence[type] | None = None,
+                 queue_runner_def: QueueRunnerDef | None = None,
+                 import_scope: str | None = None) -> None:
+        """``queue_closed_exception_types``: the errors that mean "the queue closed" (default
+        OutOfRangeError, as TF); a CancelledError (the session closed under a loop) ends a
+        loop cleanly too. ``queue_runner_def`` rebuilds a runner from ``to_proto()``'s output
+        (by op names, in the default graph; ``import_scope`` prefixes them)."""
+        if queue_runner_def is not None:
+            if queue is not None or enqueue_ops:
+                raise ValueError("queue_runner_def and queue are mutually exclusive.")
+            self._init_from_proto(queue_runner_def, import_scope)
+        else:
+            if queue is None or not enqueue_ops:
+                raise ValueError("Must provide queue and enqueue_ops.")
+            self._queue = queue
+            self._enqueue_ops = list(enqueue_ops)
+            self._close_op = close_op if close_op is not None else queue.close()
+            self._cancel_op = cancel_op if cancel_op is not None else queue.close(
+                cancel_pending_enqueues=True)
+            self._closed_errors = tuple(queue_closed_exception_types or (OutOfRangeError,))
         self._lock = threading.Lock()
         self._runs_per_session: dict[int, int] = {}
         self._exceptions_raised: list[BaseException] = []
+
+    def _init_from_proto(self, queue_runner_def: QueueRunnerDef, import_scope: str | None) -> None:
+        graph = get_default_graph()
+
+        def element(name: str) -> Any:
+            return graph.as_graph_element(f"{import_scope}/{name}" if import_scope else name)
+
+        self._queue = element(queue_runner_def.queue_name)
+        self._enqueue_ops = [element(name) for name in queue_runner_def.enqueue_op_name]
+        self._close_op = element(queue_runner_def.close_op_name)
+        self._cancel_op = element(queue_runner_def.cancel_op_name)
+        # a QueueRunnerDef written before the field existed means OutOfRangeError, as in TF
+        self._closed_errors = tuple(exception_type_from_error_code(code)
+                                    for code in queue_runner_def.queue_closed_exception_types
+                                    ) or (OutOfRangeError,)
 
     queue = property(lambda self: self._queue)
     enqueue_ops = property(lambda self: list(self._enqueue_ops))
@@ -48,7 +78,8 @@ class QueueRunner:
 
     @property
     def name(self) -> str:
-        return self._queue.name
+        """The queue's name (what ``get_collection(QUEUE_RUNNERS, scope)`` matches)."""
+        return str(self._queue.name)
 
     @property
     def exceptions_raised(self) -> list[BaseException]:
@@ -56,20 +87,40 @@ class QueueRunner:
         with self._lock:
             return list(self._exceptions_raised)
 
+    def to_proto(self, export_scope: str | None = None) -> QueueRunnerDef | None:
+        """This runner as a QueueRunnerDef (op names, ``export_scope`` stripped); None when
+        the queue is not under ``export_scope``."""
+        if export_scope is not None and not self.name.startswith(export_scope):
+            return None
+        strip = (lambda name: _strip_scope(name, export_scope))
+        return QueueRunnerDef(
+            queue_name=strip(self.name),
+            enqueue_op_name=[strip(op.name) for op in self._enqueue_ops],
+            close_op_name=strip(self._close_op.name), cancel_op_name=strip(self._cancel_op.name),
+            queue_closed_exception_types=[error_code_from_exception_type(cls)
+                                          for cls in self._closed_errors])
+
+    @staticmethod
+    def from_proto(queue_runner_def: QueueRunnerDef, import_scope: str | None = None) -> QueueRunner:
+        """The runner ``to_proto()`` described, over the default graph's ops."""
+        return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
+
     def create_threads(self, sess: Any, coord: Coordinator | None = None, daemon: bool = False,
                        start: bool = False) -> list[threading.Thread]:
-        """One thread per enqueue op (plus, with ``coord``, one that runs cancel_op on stop)."""
+        """One thread per enqueue op (plus, with ``coord``, one that runs cancel_op on stop),
+        named as TF names them: ``QueueRunnerThread-<queue>-<op>``."""
         with self._lock:
             if self._runs_per_session.get(id(sess), 0) > 0:
                 return []  # already running in this session, as TF
             self._runs_per_session[id(sess)] = len(self._enqueue_ops)
             self._exceptions_raised = []
         threads = [threading.Thread(target=self._run, args=(sess, op, coord), daemon=daemon,
-                                    name=f"QueueRunner-{self.name}-{i}")
-                   for i, op in enumerate(self._enqueue_ops)]
+                                    name=f"QueueRunnerThread-{self.name}-{op.name}")
+                   for op in self._enqueue_ops]
         if coord is not None:
             threads.append(threading.Thread(target=self._close_on_stop, args=(sess, coord),
-                                            daemon=True, name=f"QueueRunnerStop-{self.name}"))
+                                            daemon=daemon,
+                                            name=f"QueueRunnerThread-{self.name}-close_on_stop"))
         for thread in threads:
             if coord is not None:
                 coord.register_thread(thread)
@@ -82,7 +133,7 @@ class QueueRunner:
             while coord is None or not coord.should_stop():
                 try:
                     sess.run(enqueue_op)
-                except self._closed_errors:
+                except self._closed_errors + (CancelledError,):
                     break
         except Exception as error:  # noqa: BLE001 - handed to the coordinator or kept
             if coord is not None and coord.should_stop():
@@ -127,13 +178,34 @@ def add_queue_runner(qr: QueueRunner, collection: str = GraphKeys.QUEUE_RUNNERS)
 def start_queue_runners(sess: Any = None, coord: Coordinator | None = None, daemon: bool = True,
                         start: bool = True,
                         collection: str = GraphKeys.QUEUE_RUNNERS) -> list[threading.Thread]:
-    """Start the threads of every queue runner in ``collection`` of the session's graph."""
+    """Start the threads of every queue runner in ``collection`` of the session's graph.
+
+    A MonitoredSession starts its graph's queue runners itself: given one, this returns []
+    (as TF, for the scripts that call it anyway); anything else that is not a session is a
+    TypeError."""
     sess = sess if sess is not None else default_session_getter[0]()
     if sess is None:
-        raise ValueError("start_queue_runners() needs a session: pass sess=..., or call it inside "
-                         "`with sess.as_default():` (or `with tf.Session() as sess:`)")
-    graph = sess.graph
+        raise ValueError("Cannot start queue runners: No default session is registered. Use "
+                         "`with sess.as_default()` or pass an explicit session to "
+                         "tf.train.start_queue_runners(sess=sess)")
+    if _is_monitored_session(sess):
+        return []
+    if not callable(getattr(sess, "run", None)) or not hasattr(sess, "graph"):
+        raise TypeError(f"sess must be a `tf.Session` object. Given class: {type(sess)}")
     threads: list[threading.Thread] = []
-    for qr in graph.get_collection(collection):
+    for qr in sess.graph.get_collection(collection):
         threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads
+
+
+def _is_monitored_session(sess: Any) -> bool:
+    """TF's test, by class name: training cannot import the client package's class."""
+    return any(cls.__name__ in ("MonitoredSession", "SingularMonitoredSession")
+               for cls in type(sess).__mro__)
+
+
+def _strip_scope(name: str, scope: str | None) -> str:
+    """``name`` without a leading ``scope/`` (TF's ops.strip_name_scope for plain names)."""
+    if scope and name.startswith(scope.rstrip("/") + "/"):
+        return name[len(scope.rstrip("/")) + 1:]
+    return name
