@@ -82,7 +82,7 @@ class Scaffold:
                 summary_op, other.summary_op)
             saver = _given(saver, other.saver)
         self._init_op, self._init_feed_dict = init_op, init_feed_dict
-        self._user_init_fn = init_fn
+        self._user_init_fn: Callable[[Scaffold, Any], Any] | None = init_fn
         self._ready_op, self._ready_for_local_init_op = ready_op, ready_for_local_init_op
         self._local_init_op, self._summary_op, self._saver = local_init_op, summary_op, saver
 

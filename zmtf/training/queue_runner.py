@@ -92,11 +92,11 @@ class QueueRunner:
         the queue is not under ``export_scope``."""
         if export_scope is not None and not self.name.startswith(export_scope):
             return None
-        strip = (lambda name: _strip_scope(name, export_scope))
         return QueueRunnerDef(
-            queue_name=strip(self.name),
-            enqueue_op_name=[strip(op.name) for op in self._enqueue_ops],
-            close_op_name=strip(self._close_op.name), cancel_op_name=strip(self._cancel_op.name),
+            queue_name=_strip_scope(self.name, export_scope),
+            enqueue_op_name=[_strip_scope(op.name, export_scope) for op in self._enqueue_ops],
+            close_op_name=_strip_scope(self._close_op.name, export_scope),
+            cancel_op_name=_strip_scope(self._cancel_op.name, export_scope),
             queue_closed_exception_types=[error_code_from_exception_type(cls)
                                           for cls in self._closed_errors])
 
