@@ -336,3 +336,44 @@ def test_a_sync_replicas_hook_made_before_apply_gradients_works():
         while not sess.should_stop():
             sess.run(train)
     assert final[0] == 2 and final[1].tolist() == [-2.0]
+
+
+# ---- what hooks see ------------------------------------------------------------------------
+class AskOptions(tf.train.SessionRunHook):
+    def __init__(self, trace_level, timeout_in_ms, feed=None):
+        self.options = tf.RunOptions(trace_level=trace_level, timeout_in_ms=timeout_in_ms)
+        self.feed, self.seen = feed, []
+
+    def before_run(self, run_context):
+        return tf.train.SessionRunArgs(None, self.feed, options=self.options)
+
+    def after_run(self, run_context, run_values):
+        self.seen.append((run_values.options, run_values.run_metadata))
+
+
+def test_hooks_see_run_options_and_metadata_merged_as_tf_merges_them():
+    c = tf.constant(42, name="my_const")
+    plain = AskOptions(0, 0)
+    plain.before_run = lambda run_context: None
+    first, second = AskOptions(2, 30000), AskOptions(3, 60000)
+    with tf.train.MonitoredSession(hooks=[plain, first, second]) as sess:
+        assert sess.run(c) == 42
+    options, metadata = second.seen[0]
+    assert (options.trace_level, options.timeout_in_ms) == (3, 60000)   # the largest of each
+    assert isinstance(metadata, tf.RunMetadata)
+    options, metadata = plain.seen[0]
+    assert isinstance(options, tf.RunOptions) and isinstance(metadata, tf.RunMetadata)
+
+
+def test_a_tensor_fed_twice_names_who_fed_it():
+    a, b = tf.placeholder(tf.int32, [], name="a"), tf.placeholder(tf.int32, [], name="b")
+    total = a + b
+    hooks = [AskOptions(0, 0, {a: 5}), AskOptions(0, 0, {b: 10})]
+    with tf.train.MonitoredSession(hooks=hooks) as sess:
+        assert sess.run(total) == 15
+        with pytest.raises(RuntimeError, match="Same tensor is fed by a SessionRunHook and user"):
+            sess.run(total, feed_dict={b: 1})
+    hooks = [AskOptions(0, 0, {a: 5}), AskOptions(0, 0, {a: 10})]
+    with tf.train.MonitoredSession(hooks=hooks) as sess:
+        with pytest.raises(RuntimeError, match="Same tensor is fed by two hooks"):
+            sess.run(total)

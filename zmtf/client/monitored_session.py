@@ -405,10 +405,16 @@ class MonitoredSession:
                 extra[index] = request.fetches
             for key, value in (request.feed_dict or {}).items():
                 if key in feeds:
-                    raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user: {key}")
+                    raise RuntimeError(
+                        f"Same tensor is fed by a SessionRunHook and user. {key}"
+                        if feed_dict and key in feed_dict else
+                        f"Same tensor is fed by two hooks: {key}")
                 feeds[key] = value
-        if hook_options:   # as TF: the largest trace level and the shortest deadline asked for
-            options, run_metadata = _merged_options(options, hook_options), run_metadata or RunMetadata()
+        # as TF, the hooks always see a RunOptions and a RunMetadata (tracing still only
+        # when a trace_level asks for it)
+        options = _merged_options(options, hook_options) if hook_options else (
+            options if options is not None else RunOptions())
+        run_metadata = run_metadata if run_metadata is not None else RunMetadata()
         try:
             results = self._session.run([fetches, extra], feed_dict=feeds or None, options=options,
                                         run_metadata=run_metadata)
@@ -494,11 +500,20 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 
+#: How TF merges the RunOptions a caller and its hooks ask for, field by field: the largest
+#: value (trace level, and, as TF, the longest timeout) or any true flag. Fields this
+#: RunOptions lacks are left out.
+_MERGED_OPTION_FIELDS = ("trace_level", "timeout_in_ms", "inter_op_thread_pool",
+                         "output_partition_graphs", "report_tensor_allocations_upon_oom")
+
+
 def _merged_options(options: Any, hook_options: list[Any]) -> RunOptions:
     every = ([options] if options is not None else []) + hook_options
-    deadlines = [o.timeout_in_ms for o in every if o.timeout_in_ms > 0]
-    return RunOptions(trace_level=max(o.trace_level for o in every),
-                      timeout_in_ms=min(deadlines) if deadlines else 0)
+    merged = RunOptions()
+    for name in _MERGED_OPTION_FIELDS:
+        if hasattr(merged, name):
+            setattr(merged, name, max(getattr(o, name, getattr(merged, name)) for o in every))
+    return merged
 
 
 def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N802 (TF's name)
