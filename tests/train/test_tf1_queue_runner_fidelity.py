@@ -143,3 +143,55 @@ def test_clean_stop_types_are_the_given_ones_even_none():
     thread = threading.Thread(target=mine.request_stop, args=(ValueError("Clean stop"),))
     thread.start()
     mine.join([thread], stop_grace_period_secs=5)
+
+
+# ---- through meta graphs --------------------------------------------------------------------
+def test_queue_runners_travel_through_export_and_import_meta_graph(tmp_path):
+    queue = tf.FIFOQueue(4, tf.float32, name="q")
+    v = tf.Variable(1.0, name="v")
+    tf.train.add_queue_runner(tf.train.QueueRunner(queue, [queue.enqueue(v.assign_add(1.0))]))
+    tf.identity(queue.dequeue(), name="out")
+    path = str(tmp_path / "model.meta")
+    tf.train.export_meta_graph(path)
+    tf.reset_default_graph()
+    tf.train.import_meta_graph(path, import_scope="imported")
+    [runner] = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    assert runner.name == "imported/q" and runner.queue_closed_exception_types == (
+        tf.errors.OutOfRangeError,)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        assert [sess.run("imported/out:0") for _ in range(3)] == [2.0, 3.0, 4.0]
+        coord.request_stop()
+        sess.close()
+        coord.join(threads, stop_grace_period_secs=10)
+
+
+@pytest.mark.parametrize("runner", [
+    {"queue_name": "nowhere", "enqueue_op_name": ["q_enqueue"], "close_op_name": "q_Close",
+     "cancel_op_name": "q_Close_1", "queue_closed_exception_types": [11]},
+    {"queue_name": "q", "enqueue_op_name": [], "close_op_name": "q_Close",
+     "cancel_op_name": "q_Close_1", "queue_closed_exception_types": [11]},
+    {"queue_name": "q", "enqueue_op_name": ["q_enqueue"], "close_op_name": "q_Close",
+     "cancel_op_name": "q_Close_1", "queue_closed_exception_types": [99]},
+    {"queue_name": "q"},
+])
+def test_a_bad_queue_runner_in_a_meta_graph_is_refused_naming_it(tmp_path, runner):
+    queue = tf.FIFOQueue(4, tf.float32, name="q")
+    tf.train.add_queue_runner(tf.train.QueueRunner(queue, [queue.enqueue(1.0)]))
+    meta = tf.train.export_meta_graph()
+    meta["collections"]["queue_runners"] = [{"queue_runner": runner}]
+    tf.reset_default_graph()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="collection 'queue_runners' item 0"):
+        tf.train.import_meta_graph(meta)
+    assert tf.get_default_graph().get_operations() == []
+
+
+def test_sync_replicas_variables_are_the_wrapped_optimizers():
+    opt = tf.train.SyncReplicasOptimizer(tf.train.AdamOptimizer(0.01), replicas_to_aggregate=1,
+                                         total_num_replicas=1)
+    v = tf.Variable([0.0], name="fetch_variable_test")
+    opt.minimize(v, global_step=tf.Variable(0, name="global_step", trainable=False))
+    beta1_power, beta2_power = opt._opt._get_beta_accumulators()
+    assert beta1_power in opt.variables() and beta2_power in opt.variables()

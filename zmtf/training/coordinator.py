@@ -29,7 +29,7 @@ class Coordinator:
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
         self._exc_info: tuple[Any, ...] | None = None
-        self._registered: set[threading.Thread] = set()
+        self._registered_threads: set[threading.Thread] = set()
         self._joined = False
 
     def request_stop(self, ex: BaseException | tuple[Any, ...] | None = None) -> None:
@@ -81,13 +81,13 @@ class Coordinator:
 
     def register_thread(self, thread: threading.Thread) -> None:
         with self._lock:
-            self._registered.add(thread)
+            self._registered_threads.add(thread)
 
     def join(self, threads: Sequence[threading.Thread] | None = None,
              stop_grace_period_secs: float = 120, ignore_live_threads: bool = False) -> None:
         """Wait for stop, then for the threads; re-raise the recorded exception, if any."""
         with self._lock:
-            threads = list(self._registered | set(threads or ()))
+            threads = list(self._registered_threads | set(threads or ()))
         while any(t.is_alive() for t in threads) and not self.wait_for_stop(0.05):
             pass
         deadline = time.monotonic() + stop_grace_period_secs
@@ -96,7 +96,7 @@ class Coordinator:
         alive = [t.name for t in threads if t.is_alive()]
         with self._lock:
             self._joined = True
-            self._registered = set()
+            self._registered_threads = set()
             exc_info = self._exc_info
         if exc_info is not None:
             raise exc_info[1].with_traceback(exc_info[2])

@@ -20,9 +20,13 @@ from typing import Any, Sequence
 
 from zmtf.formats.queue_runner_proto import QueueRunnerDef
 from zmtf.framework.errors import (
-    CancelledError, OutOfRangeError, error_code_from_exception_type, exception_type_from_error_code,
+    CODE_TO_CLASS, CancelledError, InvalidArgumentError, OutOfRangeError,
+    error_code_from_exception_type, exception_type_from_error_code,
 )
-from zmtf.framework.graph import GraphKeys, Operation, default_session_getter, get_default_graph
+from zmtf.framework.graph import (
+    Graph, GraphKeys, Operation, default_session_getter, get_default_graph,
+)
+from zmtf.interop.meta_graph import ItemCodec, register_item_codec
 from zmtf.training.coordinator import Coordinator
 
 
@@ -209,3 +213,45 @@ def _strip_scope(name: str, scope: str | None) -> str:
     if scope and name.startswith(scope.rstrip("/") + "/"):
         return name[len(scope.rstrip("/")) + 1:]
     return name
+
+
+# ---- in meta graphs (export_meta_graph / import_meta_graph) ---------------------------------
+_DEF_FIELDS = ("queue_name", "enqueue_op_name", "close_op_name", "cancel_op_name",
+               "queue_closed_exception_types")
+
+
+def _runner_to_plain(runner: QueueRunner) -> dict[str, Any]:
+    proto = runner.to_proto()
+    assert proto is not None   # no export scope: always a def
+    return {name: list(value) if isinstance(value, list) else value
+            for name in _DEF_FIELDS for value in [getattr(proto, name)]}
+
+
+def _runner_from_plain(graph: Graph, plain: Any, where: str, rename: Any) -> QueueRunner:
+    """A QueueRunner over ``graph``'s ops, from a document that may be hostile: every name
+    must name an op or tensor there, every code a TF error code."""
+    if not isinstance(plain, dict) or set(plain) != set(_DEF_FIELDS):
+        raise InvalidArgumentError(f"meta graph {where}: a queue_runner must be a map with "
+                                   f"exactly the keys {list(_DEF_FIELDS)}")
+    names = [plain["queue_name"], plain["close_op_name"], plain["cancel_op_name"]]
+    enqueues, codes = plain["enqueue_op_name"], plain["queue_closed_exception_types"]
+    if not isinstance(enqueues, list) or not enqueues or not all(
+            isinstance(n, str) for n in names + enqueues):
+        raise InvalidArgumentError(f"meta graph {where}: a queue_runner's names must be strings, "
+                                   f"with at least one enqueue op")
+    if not isinstance(codes, list) or not all(type(c) is int and c in CODE_TO_CLASS for c in codes):
+        raise InvalidArgumentError(f"meta graph {where}: queue_closed_exception_types must be "
+                                   f"TF error codes")
+    proto = QueueRunnerDef(queue_name=rename(names[0]), close_op_name=rename(names[1]),
+                           cancel_op_name=rename(names[2]),
+                           enqueue_op_name=[rename(n) for n in enqueues],
+                           queue_closed_exception_types=codes)
+    try:
+        with graph.as_default():
+            return QueueRunner(queue_runner_def=proto)
+    except (KeyError, ValueError, TypeError) as error:
+        raise InvalidArgumentError(f"meta graph {where}: {error}") from None
+
+
+register_item_codec(ItemCodec("queue_runner", lambda item: isinstance(item, QueueRunner),
+                              _runner_to_plain, _runner_from_plain))
