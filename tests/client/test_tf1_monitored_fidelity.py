@@ -377,3 +377,26 @@ def test_a_tensor_fed_twice_names_who_fed_it():
     with tf.train.MonitoredSession(hooks=hooks) as sess:
         with pytest.raises(RuntimeError, match="Same tensor is fed by two hooks"):
             sess.run(total)
+
+
+class UnavailableAtFirst(tf.train.SessionRunHook):
+    """``after_create_session`` meets an UnavailableError in the first ``failures`` sessions."""
+
+    def __init__(self, failures):
+        self.failures, self.sessions = failures, []
+
+    def after_create_session(self, session, coord):
+        self.sessions.append(session)
+        if len(self.sessions) <= self.failures:
+            raise tf.errors.UnavailableError(None, None, "a ps restarts")
+
+
+def test_a_preemption_in_after_create_session_makes_another_session():
+    step = tf.train.get_or_create_global_step()
+    hook = UnavailableAtFirst(1)
+    with tf.train.MonitoredSession(hooks=[hook]) as sess:
+        assert sess.run(step) == 0
+    assert len(hook.sessions) == 2 and hook.sessions[0] is not hook.sessions[1]
+    with pytest.raises(tf.errors.UnavailableError):      # a singular session does not recover
+        tf.train.SingularMonitoredSession(hooks=[UnavailableAtFirst(1)])
+    assert not tf.get_default_graph().finalized

@@ -282,16 +282,21 @@ class MonitoredSession:
         self._session: Any = None
         self._coord: Coordinator | None = None
         self._closed = self._hooks_stop = False
-        self._create()
+        try:
+            self._create()
+        except BaseException:
+            if not self._graph_was_finalized:   # no session to close: open the graph again
+                self._graph._unsafe_unfinalize()
+            raise
 
     def _create(self) -> None:
-        """A new session from the creator (again while a task is unreachable, when this
-        session recovers), with its coordinator, queue runners and hooks'
-        ``after_create_session``."""
+        """A new session with its coordinator; made again (as TF) while a task is unreachable
+        or a hook's ``after_create_session`` meets a preemption, when this session recovers."""
         while True:
             try:
-                session = self._creator.create_session()
-                break
+                self._session, self._coord = self._create_coordinated()
+                self._hooks_stop = False
+                return
             except PREEMPTION_ERRORS as error:
                 if not self._RECOVERS:
                     raise
@@ -299,6 +304,11 @@ class MonitoredSession:
                           "down or restarting. A new session will be created in %.1f s. Error: %s",
                           RECREATE_PAUSE_SECS, _first_line(error))
                 time.sleep(RECREATE_PAUSE_SECS)
+
+    def _create_coordinated(self) -> tuple[Any, Coordinator]:
+        """The creator's session, its coordinator, queue runners and hooks'
+        ``after_create_session``."""
+        session = self._creator.create_session()
         coord = Coordinator(clean_stop_exception_types=[])   # every error reaches close()
         try:
             if self._graph.get_collection(GraphKeys.QUEUE_RUNNERS):   # tf.train.batch & co.
@@ -309,7 +319,7 @@ class MonitoredSession:
             coord.request_stop()
             session.close()
             raise
-        self._session, self._coord, self._hooks_stop = session, coord, False
+        return session, coord
 
     def _recover(self, error: BaseException) -> None:
         _log.info("An error was raised. This may be due to a preemption in a connected worker "
