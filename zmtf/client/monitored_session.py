@@ -17,12 +17,16 @@ them: they share ``summary_dir``'s (default ``checkpoint_dir``) one events file
 (``tf.summary.FileWriterCache``), which gets the graph, ``global_step/sec`` and the graph's
 summaries for TensorBoard.
 
-As TF1's recoverable session: a run (or the creation of a session) that fails with
-AbortedError or UnavailableError (a ps or worker died, restarted or was preempted) closes
-the session and makes a fresh one with the same creator: the chief restores the newest
-checkpoint, the others wait for it; the hooks are kept (``after_create_session`` runs again)
-and the run is tried again. OutOfRangeError or StopIteration ending the ``with`` block is a
-clean stop: the hooks' ``end`` runs (the final checkpoint).
+As TF1's recoverable session: a run, a hook, a ``run_step_fn`` step or the creation of a
+session that fails with AbortedError or UnavailableError (a ps or worker died, restarted or
+was preempted), or such an error a thread reported to the coordinator, closes the session
+and makes a fresh one with the same creator: the chief restores the newest checkpoint, the
+others wait for it; the hooks are kept (``after_create_session`` runs again) and the run is
+tried again. Any other error a thread reports makes ``should_stop()`` true and is raised by
+``close()`` (the end of the ``with`` block). OutOfRangeError or StopIteration ending the
+``with`` block is a clean stop: the hooks' ``end`` runs (the final checkpoint).
+SingularMonitoredSession does not recover. While a monitored session is open its graph is
+finalized (the Scaffold does it), and opened again on close if it was open before.
 """
 
 from __future__ import annotations
