@@ -400,3 +400,16 @@ def test_a_preemption_in_after_create_session_makes_another_session():
     with pytest.raises(tf.errors.UnavailableError):      # a singular session does not recover
         tf.train.SingularMonitoredSession(hooks=[UnavailableAtFirst(1)])
     assert not tf.get_default_graph().finalized
+
+
+def test_scripts_reach_the_raw_session_and_coordinator_through_tf_private_names():
+    step = tf.train.get_or_create_global_step()
+    with tf.train.MonitoredTrainingSession() as mon:
+        raw = mon
+        while type(raw).__name__ != "Session":          # a common TF1 idiom
+            raw = raw._sess
+        assert raw is mon._tf_sess() is mon._coordinated_creator.tf_sess
+        assert raw.run(step) == 0
+        mon._coordinated_creator.coord.request_stop()
+        assert mon.should_stop()
+    assert mon._tf_sess() is None

@@ -35,6 +35,7 @@ import inspect
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from zmtf.client.session import Session
@@ -266,6 +267,14 @@ class StepContext:
         raise StopIteration("step_fn has requested the iterations to stop.")
 
 
+@dataclass(frozen=True)
+class _CoordinatedCreatorView:
+    """What TF's private ``MonitoredSession._coordinated_creator`` shows scripts."""
+
+    tf_sess: Any
+    coord: Coordinator | None
+
+
 class MonitoredSession:
     """TF1's ``tf.train.MonitoredSession(session_creator=, hooks=)``: a session wrapped with
     hooks and a coordinator (MonitoredTrainingSession makes one), made again after a
@@ -479,6 +488,18 @@ class MonitoredSession:
 
     def _is_closed(self) -> bool:
         return self._closed
+
+    # TF1 scripts reach the raw session through TF's private layers: ``mon._tf_sess()``,
+    # ``mon._coordinated_creator.tf_sess`` / ``.coord``, or ``while type(s).__name__ !=
+    # "Session": s = s._sess``. These give them the same objects (None once closed).
+    def _tf_sess(self) -> Any:
+        return None if self._closed else self._session
+
+    _sess = property(_tf_sess)
+
+    @property
+    def _coordinated_creator(self) -> Any:
+        return _CoordinatedCreatorView(self._tf_sess(), None if self._closed else self._coord)
 
     def __enter__(self) -> MonitoredSession:
         return self
