@@ -11,7 +11,9 @@ Session and starts the graph's queue runners; on the chief it also starts TF1's 
 services, each a LooperThread under the supervisor's coordinator: a checkpoint every
 ``save_model_secs``, the summaries of ``summary_op`` (default: ``tf.summary.merge_all()``)
 every ``save_summaries_secs`` into ``logdir``'s event file, and a ``global_step/sec``
-summary at the same pace. A last checkpoint is saved when the block ends.
+summary at the same pace. A last checkpoint is saved when the block ends. As TF's, the
+constructor finalizes the graph: make every op (a sync optimizer's init tokens op, a
+summary) before it.
 """
 
 from __future__ import annotations
