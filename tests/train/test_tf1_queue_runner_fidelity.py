@@ -195,3 +195,9 @@ def test_sync_replicas_variables_are_the_wrapped_optimizers():
     opt.minimize(v, global_step=tf.Variable(0, name="global_step", trainable=False))
     beta1_power, beta2_power = opt._opt._get_beta_accumulators()
     assert beta1_power in opt.variables() and beta2_power in opt.variables()
+
+
+def test_tf_train_queue_runner_holds_the_module_names():
+    assert tf.train.queue_runner.QueueRunner is tf.train.QueueRunner
+    assert tf.train.queue_runner.add_queue_runner is tf.train.add_queue_runner
+    assert tf.train.queue_runner.start_queue_runners is tf.train.start_queue_runners
