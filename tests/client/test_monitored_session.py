@@ -222,6 +222,7 @@ def test_tf1_session_creators_chief_restores_and_worker_waits(tmp_path):
             with tf.train.MonitoredSession(session_creator=creator) as sess:
                 box.append(sess.run(v))
 
+        tf.train.Scaffold().finalize()   # the graph's init ops and Saver, before two threads use it
         waiter = threading.Thread(target=worker)
         waiter.start()
         creator = tf.train.ChiefSessionCreator(master=target, checkpoint_dir=str(tmp_path))
@@ -419,6 +420,7 @@ def test_supervisor_writes_summaries_and_step_rate_on_the_chief(tmp_path):
     loss = tf.Variable(3.0)
     tf.summary.scalar("loss", loss)
     train = tf.group(step.assign_add(1), loss.assign_sub(0.1))
+    extra = tf.summary.scalar("extra", tf.constant(7.0), collections=[])
     sv = tf.train.Supervisor(logdir=str(tmp_path), save_summaries_secs=0.1, save_model_secs=0)
     assert sv.summary_op is not None and sv.summary_writer is not None
     with sv.managed_session() as sess:
@@ -426,7 +428,7 @@ def test_supervisor_writes_summaries_and_step_rate_on_the_chief(tmp_path):
         while time.monotonic() < deadline:
             sess.run(train)
             time.sleep(0.01)
-        sv.summary_computed(sess, sess.run(tf.summary.scalar("extra", tf.constant(7.0))))
+        sv.summary_computed(sess, sess.run(extra))   # the graph is finalized: made before
     [path] = tmp_path.glob("events.out.tfevents.*")
     tags = [(v.tag, e.step) for e in tf.train.summary_iterator(str(path)) if e.summary
             for v in e.summary.value]

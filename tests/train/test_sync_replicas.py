@@ -172,8 +172,9 @@ def test_misuse_is_reported():
         v = tf.Variable(1.0)
         with pytest.raises(ValueError, match="Global step is required"):
             opt.apply_gradients([(tf.constant(1.0), v)])
-        with pytest.raises(ValueError, match="apply_gradients should be called before using the hook"):
-            opt.make_session_run_hook(True)
+        hook = opt.make_session_run_hook(True)     # as TF: made early, checked in begin()
+        with pytest.raises(ValueError, match="apply_gradient should be called before using the hook"):
+            hook.begin()
         more = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1), 3,
                                               total_num_replicas=1)
         step = tf.train.get_or_create_global_step()
@@ -204,6 +205,7 @@ def test_mnist_replica_style_supervisor_with_an_int32_global_step():
                 opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.2),
                                                      replicas_to_aggregate=2, total_num_replicas=2)
                 train = opt.minimize(loss, global_step=step)
+            sync_init = opt.get_init_tokens_op()   # before the Supervisor finalizes the graph
             sv = tf.train.Supervisor(
                 is_chief=task == 0, init_op=tf.global_variables_initializer(),
                 local_init_op=opt.chief_init_op if task == 0 else opt.local_step_init_op,
@@ -211,7 +213,7 @@ def test_mnist_replica_style_supervisor_with_an_int32_global_step():
             config = tf.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{task}"])
             sess = sv.prepare_or_wait_for_session(servers[("worker", task)].target, config=config)
             if task == 0:
-                sess.run(opt.get_init_tokens_op())
+                sess.run(sync_init)
                 sv.start_queue_runners(sess, [opt.get_chief_queue_runner()])
             rng = np.random.default_rng(task)
             while sess.run(step) < 20:

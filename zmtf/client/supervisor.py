@@ -11,7 +11,9 @@ Session and starts the graph's queue runners; on the chief it also starts TF1's 
 services, each a LooperThread under the supervisor's coordinator: a checkpoint every
 ``save_model_secs``, the summaries of ``summary_op`` (default: ``tf.summary.merge_all()``)
 every ``save_summaries_secs`` into ``logdir``'s event file, and a ``global_step/sec``
-summary at the same pace. A last checkpoint is saved when the block ends.
+summary at the same pace. A last checkpoint is saved when the block ends. As TF's, the
+constructor finalizes the graph: make every op (a sync optimizer's init tokens op, a
+summary) before it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from zmtf.client.session import Session
 from zmtf.client.session_manager import SessionManager
 from zmtf.framework.errors import OutOfRangeError
 from zmtf.framework.graph import get_default_graph
-from zmtf.ops.summary_ops import merge_all
 from zmtf.formats.summary_proto import scalar_summary
 from zmtf.training.basic_loops import LooperThread
 from zmtf.training.coordinator import Coordinator
@@ -56,10 +57,11 @@ class Supervisor:
                 saver=None if saver is USE_DEFAULT else saver,
                 ready_op=None if ready_op is USE_DEFAULT else ready_op,
                 ready_for_local_init_op=None if ready_for_local_init_op is USE_DEFAULT
-                else ready_for_local_init_op)
-            self._scaffold.finalize()
+                else ready_for_local_init_op,
+                summary_op=None if summary_op is USE_DEFAULT else summary_op)
             self._global_step = get_global_step(self._graph) if global_step is USE_DEFAULT else global_step
-            self._summary_op = merge_all() if summary_op is USE_DEFAULT else summary_op
+            self._scaffold.finalize()    # as TF: the graph cannot change from here on
+            self._summary_op = self._scaffold.summary_op if summary_op is USE_DEFAULT else summary_op
         self._is_chief, self._logdir, self._init_fn = is_chief, logdir, init_fn
         self._save_secs, self._summary_secs, self._grace = save_model_secs, save_summaries_secs, stop_grace_secs
         self._max_wait = max(recovery_wait_secs * 240, 60.0)

@@ -284,9 +284,10 @@ class Estimator:
         add_to_collection(GraphKeys.LOSSES, spec.loss)
         worker_hooks = self._train_hooks(spec, hooks, global_step)
         if spec.scaffold.saver is None and not get_collection(GraphKeys.SAVERS):
-            spec.scaffold.saver = Saver(sharded=True, max_to_keep=config.keep_checkpoint_max,
-                                        keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
-                                        save_relative_paths=True)
+            add_to_collection(GraphKeys.SAVERS, Saver(
+                sharded=True, max_to_keep=config.keep_checkpoint_max,
+                keep_checkpoint_every_n_hours=config.keep_checkpoint_every_n_hours,
+                save_relative_paths=True))
         chief_hooks = self._chief_saver_hooks(spec, worker_hooks, listeners)
         with MonitoredTrainingSession(
                 master=config.master, is_chief=config.is_chief, checkpoint_dir=self._model_dir,

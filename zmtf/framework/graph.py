@@ -40,6 +40,12 @@ class GraphKeys:
     SAVERS = "savers"
     QUEUE_RUNNERS = "queue_runners"
     SUMMARIES = "summaries"
+    # a Scaffold's cached ops, one per graph (finalize() reuses what it finds here)
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
     WEIGHTS = "weights"
     BIASES = "biases"
     ACTIVATIONS = "activations"
@@ -346,6 +352,11 @@ class Graph:
 
     def finalize(self) -> None:
         self._finalized = True
+
+    def _unsafe_unfinalize(self) -> None:
+        """Open a finalized graph again: a MonitoredSession does, on close, for a graph that
+        was open when it started (as TF)."""
+        self._finalized = False
 
     @property
     def finalized(self) -> bool:

@@ -16,9 +16,12 @@ and the ``.meta`` file ``Saver.save`` writes hold this document instead (UTF-8 J
 
 ``arrays[i]`` is the value behind the graph's ``{"__array__": i}`` / ``{"__scalar__": i}``
 markers: raw little-endian C-order bytes of an allowlisted dtype, so nothing is ever
-unpickled or evaluated. Collection items are the graph's own objects, named; a collection
-holding anything else (a QueueRunner, a Python callable) is left out with a logged warning,
-as TF leaves out collections it cannot serialize.
+unpickled or evaluated. Collection items are the graph's own objects, named, or objects a
+registered ``ItemCodec`` writes by the names of their ops (a QueueRunner:
+``{"queue_runner": {"queue_name": ..., "enqueue_op_name": [...], ...}}``, QueueRunnerDef's
+fields); a collection holding anything else (a Python callable) is left out with a logged
+warning, as TF leaves out collections it cannot serialize. The SAVERS collection is not
+written: the Saver travels as ``saver_def``.
 
 ``meta_graph_from_dict`` treats the document as hostile input: it checks the format and
 version, every array, the graph (graph_io), and every name the variables, collections and
@@ -40,7 +43,7 @@ import numpy as np
 
 from zmtf.framework.dtypes import ALL_DTYPES
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.framework.graph import Graph, Operation, Tensor
+from zmtf.framework.graph import Graph, GraphKeys, Operation, Tensor
 from zmtf.framework.graph_io import MAX_RANK, graph_from_dict, graph_to_dict
 from zmtf.ops.variables import Variable
 
@@ -52,6 +55,30 @@ VARIABLE_KEYS = frozenset({"name", "initializer", "snapshot", "initial_value", "
 _ARRAY_DTYPES = {d.name: d for d in ALL_DTYPES}
 _ITEM_KINDS = ("variable", "operation", "tensor", "value", "bytes")
 _logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ItemCodec:
+    """How a collection item that is not a graph element travels (TF's
+    ``register_proto_function``): ``{kind: to_plain(item)}`` in the document, and back with
+    ``from_plain(graph, plain, where, rename)``, which checks ``plain`` as hostile input
+    (InvalidArgumentError naming ``where``) and prefixes its names with ``rename``."""
+
+    kind: str
+    accepts: Callable[[Any], bool]
+    to_plain: Callable[[Any], Any]
+    from_plain: Callable[[Graph, Any, str, Callable[[Any], Any]], Any]
+
+
+#: kind -> codec; the package that owns the class registers it when imported (training's
+#: queue_runner.py: "queue_runner"), as interop may not import it
+ITEM_CODECS: dict[str, ItemCodec] = {}
+
+
+def register_item_codec(codec: ItemCodec) -> None:
+    if codec.kind in _ITEM_KINDS:
+        raise ValueError(f"{codec.kind!r} is a built-in collection item kind")
+    ITEM_CODECS[codec.kind] = codec
 
 
 # ---- Graph -> document ------------------------------------------------------------------------
@@ -104,6 +131,8 @@ def _variable_to_plain(variable: Variable) -> dict[str, Any]:
 def _collections_to_plain(graph: Graph, keys: list[Any]) -> dict[str, list[dict[str, Any]]]:
     collections = {}
     for key in keys:
+        if key == GraphKeys.SAVERS:   # the Saver travels as the document's saver_def
+            continue
         if not isinstance(key, str):
             _logger.warning("Only collections with string type keys will be serialized. "
                             "This key has %s", type(key).__name__)
@@ -127,6 +156,9 @@ def _item_to_plain(graph: Graph, item: Any) -> dict[str, Any]:
         return {"value": int(item)}
     if isinstance(item, bytes):
         return {"bytes": base64.b64encode(item).decode("ascii")}
+    for codec in ITEM_CODECS.values():
+        if codec.accepts(item):
+            return {codec.kind: codec.to_plain(item)}
     raise TypeError(f"a {type(item).__name__} cannot be serialized into a zmtf meta graph; "
                     f"collections can hold variables, operations, tensors, str, bytes, int, "
                     f"float and bool")
@@ -379,10 +411,12 @@ def _collection_list(key: Any, value: Any) -> list[Any]:
 def _item_from_plain(graph: Graph, key: str, j: int, item: Any, variables: dict[str, Variable],
                      rename: Callable[[Any], Any]) -> Any:
     where = f"collection '{key:.80}' item {j}"
-    if not isinstance(item, dict) or len(item) != 1 or next(iter(item)) not in _ITEM_KINDS:
-        raise InvalidArgumentError(f"meta graph {where} must be a map with one key of "
-                                   f"{list(_ITEM_KINDS)}")
+    kinds = list(_ITEM_KINDS) + sorted(ITEM_CODECS)
+    if not isinstance(item, dict) or len(item) != 1 or next(iter(item)) not in kinds:
+        raise InvalidArgumentError(f"meta graph {where} must be a map with one key of {kinds}")
     kind, value = next(iter(item.items()))
+    if kind in ITEM_CODECS:
+        return ITEM_CODECS[kind].from_plain(graph, value, where, rename)
     if kind == "variable":
         if rename(value) not in variables:
             raise InvalidArgumentError(f"meta graph {where}: {value!r:.80} is not one of the "

@@ -2,6 +2,8 @@
 (``zmtf.distributed``) and the session classes (``zmtf.client``), as TF's namespace gathers them.
 """
 
+import types as _types
+
 from zmtf.formats.example_proto import BytesList, Example, Feature, Features, FloatList, Int64List
 from zmtf.training.adadelta import AdadeltaOptimizer
 from zmtf.training.adagrad_da import AdagradDAOptimizer
@@ -89,3 +91,9 @@ __all__ += ["match_filenames_once", "maybe_batch", "maybe_batch_join", "maybe_sh
             "maybe_shuffle_batch_join"]
 __all__ += ["Checkpoint", "CheckpointManager"]
 __all__ += ["experimental"]
+
+# tf.train.queue_runner: TF1's module of the same three names
+queue_runner = _types.SimpleNamespace(
+    QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,
+    start_queue_runners=start_queue_runners)
+__all__ += ["queue_runner"]

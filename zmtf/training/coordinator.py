@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import threading
 import time
 from typing import Any, Iterator, Sequence
 
-from zmtf.framework.errors import CancelledError, OutOfRangeError
+from zmtf.framework.errors import OutOfRangeError
+
+_log = logging.getLogger("zmtf.training")
 
 
 class Coordinator:
@@ -19,21 +22,42 @@ class Coordinator:
     """
 
     def __init__(self, clean_stop_exception_types: Sequence[type] | None = None) -> None:
-        self._clean_stop = tuple(clean_stop_exception_types or (OutOfRangeError,))
+        """``clean_stop_exception_types``: errors that end the threads normally (default
+        OutOfRangeError; ``[]``, as MonitoredSession passes, makes every error count)."""
+        self._clean_stop = tuple((OutOfRangeError,) if clean_stop_exception_types is None
+                                 else clean_stop_exception_types)
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
         self._exc_info: tuple[Any, ...] | None = None
-        self._registered: set[threading.Thread] = set()
+        self._registered_threads: set[threading.Thread] = set()
         self._joined = False
 
     def request_stop(self, ex: BaseException | tuple[Any, ...] | None = None) -> None:
-        """Ask the threads to stop; the first non-clean exception given is kept for join()."""
+        """Ask the threads to stop; the exception given with the first stop request (unless a
+        clean-stop type) is kept for join(). After join() nobody would see it, so, as TF, it is
+        raised here instead."""
         with self._lock:
-            if ex is not None and self._exc_info is None and not self._joined:
-                info = ex if isinstance(ex, tuple) else (type(ex), ex, ex.__traceback__)
-                if not isinstance(info[1], self._clean_stop):
+            info = self._exc_info_of(ex)
+            if self._joined and info is not None:
+                raise info[1].with_traceback(info[2])
+            if not self._stop_event.is_set():
+                if info is not None and self._exc_info is None:
+                    _log.info("Error reported to Coordinator: %s, %s", info[0], info[1])
                     self._exc_info = info
-            self._stop_event.set()
+                self._stop_event.set()
+
+    def _exc_info_of(self, ex: BaseException | tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+        """(type, value, traceback) of ``ex`` (an exception or a sys.exc_info() tuple); None
+        for no exception or a clean-stop one."""
+        if ex is None:
+            return None
+        info = ex if isinstance(ex, tuple) else (type(ex), ex, ex.__traceback__)
+        if len(info) != 3 or not isinstance(info[1], BaseException):
+            try:
+                raise ValueError(f"ex must be an exception or a sys.exc_info() tuple: {ex!r:.200}")
+            except ValueError as error:
+                return (ValueError, error, error.__traceback__)
+        return None if isinstance(info[1], self._clean_stop) else info
 
     def clear_stop(self) -> None:
         with self._lock:
@@ -57,13 +81,13 @@ class Coordinator:
 
     def register_thread(self, thread: threading.Thread) -> None:
         with self._lock:
-            self._registered.add(thread)
+            self._registered_threads.add(thread)
 
     def join(self, threads: Sequence[threading.Thread] | None = None,
              stop_grace_period_secs: float = 120, ignore_live_threads: bool = False) -> None:
         """Wait for stop, then for the threads; re-raise the recorded exception, if any."""
         with self._lock:
-            threads = list(self._registered | set(threads or ()))
+            threads = list(self._registered_threads | set(threads or ()))
         while any(t.is_alive() for t in threads) and not self.wait_for_stop(0.05):
             pass
         deadline = time.monotonic() + stop_grace_period_secs
@@ -72,7 +96,7 @@ class Coordinator:
         alive = [t.name for t in threads if t.is_alive()]
         with self._lock:
             self._joined = True
-            self._registered = set()
+            self._registered_threads = set()
             exc_info = self._exc_info
         if exc_info is not None:
             raise exc_info[1].with_traceback(exc_info[2])
@@ -93,6 +117,3 @@ class Coordinator:
         if exc_info is not None:
             raise exc_info[1].with_traceback(exc_info[2])
 
-
-#: What a queue runner's enqueue loop treats as "the queue (or session) closed": a clean end.
-QUEUE_CLOSED_ERRORS = (OutOfRangeError, CancelledError)

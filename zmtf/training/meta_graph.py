@@ -28,6 +28,7 @@ from zmtf.formats.graph_def_proto import GraphDef
 from zmtf.interop.meta_graph import meta_graph_to_dict
 from zmtf.formats.proto_text import to_text
 from zmtf.training.atomic_file import atomic_write
+from zmtf.training import queue_runner as _registers_its_codec  # noqa: F401 - QueueRunners travel
 
 
 def meta_graph_filename(checkpoint_prefix: str, meta_graph_suffix: str = "meta") -> str:

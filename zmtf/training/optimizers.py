@@ -324,7 +324,9 @@ class AdamOptimizer(Optimizer):
         super().__init__(use_locking, name)
         self._lr, self._beta1, self._beta2, self._epsilon = learning_rate, beta1, beta2, epsilon
 
-    def _get_beta_accumulators(self, graph: Graph) -> tuple[Variable, Variable]:
+    def _get_beta_accumulators(self, graph: Graph | None = None) -> tuple[Variable, Variable]:
+        """(beta1_power, beta2_power) of ``graph`` (default: the default graph, as TF)."""
+        graph = graph if graph is not None else get_default_graph()
         beta1_power = self._non_slots.get(("beta1_power", graph))
         beta2_power = self._non_slots.get(("beta2_power", graph))
         assert beta1_power is not None and beta2_power is not None

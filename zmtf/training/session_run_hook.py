@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from zmtf.framework.graph import Tensor, get_default_graph
+from zmtf.framework.graph import GraphKeys, Tensor, get_default_graph
+from zmtf.framework.scopes import get_collection
 from zmtf.training.optimizers import get_global_step
 from zmtf.training.saver import Saver
 
@@ -191,8 +192,10 @@ class CheckpointSaverHook(SessionRunHook):
 
     def begin(self) -> None:
         self._step = _global_step_tensor()
-        if self._saver is None:   # the scaffold's (finalized by now), or one of our own
-            self._saver = getattr(self._scaffold, "saver", None) or Saver()
+        if self._saver is None and self._scaffold is None and not get_collection(GraphKeys.SAVERS):
+            # used outside a MonitoredSession (whose Scaffold fills the SAVERS collection):
+            # one of our own, made now, while the graph may still grow
+            self._saver = Saver()
         os.makedirs(self._dir, exist_ok=True)
         for listener in self._listeners:
             listener.begin()
@@ -218,12 +221,29 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.end(session, step)
 
+    def _get_saver(self) -> Any:
+        """As TF: the given saver, else the scaffold's, else the one in the SAVERS collection
+        (asked when saving, after the MonitoredSession's Scaffold was finalized)."""
+        if self._saver is not None:
+            return self._saver
+        if self._scaffold is not None:
+            return self._scaffold.saver
+        savers = get_collection(GraphKeys.SAVERS)
+        if not savers:
+            raise RuntimeError(f"No items in collection {GraphKeys.SAVERS}. Please add a saver to "
+                               f"the collection or provide a saver or scaffold.")
+        if len(savers) > 1:
+            raise RuntimeError(f"More than one item in collection {GraphKeys.SAVERS}. Please "
+                               f"indicate which one to use by passing it to the constructor.")
+        self._saver = savers[0]
+        return self._saver
+
     def _save(self, session: Any, step: int) -> bool:
         """Save; True when a listener asks to stop."""
         self._timer.update_last_triggered_step(step)
         for listener in self._listeners:
             listener.before_save(session, step)
-        path = self._saver.save(session, self._path, global_step=step,  # type: ignore[union-attr]
+        path = self._get_saver().save(session, self._path, global_step=step,
                                 write_meta_graph=self._save_graph_def)
         log.info("saved checkpoint %s", path)
         stop = False

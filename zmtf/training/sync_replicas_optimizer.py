@@ -180,10 +180,8 @@ class SyncReplicasOptimizer(Optimizer):
 
     def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> Any:
         """A hook for MonitoredTrainingSession: the chief initializes the sync state, fills the
-        token queue and starts the sync queue runner; the others set their local step."""
-        if not self._gradients_applied:
-            raise ValueError("SyncReplicasOptimizer.apply_gradients should be called before "
-                             "using the hook.")
+        token queue and starts the sync queue runner; the others set their local step. It may
+        be made before ``apply_gradients``, as long as that runs before the session starts."""
         return _SyncReplicasHook(self, is_chief, num_tokens)
 
     # ---- the wrapped optimizer's slots ----------------------------------------------------
@@ -202,6 +200,9 @@ class _SyncReplicasHook(SessionRunHook):
         self._opt, self._is_chief, self._num_tokens = opt, is_chief, num_tokens
 
     def begin(self) -> None:
+        if not self._opt._gradients_applied:
+            raise ValueError("SyncReplicasOptimizer.apply_gradient should be called before using "
+                             "the hook.")
         self._tokens = self._opt.get_init_tokens_op(self._num_tokens) if self._is_chief else None
 
     def after_create_session(self, session: Any, coord: Any) -> None:
