@@ -517,6 +517,7 @@ def _install_operators() -> None:
         "__lt__": (less, "Less"), "__le__": (less_equal, "LessEqual"),
         "__gt__": (greater, "Greater"), "__ge__": (greater_equal, "GreaterEqual"),
         "__and__": (logical_and, "and"), "__or__": (logical_or, "or"),
+        "__xor__": (logical_xor, "xor"),
     }
     for dunder, (fn, op_name) in table.items():
         setattr(Tensor, dunder, lambda self, other, fn=fn, n=op_name: fn(self, other, name=n))

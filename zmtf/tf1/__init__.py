@@ -191,7 +191,7 @@ from zmtf.framework.scopes import (
 )
 from zmtf.framework.tensor_shape import Dimension, TensorShape
 from zmtf.ops.variables import (
-    Variable, all_variables, global_variables, global_variables_initializer, initialize_all_tables,
+    Variable, VariableAggregation, VariableSynchronization, assert_variables_initialized, all_variables, global_variables, global_variables_initializer, initialize_all_tables,
     initialize_all_variables, initialize_local_variables, initialize_variables, is_tensor,
     local_variables, local_variables_initializer, model_variables, moving_average_variables,
     report_uninitialized_variables, tables_initializer, trainable_variables, variables_initializer,
