@@ -30,6 +30,7 @@ class AsyncSession:
         self._remote = None if is_local(target) else RemoteSessionCore(target, self._graph,
                                                                        config or ConfigProto())
         self._core = LocalSessionCore(self._graph, config) if self._remote is None else None
+        self._infer_shapes = bool(config and config.graph_options.infer_shapes)
         self.closed = False
 
     @property
@@ -48,10 +49,11 @@ class AsyncSession:
 
     @property
     def graph_def(self) -> Any:
-        """The session's graph as TF's GraphDef protobuf (``graph.as_graph_def()``), as in TF1."""
+        """The session's graph as TF's GraphDef protobuf (``graph.as_graph_def()``), as in TF1;
+        with ``GraphOptions(infer_shapes=True)`` each node has its ``_output_shapes``."""
         from zmtf.interop import graph_def_io  # noqa: F401  (registers Graph.as_graph_def's exporter)
 
-        return self._graph.as_graph_def()
+        return self._graph.as_graph_def(add_shapes=self._infer_shapes)
 
     async def run(self, fetches: Any, feed_dict: dict | None = None, options: RunOptions | None = None,
                   run_metadata: RunMetadata | None = None, timeout: float | None = None) -> Any:
