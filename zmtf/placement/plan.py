@@ -98,6 +98,10 @@ class StepPlanner:
 
 #: The op types of the copy nodes a plan inserts on host<->GPU edges (not graph ops).
 COPY_OPS = frozenset({"_HostToDevice", "_DeviceToHost"})
+#: The op type of the read a plan inserts where an op takes a variable's ref as a value.
+READ_REF_OP = "_ReadVariableRef"
+#: Every op type a plan inserts (nodes that are not in the graph).
+PLAN_OPS = COPY_OPS | {READ_REF_OP}
 
 #: Ops whose kernels take a variable's reference itself; any other consumer of a Variable
 #: op's output ("v:0", e.g. from get_tensor_by_name) gets its value, as TF1 dereferences
@@ -181,7 +185,7 @@ class _Builder:
             return slot
         if slot not in self.reads:
             device = self.devices[t.op.name]
-            i = self._add(f"{t.op.name}/_read{slot}", "Identity", device, t.dtype.name, {}, (slot,), 1, [])
+            i = self._add(f"{t.op.name}/_read{slot}", READ_REF_OP, device, t.dtype.name, {}, (slot,), 1, [])
             self.reads[slot] = self.nodes[i]["outputs"][0]
         return self.reads[slot]
 

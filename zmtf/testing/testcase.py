@@ -302,6 +302,25 @@ class TestCase(unittest.TestCase):
         return self.assertRaisesWithPredicateMatch(OpError, expected_err_re_or_predicate)
 
     # ---- helpers -------------------------------------------------------------------------
+    def assertProtoEquals(self, expected_message_maybe_ascii: Any, message: Any,  # noqa: N802
+                          msg: str | None = None) -> None:
+        """``message`` equals the expected message, given as one or as its text format
+        (parsed into a message of ``message``'s type); a failure shows both as text."""
+        from zmtf.formats.proto_message import Message
+        from zmtf.formats.proto_text import merge_text, to_text
+
+        expected = expected_message_maybe_ascii
+        if isinstance(expected, bytes):
+            expected = expected.decode("utf-8")
+        if not isinstance(message, Message):
+            self.fail(f"assertProtoEquals compares protocol messages; got {type(message).__name__}")
+        if isinstance(expected, str):
+            expected = merge_text(expected, type(message)())
+        elif type(expected) is not type(message):
+            self.fail(f"Can't compare protos of type {type(expected).__name__} and "
+                      f"{type(message).__name__}")
+        self.assertMultiLineEqual(to_text(expected), to_text(message), msg)
+
     def _assert_structure(self, a: Any, b: Any, path: str, leaf: Callable[[Any, Any, str], None]) -> None:
         if isinstance(a, dict) or isinstance(b, dict):
             if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b):

@@ -1,0 +1,222 @@
+"""tf.Variable as TF 1.15's variables_test.py checks it: initialized_value ordering,
+control-flow initializers, reading the raw "v:0" tensor, operators, metadata arguments,
+VariableDef round trips and assert_variables_initialized."""
+
+import functools
+import operator
+
+import numpy as np
+import pytest
+
+import zmtf as tf
+
+
+def run_init(*fetches):
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return sess.run(list(fetches))
+
+
+def test_initialized_value_lets_variables_initialize_from_each_other_in_any_order():
+    rnd = tf.Variable(tf.random_uniform([3, 6]), name="rnd")
+    dep = tf.Variable(rnd.initialized_value(), name="dep")
+    total = rnd.initialized_value() + dep.initialized_value() + 2.0
+    depdep = tf.Variable(total, name="depdep")
+    assert dep.get_shape().as_list() == [3, 6] and depdep.name == "depdep:0"
+    a, b, c = run_init(rnd, dep, depdep)
+    np.testing.assert_allclose(a, b)
+    np.testing.assert_allclose(c, a + b + 2.0, rtol=1e-6)
+
+
+def test_initialized_value_keeps_a_value_assigned_since():
+    v = tf.Variable(3.0)
+    w = tf.Variable(v.initialized_value() * 2)
+    chained = tf.Variable(w.initialized_value() + 1)
+    with tf.Session() as sess:
+        assert sess.run(chained.initializer) is None   # runs v's and w's initial values
+        assert sess.run(chained) == 7.0
+        sess.run(v.initializer)
+        sess.run(v.assign(1.0))
+        assert sess.run(v.initialized_value()) == 1.0   # not re-initialized
+
+
+def test_initializer_function_and_negated_initialized_value():
+    v1 = tf.Variable(lambda: tf.constant([[-42.0], [133.7]]), dtype=tf.float32)
+    v2 = tf.Variable(tf.negative(v1.initialized_value()), dtype=tf.float32)
+    assert v1.get_shape().as_list() == [2, 1] == v2.get_shape().as_list()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            sess.run(v1)
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(v2), [[42.0], [-133.7]], rtol=1e-6)
+
+
+def test_initializer_function_ops_share_the_variables_colocation_group():
+    with tf.device("/cpu:100"):
+        v1 = tf.Variable(lambda: tf.constant(42.0), name="v1")
+    assert v1.op.device == "/device:CPU:100"
+    assert [i.op.colocation_groups() for i in v1.initializer.inputs] == [["loc:@v1"]] * 2
+
+
+def test_a_variable_initialized_from_a_tensor_inside_a_while_loop_body_is_refused():
+    def body(i, _):
+        zero = tf.zeros([], dtype=tf.int32)
+        v = tf.Variable(initial_value=zero)
+        return i + 1, v.read_value()
+
+    with pytest.raises(ValueError, match="inside a control-flow construct"):
+        tf.while_loop(lambda i, _: i < 10, body, [0, 0])
+
+
+def test_variables_made_in_cond_branches_initialize_on_their_own():
+    v0 = tf.Variable(0, name="v0")
+    made = {}
+
+    def branch(key, value):
+        def fn():
+            made[key] = tf.Variable(value, name=key)
+            return made[key] + v0
+        return fn
+
+    add = tf.cond(tf.less(v0, 10), branch("v1", 1), branch("v2", 2))
+    with tf.Session() as sess:
+        sess.run([made["v1"].initializer, made["v2"].initializer])
+        assert sess.run([made["v1"], made["v2"]]) == [1, 2]
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized"):
+            sess.run(add)
+        sess.run(v0.initializer)
+        assert sess.run(add) == 1
+
+
+def test_the_raw_variable_tensor_from_get_tensor_by_name_is_read_by_any_op():
+    v = tf.Variable([[1.0, 2.0], [3.0, 4.0]], name="v0")
+    raw = tf.get_default_graph().get_tensor_by_name("v0:0")
+    product = tf.matmul(raw, raw)
+    summed = tf.reduce_sum(raw) + 1.0
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_allclose(sess.run(product), [[7.0, 10.0], [15.0, 22.0]])
+        assert sess.run(summed) == 11.0
+        sess.run(v.assign(tf.ones([2, 2])))
+        assert sess.run(summed) == 5.0   # read at run time, not a stale copy
+
+
+def test_the_raw_variable_tensor_reads_across_tasks():
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable([[2.0]], name="w")
+    with tf.device("/job:worker/task:0"):
+        product = tf.matmul(tf.get_default_graph().get_tensor_by_name("w:0"), [[3.0]])
+    workers, _ = tf.test.create_local_cluster(1, 1)
+    try:
+        with tf.Session(workers[0].target) as sess:
+            sess.run(v.initializer)
+            assert sess.run(product).tolist() == [[6.0]]
+    finally:
+        for server in workers + _:
+            server.stop()
+
+
+def test_names_shapes_and_uninitialized_reads():
+    var0, var1 = tf.Variable(0.0), tf.Variable(1.1)
+    assert (var0.name, var0._shared_name, var1.name) == ("Variable:0", "Variable", "Variable_1:0")
+    assert var0.get_shape().as_list() == [] == var0.shape.as_list()
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="Attempting to use uninitialized value"):
+            sess.run(var0)
+
+
+def test_a_variable_is_not_iterable():
+    with pytest.raises(TypeError, match="not iterable"):
+        for _ in tf.Variable([0.0, 1.0]):
+            pass
+
+
+def test_operators_wrap_the_tensor_ones_and_include_the_logical_ones():
+    for attr in functools.WRAPPER_ASSIGNMENTS:
+        assert getattr(tf.Variable.__add__, attr) == getattr(tf.Tensor.__add__, attr)
+    b = tf.Variable([True, False])
+    f = tf.Variable([2.0])
+    i = tf.Variable([20])
+    got = run_init(operator.and_(b, [True, True]), operator.or_(b, [False, True]),
+                   operator.xor(b, [False, False]), ~b, i % 7, 103 % i, 10.0 / f, abs(-f))
+    assert [g.tolist() for g in got] == [[True, False], [True, True], [True, False], [False, True],
+                                         [6], [3], [5.0], [2.0]]
+
+
+def test_constraint_must_be_callable():
+    constraint = lambda x: x  # noqa: E731
+    v = tf.Variable(lambda: tf.constant(1.0), constraint=constraint)
+    assert v.constraint is constraint
+    with pytest.raises(ValueError, match="callable"):
+        tf.Variable(lambda: tf.constant(1.0), constraint=0)
+
+
+def test_caching_device_holds_the_read():
+    var = tf.Variable(2.0)
+    assert var.device == var.value().device == var.initialized_value().device
+    cached = tf.Variable(2.0, caching_device="/job:foo")
+    assert not cached.device.startswith("/job:foo")
+    assert cached.value().device.startswith("/job:foo")
+
+
+def test_a_variable_of_unknown_shape_takes_the_assigned_shape():
+    var = tf.Variable(np.zeros([1, 1]), shape=tf.TensorShape(None))
+    grow = var.assign(np.zeros([2, 2]))
+    with tf.Session() as sess:
+        sess.run(var.initializer)
+        sess.run(grow)
+        assert sess.run(var.read_value()).shape == (2, 2)
+
+
+def test_control_dependencies_do_not_reach_variables():
+    c = tf.constant(1.0)
+    with tf.control_dependencies([c]):
+        d = tf.constant(2.0)
+        var = tf.Variable(2.0)
+    assert d.op.control_inputs == [c.op]
+    assert var.initializer.control_inputs == [] and var.value().op.control_inputs == []
+
+
+def test_variable_def_round_trip_keeps_names_and_trainable():
+    frozen = tf.Variable(trainable=False, initial_value=tf.constant(10.0))
+    proto = frozen.to_proto()
+    again = tf.Variable(variable_def=proto)
+    assert again.trainable is False and again.name == frozen.name
+    assert tf.Variable.from_proto(proto).to_proto() == proto
+    with tf.Session() as sess:
+        assert sess.run(again.initialized_value()) == 10.0
+    proto.initial_value_name = ""
+    with pytest.raises(ValueError):
+        tf.Variable(variable_def=proto).initialized_value()
+
+
+def test_synchronization_and_aggregation_are_kept_and_on_read_is_not_trainable():
+    v = tf.Variable(1.0, synchronization=tf.VariableSynchronization.NONE,
+                    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    assert v.synchronization == tf.VariableSynchronization.NONE
+    assert v.aggregation == tf.VariableAggregation.ONLY_FIRST_TOWER
+    laundered = tf.Variable(variable_def=v.to_proto())
+    assert laundered.aggregation == tf.VariableAggregation.ONLY_FIRST_REPLICA
+    on_read = tf.VariableSynchronization.ON_READ
+    assert tf.Variable(1.0).trainable is True
+    assert tf.Variable(1.0, synchronization=on_read).trainable is False
+    assert tf.Variable(1.0, synchronization=on_read, trainable=True).trainable is True
+
+
+def test_repr_is_tfs():
+    v = tf.Variable(np.zeros((5, 5), np.float32), name="noop")
+    assert repr(v) == "<tf.Variable 'noop:0' shape=(5, 5) dtype=float32_ref>"
+
+
+def test_assert_variables_initialized():
+    assert tf.assert_variables_initialized() is None
+    v, w = tf.Variable([1, 2]), tf.Variable([3, 4])
+    both, only_v = tf.assert_variables_initialized(), tf.assert_variables_initialized([v])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value"):
+            sess.run(both)
+        sess.run(w.initializer)
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            sess.run(only_v.op)
+        sess.run(v.initializer)
+        sess.run([both, only_v.op])
