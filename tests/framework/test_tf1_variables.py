@@ -220,3 +220,50 @@ def test_assert_variables_initialized():
             sess.run(only_v.op)
         sess.run(v.initializer)
         sess.run([both, only_v.op])
+
+
+def sliced(values, full_name, offsets):
+    parts = [tf.Variable([v]) for v in values]
+    for part, offset in zip(parts, offsets):
+        part._set_save_slice_info(tf.Variable.SaveSliceInfo(full_name, [2], [offset], [1]))
+    return parts
+
+
+def test_partitioned_variable_from_shards_orders_them_by_offset():
+    v0, v1 = sliced([0, 1], "two", [0, 1])
+    whole = tf.PartitionedVariable(name="two_vars", shape=[2], dtype=v0.dtype,
+                                   variable_list=[v1, v0], partitions=[2])
+    assert len(whole) == 2 and list(whole) == [v0, v1]
+    assert whole.get_shape().as_list() == [2] == tf.convert_to_tensor(whole).get_shape().as_list()
+    assert v0._get_save_slice_info().spec == "2 0,1"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(shape=2, variable_list=[], partitions=[]), "empty"),
+    (dict(shape=[1], partitions=[1], unsliced=True), "must have a save_slice_info"),
+    (dict(shape=[3], partitions=[2]), "full shapes must match"),
+    (dict(shape=[2], partitions=[0]), "must be positive"),
+])
+def test_partitioned_variable_refuses_inconsistent_shards(kwargs, message):
+    if kwargs.pop("unsliced", False):
+        kwargs["variable_list"] = [tf.Variable([0])]
+    kwargs.setdefault("variable_list", sliced([0, 1], "two", [0, 1]))
+    with pytest.raises(ValueError, match=message):
+        tf.PartitionedVariable(name="fail", dtype=tf.int32, **kwargs)
+
+
+def test_partitioned_variable_assignments_split_the_value_over_the_shards():
+    a = tf.PartitionedVariable("a", [2], tf.float32, sliced([0.0, 1.0], "a", [0, 1]), [2])
+    b = tf.PartitionedVariable("b", [2], tf.float32, sliced([20.0, 30.0], "b", [0, 1]), [2])
+    plus = a.assign_add(tf.constant([1.0, 2.0]))
+    minus = a.assign_sub(tf.constant([3.0, 4.0]))
+    ones = a.assign(tf.ones([2]))
+    listed = b.assign([tf.constant([2.0]), tf.constant([3.0])])
+    from_parts = b.assign_add(ones)
+    from_whole = b.assign_sub(a)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = [sess.run(ops).tolist() if not isinstance(ops, list) else [sess.run(o).tolist() for o in ops]
+               for ops in (plus, minus, ones, listed, from_parts, from_whole)]
+    assert got == [[[1.0], [3.0]], [[-2.0], [-1.0]], [[1.0], [1.0]], [[2.0], [3.0]],
+                   [[3.0], [4.0]], [[2.0], [3.0]]]

@@ -40,6 +40,29 @@ class VariableAggregation(enum.IntEnum):
 VariableAggregationV2 = VariableAggregation
 
 
+class SaveSliceInfo:
+    """Where a shard lies in the variable it is part of (TF's Variable.SaveSliceInfo): the
+    whole's name and shape, and the shard's offset and shape in it."""
+
+    def __init__(self, full_name: str | None = None, full_shape: Any = None,
+                 var_offset: Any = None, var_shape: Any = None) -> None:
+        self.full_name = full_name
+        self.full_shape = list(full_shape) if full_shape is not None else None
+        self.var_offset = list(var_offset) if var_offset is not None else None
+        self.var_shape = list(var_shape) if var_shape is not None else None
+
+    @property
+    def spec(self) -> str:
+        """TF's slice spec string: "<full shape> <offset>,<size>:..." (Saver's shape_and_slice)."""
+        full = " ".join(str(d) for d in self.full_shape or [])
+        parts = ":".join(f"{o},{s}" for o, s in zip(self.var_offset or [], self.var_shape or []))
+        return f"{full} {parts}"
+
+    def __repr__(self) -> str:
+        return (f"SaveSliceInfo({self.full_name!r}, full_shape={self.full_shape}, "
+                f"var_offset={self.var_offset}, var_shape={self.var_shape})")
+
+
 class Variable:
     """A TF1 variable: ``Variable(3.0, name="a")`` makes nodes a, a/initial_value, a/Assign, a/read.
 
@@ -169,6 +192,15 @@ class Variable:
     initial_value = property(lambda self: self._initial_value)
     trainable = property(lambda self: self._trainable)
     constraint = property(lambda self: self._constraint)
+    SaveSliceInfo = SaveSliceInfo
+
+    def _set_save_slice_info(self, save_slice_info: SaveSliceInfo) -> None:
+        """Mark this variable as a shard of a larger one (a PartitionedVariable's part)."""
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self) -> SaveSliceInfo | None:
+        return getattr(self, "_save_slice_info", None)
+
     synchronization = property(lambda self: self._synchronization)
     aggregation = property(lambda self: self._aggregation)
 
