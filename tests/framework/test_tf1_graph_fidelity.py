@@ -114,3 +114,34 @@ def test_complex64_constants_and_arithmetic():
     for value, want in zip(got, expected):
         assert value.dtype == want.dtype
         np.testing.assert_allclose(value, want, rtol=1e-6)
+
+
+def test_complex_constants_survive_graph_defs_and_tensor_protos():
+    c = tf.constant([1 + 2j, 3j], dtype=tf.complex64, name="c")
+    tf.multiply(c, c, name="square")
+    tf.constant(1 - 1j, name="single")
+    graph_def = tf.get_default_graph().as_graph_def()
+    with tf.Graph().as_default():
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session() as sess:
+            square, single = sess.run(["square:0", "single:0"])
+    np.testing.assert_allclose(square, np.array([1 + 2j, 3j]) ** 2)
+    assert square.dtype == np.complex64 and single == 1 - 1j and single.dtype == np.complex128
+    pairs = tf.make_tensor_proto(np.array([1 + 2j, 3 + 4j], np.complex64))
+    pairs.tensor_content = b""
+    pairs.scomplex_val.extend([1.0, 2.0, 3.0, 4.0])    # how TF writes a few complex values
+    np.testing.assert_array_equal(tf.make_ndarray(pairs), [1 + 2j, 3 + 4j])
+
+
+def test_complex_tensors_cross_a_cluster():
+    with tf.device("/job:ps/task:0"):
+        c = tf.constant([1 + 2j], dtype=tf.complex64) * 2
+    with tf.device("/job:worker/task:0"):
+        d = c + tf.constant([1j], dtype=tf.complex64)
+    workers, ps = tf.test.create_local_cluster(1, 1)
+    try:
+        with tf.Session(workers[0].target) as sess:
+            assert sess.run(d).tolist() == [2 + 5j]
+    finally:
+        for server in workers + ps:
+            server.stop()

@@ -175,6 +175,7 @@ def test_control_dependencies_do_not_reach_variables():
         var = tf.Variable(2.0)
     assert d.op.control_inputs == [c.op]
     assert var.initializer.control_inputs == [] and var.value().op.control_inputs == []
+    assert var._ref().op.control_inputs == []
 
 
 def test_variable_def_round_trip_keeps_names_and_trainable():

@@ -107,15 +107,15 @@ class Variable:
                 validate_shape = validate_shape and declared.is_fully_defined()
             else:
                 declared = init.shape if validate_shape else TensorShape(None)
-            self._ref = state_ops.variable_op(declared, init.dtype, name=scope)
-            with graph.colocate_with(self._ref.op):
-                self._initializer = state_ops.assign(self._ref, init, validate_shape=validate_shape).op
+            self._variable = state_ops.variable_op(declared, init.dtype, name=scope)
+            with graph.colocate_with(self._variable.op):
+                self._initializer = state_ops.assign(self._variable, init, validate_shape=validate_shape).op
             if caching_device is not None:  # TF: the read lives on the caching device
                 with graph.device(caching_device):
-                    self._snapshot = apply_op("Identity", [self._ref], name="read").outputs[0]
+                    self._snapshot = apply_op("Identity", [self._variable], name="read").outputs[0]
             else:
-                with graph.colocate_with(self._ref.op):
-                    self._snapshot = apply_op("Identity", [self._ref], name="read").outputs[0]
+                with graph.colocate_with(self._variable.op):
+                    self._snapshot = apply_op("Identity", [self._variable], name="read").outputs[0]
         self._initial_value = init
         self._trainable = trainable
         self._constraint = constraint
@@ -134,7 +134,7 @@ class Variable:
         def scoped(name: str) -> str:
             return f"{import_scope}/{name}" if import_scope else name
 
-        self._ref = graph.get_tensor_by_name(scoped(proto.variable_name))
+        self._variable = graph.get_tensor_by_name(scoped(proto.variable_name))
         self._initializer = graph.get_operation_by_name(scoped(proto.initializer_name))
         self._snapshot = graph.get_tensor_by_name(scoped(proto.snapshot_name))
         self._initial_value = (graph.get_tensor_by_name(scoped(proto.initial_value_name))
@@ -174,7 +174,7 @@ class Variable:
         """A Variable over ops already in the graph (import_meta_graph rebuilt them); adds
         it to no collection, since the importer restores the collections as they were."""
         variable = cls.__new__(cls)
-        variable._ref, variable._initializer, variable._snapshot = ref, initializer, snapshot
+        variable._variable, variable._initializer, variable._snapshot = ref, initializer, snapshot
         variable._initial_value, variable._trainable = initial_value, trainable
         variable._constraint = variable._caching_device = None
         variable._synchronization = VariableSynchronization.AUTO
@@ -182,17 +182,18 @@ class Variable:
         return variable
 
     # ---- identity ---------------------------------------------------------------
-    name = property(lambda self: self._ref.name)
-    op = property(lambda self: self._ref.op)
-    dtype = property(lambda self: self._ref.dtype)
-    device = property(lambda self: self._ref.device)
-    graph = property(lambda self: self._ref.graph)
-    shape = property(lambda self: self._ref.shape)
+    name = property(lambda self: self._variable.name)
+    op = property(lambda self: self._variable.op)
+    dtype = property(lambda self: self._variable.dtype)
+    device = property(lambda self: self._variable.device)
+    graph = property(lambda self: self._variable.graph)
+    shape = property(lambda self: self._variable.shape)
     initializer = property(lambda self: self._initializer)
     initial_value = property(lambda self: self._initial_value)
     trainable = property(lambda self: self._trainable)
     constraint = property(lambda self: self._constraint)
     SaveSliceInfo = SaveSliceInfo
+    _distribute_strategy = None   # TF: set only for variables made under a DistributionStrategy
 
     def _set_save_slice_info(self, save_slice_info: SaveSliceInfo) -> None:
         """Mark this variable as a shard of a larger one (a PartitionedVariable's part)."""
@@ -218,17 +219,17 @@ class Variable:
         from zmtf.ops.cond_ops import cond
 
         graph = self.graph
-        with graph.outside_loops(), graph.colocate_with(self._ref.op):
+        with graph.outside_loops(), graph.colocate_with(self._variable.op):
             # a read made inside the taken branch only: an uninitialized variable is not read
             return cond(self.is_initialized(),
-                        lambda: apply_op("Identity", [self._ref], name="read").outputs[0],
+                        lambda: apply_op("Identity", [self._variable], name="read").outputs[0],
                         lambda: self._initial_value)
 
     def __iter__(self) -> Any:
         raise TypeError("'Variable' object is not iterable.")
 
     def get_shape(self) -> Any:
-        return self._ref.shape
+        return self._variable.shape
 
     def value(self) -> Tensor:
         """The read tensor ("name/read"), what expressions on the variable consume."""
@@ -237,8 +238,12 @@ class Variable:
     def read_value(self) -> Tensor:
         return self._snapshot
 
+    def _ref(self) -> Tensor:
+        """The Variable op's own output: the reference, not a read (TF's private accessor)."""
+        return self._variable
+
     def _ref_tensor(self) -> Tensor:
-        return self._ref
+        return self._variable
 
     def _as_graph_element(self) -> Tensor:
         return self._snapshot
@@ -248,27 +253,27 @@ class Variable:
                read_value: bool = True) -> Any:
         """``ref = value``; a variable declared with an unknown shape (``shape=
         tf.TensorShape(None)``) takes the value's shape."""
-        with self.graph.colocate_with(self._ref.op):
-            result = state_ops.assign(self._ref, value, name=name,
-                                      validate_shape=self._ref.shape.is_fully_defined())
+        with self.graph.colocate_with(self._variable.op):
+            result = state_ops.assign(self._variable, value, name=name,
+                                      validate_shape=self._variable.shape.is_fully_defined())
         return result if read_value else result.op
 
     def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
-        with self.graph.colocate_with(self._ref.op):
-            return state_ops.assign_add(self._ref, delta, name=name)
+        with self.graph.colocate_with(self._variable.op):
+            return state_ops.assign_add(self._variable, delta, name=name)
 
     def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
-        with self.graph.colocate_with(self._ref.op):
-            return state_ops.assign_sub(self._ref, delta, name=name)
+        with self.graph.colocate_with(self._variable.op):
+            return state_ops.assign_sub(self._variable, delta, name=name)
 
     def count_up_to(self, limit: int) -> Tensor:
         """The value before incrementing; OutOfRangeError once it has reached ``limit``."""
-        with self.graph.colocate_with(self._ref.op):
-            return state_ops.count_up_to(self._ref, limit)
+        with self.graph.colocate_with(self._variable.op):
+            return state_ops.count_up_to(self._variable, limit)
 
     def is_initialized(self) -> Tensor:
-        with self.graph.colocate_with(self._ref.op):
-            return state_ops.is_variable_initialized(self._ref)
+        with self.graph.colocate_with(self._variable.op):
+            return state_ops.is_variable_initialized(self._variable)
 
     def eval(self, session: Any = None) -> Any:
         return self._snapshot.eval(session=session)
