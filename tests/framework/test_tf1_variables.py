@@ -40,6 +40,30 @@ def test_initialized_value_keeps_a_value_assigned_since():
         assert sess.run(v.initialized_value()) == 1.0   # not re-initialized
 
 
+def test_variables_initialized_from_other_variables_initialize_in_one_step():
+    v = tf.Variable(tf.random_normal([50]), name="v")
+    w = tf.Variable(v * 2, name="w")
+    u = tf.Variable(w + 1, name="u")
+    assert w.initial_value.op.name == "mul"   # what the user gave; the initializer reads guarded
+    for _ in range(3):   # a fresh session each time: the initializers' order is free
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            a, b, c = sess.run([v, w, u])
+            np.testing.assert_allclose(b, 2 * a, rtol=1e-6)
+            np.testing.assert_allclose(c, b + 1, rtol=1e-6)
+
+
+def test_an_initial_value_from_a_while_loop_is_left_as_it_is():
+    step = tf.Variable(2)
+    counted = tf.while_loop(lambda i: i < 10, lambda i: i + step, [tf.constant(0)])
+    v = tf.Variable(counted)
+    assert v.initializer.inputs[1] is counted
+    with tf.Session() as sess:
+        sess.run(step.initializer)
+        sess.run(v.initializer)
+        assert sess.run(v) == 10
+
+
 def test_initializer_function_and_negated_initialized_value():
     v1 = tf.Variable(lambda: tf.constant([[-42.0], [133.7]]), dtype=tf.float32)
     v2 = tf.Variable(tf.negative(v1.initialized_value()), dtype=tf.float32)

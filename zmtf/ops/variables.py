@@ -108,8 +108,9 @@ class Variable:
             else:
                 declared = init.shape if validate_shape else TensorShape(None)
             self._variable = state_ops.variable_op(declared, init.dtype, name=scope)
+            guarded = _guard_uninitialized_dependencies(scope.rstrip("/"), init)
             with graph.colocate_with(self._variable.op):
-                self._initializer = state_ops.assign(self._variable, init, validate_shape=validate_shape).op
+                self._initializer = state_ops.assign(self._variable, guarded, validate_shape=validate_shape).op
             if caching_device is not None:  # TF: the read lives on the caching device
                 with graph.device(caching_device):
                     self._snapshot = apply_op("Identity", [self._variable], name="read").outputs[0]
@@ -117,6 +118,7 @@ class Variable:
                 with graph.colocate_with(self._variable.op):
                     self._snapshot = apply_op("Identity", [self._variable], name="read").outputs[0]
         self._initial_value = init
+        self._guarded_initial_value = guarded
         self._trainable = trainable
         self._constraint = constraint
         self._caching_device = caching_device
@@ -221,9 +223,10 @@ class Variable:
         graph = self.graph
         with graph.outside_loops(), graph.colocate_with(self._variable.op):
             # a read made inside the taken branch only: an uninitialized variable is not read
+            fallback = getattr(self, "_guarded_initial_value", self._initial_value)
             return cond(self.is_initialized(),
                         lambda: apply_op("Identity", [self._variable], name="read").outputs[0],
-                        lambda: self._initial_value)
+                        lambda: fallback)
 
     def __iter__(self) -> Any:
         raise TypeError("'Variable' object is not iterable.")
@@ -258,13 +261,17 @@ class Variable:
                                       validate_shape=self._variable.shape.is_fully_defined())
         return result if read_value else result.op
 
-    def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None,
+                   read_value: bool = True) -> Any:
         with self.graph.colocate_with(self._variable.op):
-            return state_ops.assign_add(self._variable, delta, name=name)
+            result = state_ops.assign_add(self._variable, delta, name=name)
+        return result if read_value else result.op
 
-    def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None) -> Tensor:
+    def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None,
+                   read_value: bool = True) -> Any:
         with self.graph.colocate_with(self._variable.op):
-            return state_ops.assign_sub(self._variable, delta, name=name)
+            result = state_ops.assign_sub(self._variable, delta, name=name)
+        return result if read_value else result.op
 
     def count_up_to(self, limit: int) -> Tensor:
         """The value before incrementing; OutOfRangeError once it has reached ``limit``."""
@@ -289,6 +296,63 @@ class Variable:
 
 def _to_tensor(fn: Callable[..., Tensor]) -> Callable[..., Any]:
     return lambda self, *args: fn(self._snapshot, *args)
+
+
+#: ops the guard leaves as they are: reads that must see the variable itself, and ops
+#: holding a subgraph (a functional While) that cannot be rebuilt from their inputs
+_GUARD_KEEPS = frozenset({"IsVariableInitialized", "VarIsInitializedOp", "ReadVariableOp", "If", "While"})
+_VARIABLE_OPS = frozenset({"Variable", "VariableV2"})
+
+
+def _guard_uninitialized_dependencies(name: str, initial_value: Tensor) -> Tensor:
+    """``initial_value`` with every variable it reads read through ``initialized_value()``,
+    so ``tf.Variable(v * 2)`` initializes in any order (TF1's initializer guard: the ops on
+    the way are rebuilt as "<op>_<name>"; the variable's ``initial_value`` stays as given)."""
+    graph = initial_value.graph
+    rebuilt: dict[Operation, Operation] = {}
+    expanding: set[Operation] = set()
+    stack: list[Operation] = [initial_value.op]
+    while stack:
+        op = stack[-1]
+        if op in rebuilt:
+            stack.pop()
+            continue
+        if op.type in _VARIABLE_OPS:
+            rebuilt[op] = _initialized_value_op(op)
+            stack.pop()
+            continue
+        if op.type in _GUARD_KEEPS or not op.inputs:
+            rebuilt[op] = op
+            stack.pop()
+            continue
+        pending = [t.op for t in op.inputs if t.op not in rebuilt]
+        if pending:
+            if op in expanding:   # a cycle: TF leaves such an initial value alone
+                return initial_value
+            expanding.add(op)
+            stack.extend(pending)
+            continue
+        stack.pop()
+        inputs = [rebuilt[t.op].outputs[t.value_index] for t in op.inputs]
+        if all(new is old for new, old in zip(inputs, op.inputs)):
+            rebuilt[op] = op
+            continue
+        with graph.name_scope(None):
+            rebuilt[op] = graph.create_op(op.type, inputs, [(t.dtype, t.shape) for t in op.outputs],
+                                          name=f"{op.name}_{name}".replace(":", "_"),
+                                          attrs=dict(op.attrs))
+    return rebuilt[initial_value.op].outputs[initial_value.value_index]
+
+
+def _initialized_value_op(variable_op: Operation) -> Operation:
+    """The op of the initialized_value() of the Variable whose op this is, if it is one in
+    the global or local variables; else the op itself."""
+    graph = variable_op.graph
+    for key in (GraphKeys.GLOBAL_VARIABLES, GraphKeys.LOCAL_VARIABLES):
+        for var in graph.get_collection(key):
+            if isinstance(var, Variable) and var.op is variable_op and var.initial_value is not None:
+                return var.initialized_value().op
+    return variable_op
 
 
 def _forward(dunder: str) -> Callable[..., Any]:
