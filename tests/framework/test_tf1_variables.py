@@ -92,6 +92,17 @@ def test_a_variable_initialized_from_a_tensor_inside_a_while_loop_body_is_refuse
         tf.while_loop(lambda i, _: i < 10, body, [0, 0])
 
 
+def test_a_lambda_initializer_is_the_way_to_make_a_variable_in_a_loop_body():
+    def body(i, _):
+        v = tf.Variable(lambda: tf.zeros([], dtype=tf.int32) + 5)
+        return i + 1, v.read_value() + i
+
+    out = tf.while_loop(lambda i, _: i < 3, body, [0, 0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(out) == [3, 7]
+
+
 def test_variables_made_in_cond_branches_initialize_on_their_own():
     v0 = tf.Variable(0, name="v0")
     made = {}
