@@ -99,7 +99,8 @@ def test_as_dtype_takes_tf_datatype_numbers_and_gives_them_back():
         assert tf.as_dtype(dtype.as_datatype_enum) == dtype
     assert (tf.float32.as_datatype_enum, tf.int64.as_datatype_enum, tf.string.as_datatype_enum) == (1, 9, 7)
     assert tf.as_dtype(np.int64(3)) == tf.int32 and tf.as_dtype(101) == tf.float32   # 101: DT_FLOAT_REF
-    with pytest.raises(TypeError, match="DataType number 8 .*float32 \\(1\\)"):   # complex64: not in zmtf
-        tf.as_dtype(8)
+    assert tf.as_dtype(8) == tf.complex64 and tf.as_dtype(18) == tf.complex128
+    with pytest.raises(TypeError, match="DataType number 11 .*float32 \\(1\\)"):   # qint8: not in zmtf
+        tf.as_dtype(11)
     with pytest.raises(TypeError):
         tf.as_dtype(True)   # a bool is not a DataType number

@@ -187,7 +187,7 @@ def test_python_object_missing_from_checkpoint_fails_assertions(tmp_path):
     status = tf.train.Checkpoint(v=a, extra=b).restore(path)
     message = ("Found 1 Python objects that were not bound to checkpointed values, likely due "
                "to changes in the Python program. Showing 1 of 1 unmatched objects: ")
-    with pytest.raises(AssertionError, match=message + r"\[<zmtf.Variable 'b:0'"):
+    with pytest.raises(AssertionError, match=message + r"\[<tf.Variable 'b:0'"):
         status.assert_consumed()
     with tf.Session() as sess:
         status.initialize_or_restore(sess)   # restores a, initializes b

@@ -177,7 +177,7 @@ def test_a_multipart_in_the_middle_fails_the_stream_and_is_decoded_itself():
 @pytest.mark.parametrize("name, edit, extra, match", [
     ("count-mismatch", lambda h: h.update(stream=3), [], "have 4 parts, the header says 3"),
     ("extra-frame", lambda h: None, [b"x"], "header comes alone"),
-    ("bad-descriptor", lambda h: h["tensors"][0].update(dtype="<c8"), [], "not allowed on the wire"),
+    ("bad-descriptor", lambda h: h["tensors"][0].update(dtype=">c8"), [], "not allowed on the wire"),
     ("bad-body", lambda h: h["body"].update(extra=1), [], "body fields must be"),
 ])
 def test_a_bad_stream_header_is_one_error_and_its_parts_are_swallowed(name, edit, extra, match):

@@ -27,7 +27,7 @@ from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgum
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition, recv_name_of
-from zmtf.placement.plan import COPY_OPS, StepPlanner
+from zmtf.placement.plan import PLAN_OPS, StepPlanner
 from zmtf.runtime.executor import NodeTrace
 from zmtf.distributed.futures import Deferred
 from zmtf.distributed.master_session import MasterSession, StepSetup
@@ -266,8 +266,8 @@ class MasterService:
                 error.message += (f" (this session's ConfigProto.device_filters {filters} leave "
                                   f"out every other device)")
             raise
-        # the plan's host<->GPU copies are not graph ops: each worker plans its own
-        ops = [graph.get_operation_by_name(n.name) for n in plan.nodes if n.op_type not in COPY_OPS]
+        # the plan's host<->GPU copies and ref reads are not graph ops: each worker plans its own
+        ops = [graph.get_operation_by_name(n.name) for n in plan.nodes if n.op_type not in PLAN_OPS]
         parts = partition(ops, plan.placement.devices, master_task=self.task, feeds=feed_t,
                           fetches=fetch_t, targets=target_ops)
         # remote partitions first: their requests are on the wire while ours starts running

@@ -161,7 +161,7 @@ def make_tensor_proto(value: Any) -> TensorProto:
     if dtype.name == "string":
         proto.string_val.extend(v if isinstance(v, bytes) else str(v).encode()
                                 for v in array.ravel())
-    elif array.size == 1:
+    elif array.size == 1 and not dtype.is_complex:   # complex values go in tensor_content
         item = array.ravel()[0]
         if dtype.name == "float16":
             item = int(np.asarray(item, np.float16).view(np.uint16))
@@ -195,6 +195,13 @@ def make_ndarray(proto: TensorProto, where: str = "TensorProto") -> np.ndarray:
                                        f"bytes, but {dtype.name}{dims} needs {expected}")
         array = np.frombuffer(proto.tensor_content, np_dtype.newbyteorder("<"))
         return array.astype(np_dtype).reshape(dims)
+    if dtype.is_complex:   # (real, imag) pairs
+        pairs = proto.scomplex_val if dtype.name == "complex64" else proto.dcomplex_val
+        if len(pairs) % 2:
+            raise InvalidArgumentError(f"{where}: {dtype.name} values come as (real, imag) pairs, "
+                                       f"got {len(pairs)} numbers")
+        values = np.asarray(pairs, np_dtype.type(0).real.dtype).view(np_dtype)
+        return _filled(where, values, dims, count, np_dtype, None)
     values = getattr(proto, _VAL_FIELD[dtype.name])
     if dtype.name == "float16":
         values = np.asarray([v & 0xFFFF for v in values], np.uint16).view(np.float16)

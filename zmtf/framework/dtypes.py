@@ -53,7 +53,7 @@ class DType:
 
     @property
     def is_complex(self) -> bool:
-        return False   # zmtf has no complex dtypes
+        return self.name in ("complex64", "complex128")
 
     @property
     def is_quantized(self) -> bool:
@@ -91,7 +91,8 @@ class DType:
 
     @property
     def real_dtype(self) -> DType:
-        return self
+        """float32 for complex64, float64 for complex128, else the dtype itself."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
 
     @property
     def base_dtype(self) -> DType:
@@ -129,6 +130,10 @@ uint16 = DType("uint16")
 uint32 = DType("uint32")
 uint64 = DType("uint64")
 bool_ = DType("bool")
+# Complex numbers: constants, elementwise arithmetic and tf.complex/real/imag/conj, on the
+# CPU of a local session (they do not cross zmtf's wire).
+complex64 = DType("complex64")
+complex128 = DType("complex128")
 half = float16
 double = float64
 # Byte strings: numpy object arrays of bytes; CPU only, never on a GPU.
@@ -152,7 +157,8 @@ DATATYPE_ENUMS: dict[str, int] = {
     "bfloat16": 14, "qint16": 15, "quint16": 16, "uint16": 17, "complex128": 18, "float16": 19,
     "resource": 20, "variant": 21, "uint32": 22, "uint64": 23,
 }
-_BY_NAME: dict[str, DType] = {d.name: d for d in VALUE_DTYPES}
+COMPLEX_DTYPES: tuple[DType, ...] = (complex64, complex128)
+_BY_NAME: dict[str, DType] = {d.name: d for d in VALUE_DTYPES + COMPLEX_DTYPES}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32, "resource": resource,
                  "variant": variant})
 

@@ -233,6 +233,8 @@ class Graph:
         for t in inputs:
             if t.graph is not self:
                 raise ValueError(f"Tensor {t.name} must be from the same graph as the new op.")
+        if isinstance(name, bytes):  # TF accepts a bytes name (name=b"e") as its text
+            name = name.decode()
         if name and name.endswith("/"):  # a scope name: used as-is, already unique
             unique = name[:-1]
             if unique in self._ops_by_name:
@@ -387,6 +389,8 @@ class Graph:
     def name_scope(self, name: str | None) -> Iterator[str]:
         """TF1 name scopes: nested scopes join with '/'; reused names get a suffix."""
         old = self._name_stack
+        if isinstance(name, bytes):
+            name = name.decode()
         if not name:
             new = ""
         elif name.endswith("/"):

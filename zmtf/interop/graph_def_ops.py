@@ -167,6 +167,8 @@ _add(OpMapping("ApplyGradientDescent", "ApplyGradientDescent", types=_T,
 for _op in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal"):
     _add(OpMapping(_op, _op, types={"T": "in0"}, attrs={
         "dtype": ("type", "dtype", None), "seed": ("i", "seed", 0), "seed2": ("i", "seed2", 0)}))
+_add(OpMapping("RandomUniformInt", "RandomUniformInt", types={"T": "in0", "Tout": "in1"}, attrs={
+    "seed": ("i", "seed", 0), "seed2": ("i", "seed2", 0)}, arity=3))
 
 
 # ---- ops whose zmtf attrs are TF inputs ---------------------------------------------------------

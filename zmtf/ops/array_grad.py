@@ -20,6 +20,7 @@ Grads = list[Tensor | None]
 not_differentiable(
     "Const", "Placeholder", "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "OneHot", "Range",
     "StopGradient", "NoOp", "RandomStandardNormal", "RandomUniform", "TruncatedNormal",
+    "RandomUniformInt",
     # state: a variable is a leaf, and assignments are not functions of their inputs
     "Variable", "VariableV2", "IsVariableInitialized", "Assign", "AssignAdd", "AssignSub",
     "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad", "ApplyRMSProp",

@@ -197,7 +197,7 @@ def float_division(op_type: str, x: Any, y: Any, name: str) -> Tensor:
     as TF's truediv and div_no_nan do."""
     with _graph_of(x, y).name_scope(name) as scope:
         x, y = convert_pair(x, y)
-        if not x.dtype.is_floating:
+        if not (x.dtype.is_floating or x.dtype.is_complex):
             target = dtypes.float64 if x.dtype in (dtypes.int32, dtypes.int64) else dtypes.float32
             x, y = cast(x, target), cast(y, target)
         return apply_op(op_type, [x, y], {"_op_type": op_type}, name=scope).outputs[0]
@@ -288,6 +288,9 @@ def negative(x: Any, name: str | None = None) -> Tensor:
 
 
 def abs(x: Any, name: str | None = None) -> Tensor:  # noqa: A001
+    x = convert_to_tensor(x, name="x")
+    if x.dtype.is_complex:   # TF: |a + bj| is a float tensor (ComplexAbs)
+        return apply_op("ComplexAbs", [x], name=name or "ComplexAbs").outputs[0]
     return _unary("Abs", x, name)
 
 
@@ -517,6 +520,7 @@ def _install_operators() -> None:
         "__lt__": (less, "Less"), "__le__": (less_equal, "LessEqual"),
         "__gt__": (greater, "Greater"), "__ge__": (greater_equal, "GreaterEqual"),
         "__and__": (logical_and, "and"), "__or__": (logical_or, "or"),
+        "__xor__": (logical_xor, "xor"),
     }
     for dunder, (fn, op_name) in table.items():
         setattr(Tensor, dunder, lambda self, other, fn=fn, n=op_name: fn(self, other, name=n))

@@ -41,8 +41,32 @@ def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any 
     return _affine(sample, stddev, mean)
 
 
+@op_def("RandomUniformInt", stateful=True)
+def _random_int_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    for bound, what in ((inputs[1], "minval"), (inputs[2], "maxval")):
+        if bound.shape.ndims not in (None, 0):
+            raise ValueError(f"random_uniform: {what} must be a scalar, got shape {bound.shape}")
+    target = _shape_value(inputs[0])
+    return [(inputs[1].dtype, TensorShape(target) if target is not None else TensorShape(None))]
+
+
 def random_uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = dtypes.float32,
                    seed: int | None = None, name: str | None = None) -> Tensor:
+    """Floats from [minval, maxval) (default [0, 1)); for int32/int64, integers from
+    [minval, maxval) (TF's RandomUniformInt), where maxval is required."""
+    dtype = as_dtype(dtype)
+    if dtype not in (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64):
+        raise ValueError(f"Invalid dtype {dtype!r}")
+    if dtype.is_integer:
+        if maxval is None:
+            raise ValueError(f"Must specify maxval for integer dtype {dtype!r}")
+        graph = get_default_graph()
+        graph_seed, op_seed = graph.seeds_for_op(seed)
+        with graph.name_scope(name or "random_uniform") as scope:
+            bounds = [convert_to_tensor(minval, dtype=dtype, name="min"),
+                      convert_to_tensor(maxval, dtype=dtype, name="max")]
+            attrs = {"seed": graph_seed, "seed2": op_seed}
+            return apply_op("RandomUniformInt", [_shape_tensor(shape), *bounds], attrs, name=scope).outputs[0]
     maxval = 1 if maxval is None else maxval
     sample = _random("RandomUniform", shape, dtype, seed, name or "random_uniform")
     if isinstance(maxval, (int, float)) and isinstance(minval, (int, float)):

@@ -29,6 +29,8 @@ def _assign_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
     ref = inputs[0]
     if ref.op.type != "Variable":
         raise TypeError(f"'{ref.name}' is not a variable reference; assign to a tf.Variable")
+    if not attrs.get("validate_shape", True):   # the variable takes the value's shape
+        return [(ref.dtype, inputs[1].shape)]
     return [(ref.dtype, ref.shape)]
 
 
@@ -66,10 +68,16 @@ def _value_for(ref: Tensor, value: Any, name: str) -> Tensor:
     return convert_to_tensor(value, dtype=ref.dtype, name=name)
 
 
-def assign(ref: Tensor, value: Any, validate_shape: bool = True, use_locking: bool = True,
+def assign(ref: Any, value: Any, validate_shape: bool | None = None, use_locking: bool = True,
            name: str | None = None) -> Tensor:
+    """``ref = value``. ``validate_shape=False`` lets the variable take the value's shape
+    (its declared static shape stays as it was, as in TF)."""
     if hasattr(ref, "_ref_tensor"):
-        return ref.assign(value, name=name)
+        if validate_shape is None:
+            return ref.assign(value, name=name)
+        with ref.graph.colocate_with(ref.op):
+            return assign(ref._ref_tensor(), value, validate_shape, use_locking, name)
+    validate_shape = True if validate_shape is None else bool(validate_shape)
     value = _value_for(ref, value, "value")
     if validate_shape and not ref.shape.is_compatible_with(value.shape):
         raise ValueError(

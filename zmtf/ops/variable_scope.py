@@ -312,7 +312,7 @@ def _partitioned(full: str, shape: TensorShape | None, dt: dtypes.DType, init: A
         variables.append(Variable(initial, trainable=trainable, collections=collections,
                                   name=f"{full}/part_{i}/", dtype=dt))
         offset += size
-    return register_partitioned(PartitionedVariable(full, dims, dt, variables, axis))
+    return register_partitioned(PartitionedVariable._of_shards(full, dims, dt, variables, axis))
 
 
 #: id(shard's Variable op) -> its PartitionedVariable (the Saver saves the whole)
@@ -334,16 +334,77 @@ def partitioned_owner(variable: Any) -> "PartitionedVariable | None":
 
 class PartitionedVariable:
     """A variable kept as shards ("<name>/part_<i>"): iterate for the shards; used as a tensor
-    it is their concatenation along the partitioned axis."""
+    it is their concatenation along the partitioned axis.
 
-    def __init__(self, name: str, shape: list[int], dtype: dtypes.DType, variables: list[Variable],
-                 axis: int) -> None:
+    TF's constructor: ``PartitionedVariable(name, shape, dtype, variable_list, partitions)``;
+    every shard carries its ``Variable.SaveSliceInfo`` and the shards are ordered by offset."""
+
+    def __init__(self, name: str, shape: Any, dtype: dtypes.DType, variable_list: list[Variable],
+                 partitions: list[int]) -> None:
+        if not variable_list:
+            raise ValueError(f"Expected a non-empty list of variables, but received: {variable_list}")
+        shape, partitions = list(TensorShape(shape).as_list()), list(partitions)
+        if len(shape) != len(partitions):
+            raise ValueError(f"len(shape) != len(partitions): {shape} vs. {partitions}")
+        if not all(p >= 1 for p in partitions):
+            raise ValueError(f"All partitions must be positive: {partitions}")
+        infos = [v._get_save_slice_info() for v in variable_list]
+        missing = [v.name for v, info in zip(variable_list, infos) if info is None]
+        if missing:
+            raise ValueError(f"All variables must have a save_slice_info available: {missing}")
+        if any(info.full_shape != shape for info in infos):
+            raise ValueError(f"All variables' full shapes must match shape: {shape}; but full shapes "
+                             f"were: {[info.full_shape for info in infos]}")
+        axes = [i for i, p in enumerate(partitions) if p > 1]
         self.name = name
         self._shape = TensorShape(shape)
         self.dtype = dtype
-        self._variables = variables
-        self.axis = axis
+        self._variables = sorted(variable_list, key=lambda v: v._get_save_slice_info().var_offset)
+        self._partitions = partitions
+        self.axis = axes[0] if axes else 0
         self._concat: Tensor | None = None
+
+    @classmethod
+    def _of_shards(cls, name: str, shape: list[int], dtype: dtypes.DType, variables: list[Variable],
+                   axis: int) -> PartitionedVariable:
+        """The whole of ``variables``, in order, cut along ``axis``: gives each its SaveSliceInfo."""
+        offset = 0
+        for v in variables:
+            part_shape = v.shape.as_list()
+            start = [0] * len(shape)
+            start[axis] = offset
+            v._set_save_slice_info(Variable.SaveSliceInfo(name, list(shape), start, part_shape))
+            offset += part_shape[axis]
+        partitions = [1] * len(shape)
+        partitions[axis] = len(variables)
+        return cls(name, shape, dtype, variables, partitions)
+
+    def _apply_assign(self, update: Callable[[Variable, Any], Any], value: Any) -> list[Any]:
+        """``update(shard, its part of value)`` for every shard: value is a list (one per
+        shard), a PartitionedVariable, or a tensor split along the partitioned axis."""
+        if isinstance(value, (list, tuple)):
+            if len(value) != len(self._variables):
+                raise ValueError(f"{len(value)} values for {len(self._variables)} partitions of {self.name}")
+            parts = list(value)
+        elif isinstance(value, PartitionedVariable):
+            parts = [v.value() for v in value]
+        else:
+            from zmtf.ops.selection_ops import split
+
+            sizes = [v.shape.as_list()[self.axis] for v in self._variables]
+            parts = split(value, sizes, axis=self.axis)
+        return [update(v, part) for v, part in zip(self._variables, parts)]
+
+    def assign(self, value: Any, use_locking: bool = False, name: str | None = None,
+               read_value: bool = True) -> list[Any]:
+        return self._apply_assign(
+            lambda v, x: v.assign(x, use_locking=use_locking, name=name, read_value=read_value), value)
+
+    def assign_add(self, value: Any, use_locking: bool = False, name: str | None = None) -> list[Any]:
+        return self._apply_assign(lambda v, x: v.assign_add(x, use_locking=use_locking, name=name), value)
+
+    def assign_sub(self, value: Any, use_locking: bool = False, name: str | None = None) -> list[Any]:
+        return self._apply_assign(lambda v, x: v.assign_sub(x, use_locking=use_locking, name=name), value)
 
     def __iter__(self) -> Iterator[Variable]:
         return iter(self._variables)

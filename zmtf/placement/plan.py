@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.framework.graph import Operation, Tensor
-from zmtf.placement.placer import Placement, Supports, kernel_dtype, place
+from zmtf.placement.placer import REF_CONSUMERS, Placement, Supports, kernel_dtype, place
 from zmtf.placement.pruning import prune
 
 
@@ -98,6 +98,23 @@ class StepPlanner:
 
 #: The op types of the copy nodes a plan inserts on host<->GPU edges (not graph ops).
 COPY_OPS = frozenset({"_HostToDevice", "_DeviceToHost"})
+#: The op type of the read a plan inserts where an op takes a variable's ref as a value.
+READ_REF_OP = "_ReadVariableRef"
+#: Every op type a plan inserts (nodes that are not in the graph).
+PLAN_OPS = COPY_OPS | {READ_REF_OP}
+
+#: Ops whose kernels take a variable's reference itself; any other consumer of a Variable
+#: op's output ("v:0", e.g. from get_tensor_by_name) gets its value, as TF1 dereferences
+#: ref inputs that an op does not declare as refs.
+_TAKES_REF = REF_CONSUMERS | {"CountUpTo", "IdentityN", "StopGradient", "Snapshot", "Switch"}
+_VARIABLE_OPS = frozenset({"Variable", "VariableV2"})
+
+
+def _is_ref(t: Tensor) -> bool:
+    """A Variable op's output, or one a tf.cond Switch forwards (a ref entering a branch)."""
+    while t.op.type == "Switch":
+        t = t.op.inputs[0]
+    return t.op.type in _VARIABLE_OPS
 
 
 def _is_gpu(device: str) -> bool:
@@ -117,6 +134,7 @@ class _Builder:
         self.nodes: list[dict[str, Any]] = []
         self.index: dict[str, int] = {}
         self.copies: dict[tuple[int, str], int] = {}   # (slot, device) -> slot of the copy
+        self.reads: dict[int, int] = {}   # a Variable's ref slot -> slot of its value
         self.log: list[str] = []
         self.num_feeds = len(feeds)
         self.feed_names = [t.op.name for t in feeds]
@@ -159,9 +177,21 @@ class _Builder:
             self.log.append(f"{name}: {gpu}")
         return self.copies[key]
 
+    def _value_of(self, t: Tensor, consumer: Operation) -> int:
+        """The slot ``consumer`` reads ``t`` from: a Variable's ref goes through one read
+        (an Identity on the variable's device) unless the consumer takes refs."""
+        slot = self.slot_of[t]
+        if consumer.type in _TAKES_REF or slot < self.num_feeds or not _is_ref(t):
+            return slot
+        if slot not in self.reads:
+            device = self.devices[t.op.name]
+            i = self._add(f"{t.op.name}/_read{slot}", READ_REF_OP, device, t.dtype.name, {}, (slot,), 1, [])
+            self.reads[slot] = self.nodes[i]["outputs"][0]
+        return self.reads[slot]
+
     def add_op(self, op: Operation, fed: set[Tensor]) -> None:
         device = self.devices[op.name]
-        inputs = tuple(self._on(self.slot_of[t], device) for t in op.inputs)
+        inputs = tuple(self._on(self._value_of(t, op), device) for t in op.inputs)
         control = [self.index[c.name] for c in op.control_inputs]
         i = self._add(op.name, op.type, device, kernel_dtype(op), op.attrs, inputs,
                       len(op.outputs), control)

@@ -48,7 +48,7 @@ EXPENSIVE_MULTIPLY_ADDS = 1 << 21
 # an input, a view of it or its shape): never worth a thread hop, so the hot loop does not
 # size their inputs. Nodes without data inputs never are either.
 CONSTANT_TIME_OPS = frozenset({
-    "Identity", "StopGradient", "Snapshot", "ExpandDims", "Shape", "Size", "Rank",
+    "Identity", "_ReadVariableRef", "StopGradient", "Snapshot", "ExpandDims", "Shape", "Size", "Rank",
 })
 
 

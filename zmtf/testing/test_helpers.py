@@ -26,6 +26,11 @@ def is_built_with_cuda() -> bool:
     return True
 
 
+def is_built_with_gpu_support() -> bool:
+    """True: zmtf's GPU kernels (numba.cuda) ship with it; is_gpu_available() says if one is here."""
+    return is_built_with_cuda()
+
+
 def create_local_cluster(num_workers: int, num_ps: int, protocol: str = "grpc",
                          worker_config: Any = None, ps_config: Any = None) -> tuple[list, list]:
     """``(workers, ps_servers)``: started ``tf.train.Server`` s of a cluster on free

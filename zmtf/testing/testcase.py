@@ -306,6 +306,25 @@ class TestCase(unittest.TestCase):
         return self.assertRaisesWithPredicateMatch(OpError, expected_err_re_or_predicate)
 
     # ---- helpers -------------------------------------------------------------------------
+    def assertProtoEquals(self, expected_message_maybe_ascii: Any, message: Any,  # noqa: N802
+                          msg: str | None = None) -> None:
+        """``message`` equals the expected message, given as one or as its text format
+        (parsed into a message of ``message``'s type); a failure shows both as text."""
+        expected = expected_message_maybe_ascii
+        if isinstance(expected, bytes):
+            expected = expected.decode("utf-8")
+        if isinstance(expected, str):
+            if not hasattr(message, "SerializeToString"):
+                self.fail(f"assertProtoEquals parses text into a protocol message; got "
+                          f"{type(message).__name__}")
+            from zmtf.formats.proto_text import merge_text
+
+            expected = merge_text(expected, type(message)())
+        elif type(expected) is not type(message):
+            self.fail(f"Can't compare protos of type {type(expected).__name__} and "
+                      f"{type(message).__name__}")
+        self.assertMultiLineEqual(str(expected), str(message), msg)
+
     def _assert_structure(self, a: Any, b: Any, path: str, leaf: Callable[[Any, Any, str], None]) -> None:
         if isinstance(a, dict) or isinstance(b, dict):
             if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b):

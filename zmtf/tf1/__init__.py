@@ -24,7 +24,7 @@ from zmtf.client.session import InteractiveSession, Session, get_default_session
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.formats.event_proto import Event, HistogramProto, SessionLog, Summary
 from zmtf.framework.dtypes import (
-    DType, as_dtype, bool_ as bool, double, float16, float32, float64, half, int8, int16, int32, int64,
+    DType, as_dtype, bool_ as bool, complex64, complex128, double, float16, float32, float64, half, int8, int16, int32, int64,
     resource, string, uint8, uint16, uint32, uint64, variant,
 )
 from zmtf.framework.graph import (
@@ -43,6 +43,7 @@ from zmtf.ops.array_ops import (
     rank, reshape, shape, size, squeeze, stack, stop_gradient, transpose, zeros, zeros_like,
 )
 from zmtf.ops.cond_ops import case, cond, switch_case
+from zmtf.ops.complex_ops import angle, complex, conj, imag, real
 from zmtf.ops.while_ops import while_loop
 from zmtf.ops.functional_ops import foldl, foldr, map_fn, scan
 from zmtf.ops.tensor_array_ops import TensorArray
@@ -191,7 +192,7 @@ from zmtf.framework.scopes import (
 )
 from zmtf.framework.tensor_shape import Dimension, TensorShape
 from zmtf.ops.variables import (
-    Variable, all_variables, global_variables, global_variables_initializer, initialize_all_tables,
+    Variable, VariableAggregation, VariableSynchronization, assert_variables_initialized, all_variables, global_variables, global_variables_initializer, initialize_all_tables,
     initialize_all_variables, initialize_local_variables, initialize_variables, is_tensor,
     local_variables, local_variables_initializer, model_variables, moving_average_variables,
     report_uninitialized_variables, tables_initializer, trainable_variables, variables_initializer,

@@ -74,3 +74,6 @@ from zmtf.ops.special_extras_ops import (  # noqa: E402
 
 __all__ += ["bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "betainc", "cumulative_logsumexp",
             "erfinv", "igamma", "igammac", "lbeta", "ndtri"]
+
+from zmtf.ops.complex_ops import angle, conj, imag, real
+__all__ += ["angle", "conj", "imag", "real"]

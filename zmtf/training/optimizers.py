@@ -473,7 +473,7 @@ def _register_partitioned_slot(var: Variable, op_name: str, named: dict) -> None
     owner = partitioned_owner(var)
     if owner is not None and all(part.op in named for part in owner):
         slots = [named[part.op] for part in owner]
-        whole = register_partitioned(PartitionedVariable(f"{owner.name}/{op_name}",
+        whole = register_partitioned(PartitionedVariable._of_shards(f"{owner.name}/{op_name}",
                                                          owner.shape.as_list(), owner.dtype, slots,
                                                          owner.axis))
         for slot in slots:       # the registry holds it weakly: the slots keep it alive

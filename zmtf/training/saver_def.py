@@ -99,7 +99,7 @@ def _partitioned(part: Mapping[str, Any], parts: list[Any], graph: Graph, read: 
     owner = partitioned_owner(parts[0])
     if owner is not None and list(owner) == parts:
         return owner
-    whole = PartitionedVariable(part["name"], part["shape"], parts[0].dtype, parts, part["axis"])
+    whole = PartitionedVariable._of_shards(part["name"], part["shape"], parts[0].dtype, parts, part["axis"])
     whole._concat = graph.get_tensor_by_name(read)  # NOTE: the concat is already in the graph
     return register_partitioned(whole)
 

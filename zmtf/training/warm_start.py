@@ -82,5 +82,5 @@ def _init_from(reader: CheckpointReader, saved: dict[str, list[int]], variable: 
     with graph.name_scope(None), graph.name_scope(f"{variable.op.name}/"), \
             graph.colocate_with(variable.op):
         initial = constant(value, dtype=variable.dtype, name="checkpoint_initializer")
-        variable._initializer = state_ops.assign(variable._ref, initial).op
+        variable._initializer = state_ops.assign(variable._variable, initial).op
     variable._initial_value = initial

@@ -47,6 +47,7 @@ WIRE_DTYPES: frozenset[str] = frozenset({
     "|i1", "<i2", "<i4", "<i8",
     "|u1", "<u2", "<u4", "<u8",
     "|b1",
+    "<c8", "<c16",     # complex64, complex128
 })
 
 STRING_DTYPE = "string"  # the descriptor dtype of tf.string tensors (object arrays of bytes)

@@ -12,6 +12,7 @@ from zmtf.kernels.cpu import (
     proximal, reduce, scatter, segment, selection, sparse_apply, special, state, summary, topk, unique,
 )
 from zmtf.kernels.cpu import image  # noqa: F401 (registers the image kernels)
+from zmtf.kernels.cpu import complex_math  # noqa: F401 (Complex, Real, Imag, Conj, ComplexAbs, Angle)
 from zmtf.kernels.cpu import sampling, sequence  # noqa: F401 (samplers, ReverseSequence, GatherNd, ScatterNd)
 from zmtf.kernels.cpu import parsing, strings  # noqa: F401 (tf.string kernels, ParseExample)
 from zmtf.kernels.cpu import readers  # noqa: F401 (TF1's file readers)

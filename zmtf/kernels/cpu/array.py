@@ -101,6 +101,7 @@ def check_numerics(ctx: Any, inputs: list, attrs: dict) -> list:
 
 
 @register("Identity")
+@register("_ReadVariableRef")
 @register("StopGradient")
 @register("Snapshot")
 def identity(ctx: Any, inputs: list, attrs: dict) -> list:

@@ -18,6 +18,8 @@ SIGNED_INTS: tuple[str, ...] = ("int8", "int16", "int32", "int64")
 UNSIGNED_INTS: tuple[str, ...] = ("uint8", "uint16", "uint32", "uint64")
 INTS: tuple[str, ...] = SIGNED_INTS + UNSIGNED_INTS
 NUMERIC: tuple[str, ...] = FLOATS + INTS
+#: complex64/complex128: numpy kernels only (numba's paths take the real dtypes)
+COMPLEX: tuple[str, ...] = ("complex64", "complex128")
 ALL: tuple[str, ...] = NUMERIC + ("bool",)
 
 #: The most bytes one kernel output may take when its size comes from data (a shape input,

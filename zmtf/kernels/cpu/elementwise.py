@@ -27,7 +27,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.kernels.cpu.common import (FLOATS, NUMERIC, SIGNED_INTS, empty, in_quiet_section,
+from zmtf.kernels.cpu.common import (COMPLEX, FLOATS, NUMERIC, SIGNED_INTS, empty, in_quiet_section,
                                       quiet_fp, quietly, shape_str)
 from zmtf.kernels.cpu._jit import NUMBA_DTYPES, PARALLEL_MIN_ELEMENTS, jit, scalar
 from zmtf.kernels.cpu._jit import takes_numba_path, thread_count, use_threads
@@ -524,11 +524,11 @@ def _comparison(op_type: str, ufunc: np.ufunc, dtypes: tuple[str, ...], large: A
 
 
 _BINARY: tuple[_Binary, ...] = (
-    _Binary("Add", _ufunc2(np.add), NUMERIC, add_kernel),
+    _Binary("Add", _ufunc2(np.add), NUMERIC + COMPLEX, add_kernel),
     _Binary("AddV2", _ufunc2(np.add), NUMERIC, add_kernel),
-    _Binary("Sub", _ufunc2(np.subtract), NUMERIC, sub_kernel),
-    _Binary("Mul", _ufunc2(np.multiply), NUMERIC, mul_kernel),
-    _Binary("RealDiv", _ufunc2(np.true_divide), FLOATS, real_div_kernel),
+    _Binary("Sub", _ufunc2(np.subtract), NUMERIC + COMPLEX, sub_kernel),
+    _Binary("Mul", _ufunc2(np.multiply), NUMERIC + COMPLEX, mul_kernel),
+    _Binary("RealDiv", _ufunc2(np.true_divide), FLOATS + COMPLEX, real_div_kernel),
     _Binary("FloorDiv", _floor_div, NUMERIC),
     _Binary("FloorMod", _floor_mod, NUMERIC),
     _Binary("TruncateDiv", _truncate_div, NUMERIC),
@@ -556,7 +556,7 @@ _SIGNED = FLOATS + SIGNED_INTS
 _F32 = frozenset({"float32"})
 
 _UNARY: tuple[_Unary, ...] = (
-    _Unary("Neg", _ufunc1(np.negative), _SIGNED, neg_kernel, quiet=False),
+    _Unary("Neg", _ufunc1(np.negative), _SIGNED + COMPLEX, neg_kernel, quiet=False),
     _Unary("Abs", _ufunc1(np.absolute), _SIGNED, abs_kernel, quiet=False),
     _Unary("Relu", _np_relu, _SIGNED, relu_kernel, quiet=False),
     _Unary("Relu6", _np_relu6, _SIGNED, relu6_kernel, quiet=False),
@@ -577,7 +577,7 @@ _UNARY: tuple[_Unary, ...] = (
     _Unary("Asinh", _ufunc1(np.arcsinh), FLOATS),
     _Unary("Acosh", _ufunc1(np.arccosh), FLOATS),
     _Unary("Atanh", _ufunc1(np.arctanh), FLOATS),
-    _Unary("Square", _ufunc1(np.square), _SIGNED, square_kernel),
+    _Unary("Square", _ufunc1(np.square), _SIGNED + COMPLEX, square_kernel),
     _Unary("Sqrt", _ufunc1(np.sqrt), FLOATS, sqrt_kernel),
     _Unary("Rsqrt", _np_rsqrt, FLOATS, rsqrt_kernel),
     _Unary("Reciprocal", _ufunc1(np.reciprocal), FLOATS, reciprocal_kernel),
@@ -675,7 +675,7 @@ for _unary in _UNARY:
     register(_unary.op_type, dtypes=_unary.dtypes)(_make_unary_kernel(_unary))
 
 
-@register("AddN", dtypes=NUMERIC)
+@register("AddN", dtypes=NUMERIC + COMPLEX)
 def add_n(ctx: Any, inputs: list, attrs: dict) -> list:
     """AddN(x0, ..., xn): the sum of same-shaped tensors."""
     first = inputs[0]

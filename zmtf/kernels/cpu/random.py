@@ -1,4 +1,4 @@
-"""Random kernels: RandomStandardNormal, RandomUniform, TruncatedNormal, RandomShuffle.
+"""Random kernels: RandomStandardNormal, RandomUniform(Int), TruncatedNormal, RandomShuffle.
 
 Numbers come from ``ctx.random_generator(node_name, seed, seed2)``: the runtime keeps one
 numpy Generator per (session, node), so each run draws new numbers and a seeded graph
@@ -7,6 +7,7 @@ replays the same sequence.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,21 @@ def random_uniform(ctx: Any, inputs: list, attrs: dict) -> list:
     if dtype == np.float16:  # rounding to half can reach 1.0; keep the interval half-open
         np.minimum(values, np.nextafter(np.float16(1), np.float16(0)), out=values)
     return [values]
+
+
+@register("RandomUniformInt", dtypes=_SHAPE_DTYPES)
+def random_uniform_int(ctx: Any, inputs: list, attrs: dict) -> list:
+    """RandomUniformInt(shape, minval, maxval): integers from [minval, maxval)."""
+    node_name = attrs["_node_name"]
+    shape = shape_input(inputs[0], node_name)
+    low, high = np.asarray(inputs[1]), np.asarray(inputs[2])
+    if low.ndim or high.ndim:
+        raise InvalidArgumentError(f"minval and maxval must be 0-D, got shapes {low.shape} and "
+                                   f"{high.shape} (node '{node_name}')")
+    if math.prod(shape) and low >= high:
+        raise InvalidArgumentError(f"Need minval < maxval: {low} >= {high} (node '{node_name}')")
+    rng = ctx.random_generator(node_name, int(attrs.get("seed") or 0), int(attrs.get("seed2") or 0))
+    return [rng.integers(low, high, size=shape, dtype=low.dtype)]
 
 
 @register("TruncatedNormal", dtypes=_SHAPE_DTYPES)

@@ -105,6 +105,7 @@ def const(ctx: Any, inputs: list, attrs: dict) -> list:
 
 
 @register("Identity", "GPU", DATA)
+@register("_ReadVariableRef", "GPU", DATA)
 @register("StopGradient", "GPU", DATA)
 @register("Snapshot", "GPU", DATA)
 def identity(ctx: Any, inputs: list, attrs: dict) -> list:
