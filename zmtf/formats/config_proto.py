@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, TypeVar
 
 from zmtf.formats.cluster_def_proto import ClusterDef
 from zmtf.formats.step_stats_proto import StepStats
 from zmtf.framework.device_spec import DeviceSpec
+
+
+_Options = TypeVar("_Options")
+
+
+def _fields_only(cls: type[_Options]) -> type[_Options]:
+    """Refuse a keyword that is no field, as a protobuf message does: TF1 scripts spell these
+    option names by hand, and a typo must fail, not be silently ignored. (With ``slots=True``
+    the dataclass already refuses a misspelled attribute assignment: AttributeError.)"""
+    known = {f.name for f in fields(cls)}   # type: ignore[arg-type]
+    init: Callable[..., None] = cls.__init__   # type: ignore[misc]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        for name in kwargs:
+            if name not in known:
+                raise ValueError(f'Protocol message {cls.__name__} has no "{name}" field.')
+        init(self, *args, **kwargs)
+
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__   # type: ignore[misc]
+    return cls
 
 
 def device_matches(device: str, filters: list[str]) -> bool:
@@ -22,7 +43,8 @@ def device_matches(device: str, filters: list[str]) -> bool:
     return False
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class GPUOptions:
     """GPU memory options (used by GPU devices; recorded but inert on a CPU-only process)."""
 
@@ -38,7 +60,8 @@ class GPUOptions:
             )
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class OptimizerOptions:
     """TF1's graph-optimizer settings: accepted and recorded; zmtf runs no graph rewrites
     (no constant folding pass, no XLA), so they change nothing."""
@@ -57,7 +80,8 @@ class OptimizerOptions:
     global_jit_level: int = 0
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class GraphOptions:
     """TF1's GraphOptions: accepted and recorded, inert (see OptimizerOptions)."""
 
@@ -70,7 +94,8 @@ class GraphOptions:
     rewrite_options: Any = None
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class ConfigProto:
     """Session options: ``config = tf.ConfigProto(); config.log_device_placement = True``.
 
@@ -116,7 +141,8 @@ class ConfigProto:
                 raise ValueError(f"{name} must be >= 0 (0 means one per core), got {getattr(self, name)}")
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class RunOptions:
     """Per-run options: ``timeout_in_ms`` (DeadlineExceededError) and ``trace_level``."""
 
@@ -129,7 +155,8 @@ class RunOptions:
     timeout_in_ms: int = 0
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class RunMetadata:
     """Filled by run() when tracing: ``step_stats`` lists when and where each node ran."""
 
