@@ -24,7 +24,7 @@ the network fail as a typed TF error; ``SerializeToString`` is deterministic by 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator
+from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 from google.protobuf.message import DecodeError
@@ -35,8 +35,6 @@ from zmtf.framework.errors import InvalidArgumentError
 
 #: protobuf's own limit on one serialized message
 MAX_MESSAGE_BYTES = 2**31 - 1
-#: how deep text format may nest messages (the binary parser's limit is protobuf's own, 100)
-MAX_TEXT_DEPTH = 64
 
 _FDP = descriptor_pb2.FieldDescriptorProto
 _TYPES = {"double": _FDP.TYPE_DOUBLE, "float": _FDP.TYPE_FLOAT, "int64": _FDP.TYPE_INT64,
@@ -280,39 +278,14 @@ def to_text(message: Any) -> str:
 
 def merge_text(text: str, message: Any) -> Any:
     """Parse protobuf text format into ``message``; InvalidArgumentError naming the message
-    if it is not one (text comes from files: checked like binary input)."""
-    name = message.DESCRIPTOR.name
-    depth = 0
-    for char in text:   # protobuf's text parser recurses per level: bound it before it runs
-        depth += char in "{<"
-        depth -= char in "}>"
-        if depth > MAX_TEXT_DEPTH:
-            break
-    else:
-        try:
-            return text_format.Merge(text, message)
-        except (text_format.ParseError, ValueError, TypeError) as exc:
-            raise InvalidArgumentError(None, None, f"{name}: cannot parse text format: "
-                                       f"{exc}") from None
-    raise InvalidArgumentError(None, None, f"{name}: text format nests messages more than "
-                               f"{MAX_TEXT_DEPTH} deep")
-
-
-def walk(message: Any) -> Iterator[Any]:
-    """The message and every message inside it, depth first (for checks over a whole tree)."""
-    yield message
-    for descriptor, value in message.ListFields():
-        if descriptor.type != _FDP.TYPE_MESSAGE:
-            continue
-        if descriptor.message_type.GetOptions().map_entry:
-            if descriptor.message_type.fields_by_name["value"].type == _FDP.TYPE_MESSAGE:
-                for item in value.values():
-                    yield from walk(item)
-        elif descriptor.label == _FDP.LABEL_REPEATED:
-            for item in value:
-                yield from walk(item)
-        else:
-            yield from walk(value)
+    if it is not one (text comes from files: checked like binary input). zmtf's schemas are
+    not recursive, so a text's nesting is bounded by them; RecursionError is caught anyway."""
+    try:
+        return text_format.Merge(text, message)
+    except (text_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        name = message.DESCRIPTOR.name
+        raise InvalidArgumentError(None, None, f"{name}: cannot parse text format: "
+                                   f"{str(exc)[:200]}") from None
 
 
 _add_data_type_file()
