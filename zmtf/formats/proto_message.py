@@ -54,7 +54,8 @@ class Field:
     name: str
     kind: str                       # "int32" ... "double", "string", "bytes", "enum", "message", "map"
     repeated: bool = False
-    message: Any = None             # the Message class of a "message" field or a map's values
+    message: Any = None             # the Message class of a "message" field or a map's values,
+                                    # or the name of a sibling nested message (protobuf scoping)
     oneof: bool | str = False       # member of a oneof: True means the oneof named "value"
     names: Any = None               # an "enum" field's {number: name}; None means DataType
     key: str = "string"             # a map's key kind
@@ -210,7 +211,9 @@ def _set_type(field: Any, kind: str, message: Any, f: Field | None, full: str,
         depends.add(_DATA_TYPE_FILE)
     elif kind == "message":
         descriptor = getattr(message, "DESCRIPTOR", None)
-        if descriptor is not None:          # an already built message
+        if isinstance(message, str):        # resolved by the pool, from this message outwards
+            field.type_name = message
+        elif descriptor is not None:          # an already built message
             field.type_name = f".{descriptor.full_name}"
             depends.add(descriptor.file.name)
         else:                               # a nested declaration, built with this file
