@@ -40,7 +40,7 @@ _FDP = descriptor_pb2.FieldDescriptorProto
 _TYPES = {"double": _FDP.TYPE_DOUBLE, "float": _FDP.TYPE_FLOAT, "int64": _FDP.TYPE_INT64,
           "uint64": _FDP.TYPE_UINT64, "int32": _FDP.TYPE_INT32, "bool": _FDP.TYPE_BOOL,
           "string": _FDP.TYPE_STRING, "bytes": _FDP.TYPE_BYTES, "message": _FDP.TYPE_MESSAGE,
-          "uint32": _FDP.TYPE_UINT32, "enum": _FDP.TYPE_ENUM}
+          "uint32": _FDP.TYPE_UINT32, "enum": _FDP.TYPE_ENUM, "fixed32": _FDP.TYPE_FIXED32}
 _PACKAGE = "tensorflow"
 _POOL = descriptor_pool.DescriptorPool()
 _DATA_TYPE_FILE = "zmtf/formats/types.proto"
@@ -52,7 +52,8 @@ class Field:
 
     number: int
     name: str
-    kind: str                       # "int32" ... "double", "string", "bytes", "enum", "message", "map"
+    kind: str                       # "int32" ... "double", "fixed32", "string", "bytes", "enum",
+                                    # "message", "map"
     repeated: bool = False
     message: Any = None             # the Message class of a "message" field or a map's values,
                                     # or the name of a sibling nested message (protobuf scoping)
