@@ -225,6 +225,9 @@ def _finish(built: Any, declared: Any) -> None:
     """Carry the declaration's constants and docstring over, and add zmtf's parsing and
     serializing to the class and its nested classes."""
     built.__module__ = declared.__module__
+    built.__qualname__ = declared.__qualname__   # pickle finds nested classes by it
+    if declared.__doc__:
+        built.__doc__ = declared.__doc__
     for name, value in vars(declared).items():
         if name.startswith("_") or name == "FIELDS" or callable(value):
             if isinstance(value, _Schema) and hasattr(built, name):
@@ -265,6 +268,12 @@ def _add_methods(cls: Any) -> None:
     def SerializeToString(self: Any, deterministic: bool = True, **options: Any) -> bytes:  # noqa: N802
         return bytes(library_serialize(self, deterministic=deterministic, **options))
 
+    def __reduce__(self: Any) -> tuple[Any, ...]:
+        """Pickled as (class, bytes): the library would look nested classes up in the
+        default descriptor pool, which zmtf's messages are not in."""
+        return _unpickle, (type(self), SerializeToString(self))
+
+    cls.__reduce__ = __reduce__
     cls.MergeFromString = MergeFromString
     cls.ParseFromString = ParseFromString
     cls.FromString = classmethod(FromString)
@@ -272,6 +281,10 @@ def _add_methods(cls: Any) -> None:
     for nested in cls.DESCRIPTOR.nested_types:
         if not nested.GetOptions().map_entry:
             _add_methods(getattr(cls, nested.name))
+
+
+def _unpickle(cls: Any, data: bytes) -> Any:
+    return cls.FromString(data)
 
 
 # ---- text format ------------------------------------------------------------------------------
