@@ -161,7 +161,7 @@ def _describe(declared: Any, proto: Any, full: str, depends: set[str]) -> None:
         field = proto.field.add(name=f.name, number=f.number,
                                 label=_FDP.LABEL_REPEATED if f.repeated else _FDP.LABEL_OPTIONAL)
         if f.kind == "map":
-            entry = proto.nested_type.add(name="".join(p.title() for p in f.name.split("_")) + "Entry")
+            entry = proto.nested_type.add(name=_camel(f.name) + "Entry")   # protoc's name
             entry.options.map_entry = True
             _set_type(entry.field.add(name="key", number=1, label=_FDP.LABEL_OPTIONAL),
                       f.key, None, None, full, depends)
@@ -172,7 +172,7 @@ def _describe(declared: Any, proto: Any, full: str, depends: set[str]) -> None:
             field.type_name = f".{full}.{entry.name}"
             continue
         if f.kind == "enum" and f.names is not None:
-            _add_enum(proto, f, full)
+            _add_enum(proto, f)
         _set_type(field, f.kind, f.message, f, full, depends)
         if f.oneof:
             group = "value" if f.oneof is True else f.oneof
@@ -182,19 +182,19 @@ def _describe(declared: Any, proto: Any, full: str, depends: set[str]) -> None:
             field.oneof_index = oneofs.index(group)
 
 
-def _add_enum(proto: Any, f: Field, full: str) -> None:
+def _add_enum(proto: Any, f: Field) -> None:
     """A field's own enum (``names``), nested in its message, named after the field."""
     if not f.names:
         return   # an enum zmtf does not interpret: read and written as its number
-    enum = proto.enum_type.add(name=_enum_name(f))
+    enum = proto.enum_type.add(name=_camel(f.name) + "Enum")
     names = dict(f.names)
     names.setdefault(0, f"{f.name.upper()}_UNSPECIFIED")   # proto3 enums start at zero
     for number, label in sorted(names.items()):
         enum.value.add(name=label, number=number)
 
 
-def _enum_name(f: Field) -> str:
-    return "".join(part.title() for part in f.name.split("_")) + "Enum"
+def _camel(name: str) -> str:
+    return "".join(part.title() for part in name.split("_"))
 
 
 def _set_type(field: Any, kind: str, message: Any, f: Field | None, full: str,
@@ -204,7 +204,7 @@ def _set_type(field: Any, kind: str, message: Any, f: Field | None, full: str,
             field.type = _FDP.TYPE_INT32
             return
         field.type = _FDP.TYPE_ENUM
-        field.type_name = f".{full}.{_enum_name(f)}"
+        field.type_name = f".{full}.{_camel(f.name)}Enum"
         return
     field.type = _TYPES[kind]
     if kind == "enum":
