@@ -58,7 +58,7 @@ def test_evaluate_metrics_match_numpy_and_are_written_as_summaries(tmp_path):
     np.testing.assert_allclose(results["mae"], np.abs(residual).mean(), rtol=1e-5)
     np.testing.assert_allclose(results["loss"], np.mean(batch_losses), rtol=1e-5)  # mean of batch losses
     events = [e for path in (tmp_path / "eval_holdout").iterdir()
-              for e in summary_iterator(str(path)) if e.summary is not None]
+              for e in summary_iterator(str(path)) if e.HasField("summary")]
     assert [e.step for e in events] == [4]
     tags = {v.tag: v.simple_value for v in events[0].summary.value}
     assert set(tags) == {"loss", "mae"}

@@ -104,7 +104,7 @@ def test_distributed_ps_chief_worker_and_evaluator(tmp_path, monkeypatch):
     assert chief_steps.steps + worker_steps.steps >= 40
     assert tf.train.load_variable(str(tmp_path), "global_step") >= 40
     events = [e for path in (tmp_path / "eval").iterdir() for e in tf.train.summary_iterator(str(path))
-              if e.summary is not None]
+              if e.HasField("summary")]
     assert events and max(e.step for e in events) >= 40          # the evaluator saw the last one
     w, b = tf.train.load_variable(str(tmp_path), "w"), tf.train.load_variable(str(tmp_path), "b")
     final_mae = [v.simple_value for v in events[-1].summary.value if v.tag == "mae"][0]

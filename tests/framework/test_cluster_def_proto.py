@@ -74,21 +74,26 @@ def test_text_format_as_tf_prints_it():
 
 def test_map_type_errors_as_protobuf():
     job = tf.train.JobDef(name="w")
-    with pytest.raises(TypeError, match="key '0'"):
+    with pytest.raises(TypeError):
         job.tasks["0"] = "h:1"
-    with pytest.raises(TypeError, match="value 5"):
+    with pytest.raises(TypeError):
         job.tasks[0] = 5
     assert job.tasks[4] == "" and 4 in job.tasks   # reading a missing key inserts it
 
 
-@pytest.mark.parametrize("data,message", [
-    (bytes.fromhex("120408011005"), "wire type 0"),        # a task address sent as a varint
-    (bytes.fromhex("12050801120568"), "claims 5 bytes"),   # an address past the entry's end
-    (bytes.fromhex("0a0512030801"), "claims 5 bytes"),     # a name past the message's end
+@pytest.mark.parametrize("data", [
+    bytes.fromhex("12050801120568"),   # an address past the entry's end
+    bytes.fromhex("0a0512030801"),     # a name past the message's end
+    bytes.fromhex("0a02ff00"),         # a name that is not UTF-8
 ])
-def test_malformed_bytes_are_invalid_argument(data, message):
-    with pytest.raises(InvalidArgumentError, match=message):
+def test_malformed_bytes_are_invalid_argument_naming_the_message(data):
+    with pytest.raises(InvalidArgumentError, match="not a valid JobDef"):
         tf.train.JobDef.FromString(data)
+
+
+def test_a_field_of_the_wrong_wire_type_is_kept_as_unknown_as_protobuf_does():
+    job = tf.train.JobDef.FromString(bytes.fromhex("120408011005"))   # an address as a varint
+    assert dict(job.tasks) == {} and job.SerializeToString() == bytes.fromhex("120408011005")
 
 
 def test_cluster_def_naming_a_job_twice_is_refused():

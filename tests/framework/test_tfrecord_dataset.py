@@ -24,7 +24,7 @@ def write_examples(path, rows, first_id=0):
                 "x": tf.train.Feature(float_list=tf.train.FloatList(value=x[i])),
                 "y": tf.train.Feature(float_list=tf.train.FloatList(value=y[i])),
                 "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[first_id + i])),
-                "tag": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f"r{first_id + i}"])),
+                "tag": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f"r{first_id + i}".encode()])),
             })).SerializeToString())
     return list(range(first_id, first_id + rows))
 

@@ -198,7 +198,7 @@ def test_table_builder_reproduces_tfs_index_byte_for_byte():
 
 def index_keys(table):
     """The keys of a table's index block: one separator per data block."""
-    from zmtf.formats.proto_wire import read_varint
+    from zmtf.formats.varint import read_varint
     from zmtf.training.sstable import _block, _block_entries
 
     footer = table[-48:]

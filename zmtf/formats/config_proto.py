@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, TypeVar
 
 from zmtf.formats.cluster_def_proto import ClusterDef, register_session_config
 from zmtf.formats.step_stats_proto import StepStats
 from zmtf.framework.device_spec import DeviceSpec
+
+
+_Options = TypeVar("_Options")
+
+
+def _fields_only(cls: type[_Options]) -> type[_Options]:
+    """Refuse a keyword that is no field, as a protobuf message does: TF1 scripts spell these
+    option names by hand, and a typo must fail, not be silently ignored. (With ``slots=True``
+    the dataclass already refuses a misspelled attribute assignment: AttributeError.)"""
+    known = {f.name for f in fields(cls)}   # type: ignore[arg-type]
+    init: Callable[..., None] = cls.__init__   # type: ignore[misc]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        for name in kwargs:
+            if name not in known:
+                raise ValueError(f'Protocol message {cls.__name__} has no "{name}" field.')
+        init(self, *args, **kwargs)
+
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__   # type: ignore[misc]
+    return cls
 
 
 def device_matches(device: str, filters: list[str]) -> bool:
@@ -22,7 +43,8 @@ def device_matches(device: str, filters: list[str]) -> bool:
     return False
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class GPUOptions:
     """GPU memory options (used by GPU devices; recorded but inert on a CPU-only process)."""
 
@@ -38,7 +60,8 @@ class GPUOptions:
             )
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class ThreadPoolOptionProto:
     """One of ``ConfigProto.session_inter_op_thread_pool``: its size (0: one per core) and a
     ``global_name`` that sessions share it by. Accepted and checked; zmtf runs a session's
@@ -62,7 +85,8 @@ class ThreadPools(list):  # type: ignore[type-arg]
         return pool
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class OptimizerOptions:
     """TF1's graph-optimizer settings: accepted and recorded; zmtf runs no graph rewrites
     (no constant folding pass, no XLA), so they change nothing."""
@@ -81,7 +105,8 @@ class OptimizerOptions:
     global_jit_level: int = 0
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class GraphOptions:
     """TF1's GraphOptions: accepted and recorded, inert (see OptimizerOptions)."""
 
@@ -94,7 +119,8 @@ class GraphOptions:
     rewrite_options: Any = None
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class ConfigProto:
     """Session options: ``config = tf.ConfigProto(); config.log_device_placement = True``.
 
@@ -149,7 +175,8 @@ class ConfigProto:
 register_session_config(ConfigProto)   # ServerDef().default_session_config
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class RunOptions:
     """Per-run options: ``timeout_in_ms`` (DeadlineExceededError) and ``trace_level``."""
 
@@ -163,7 +190,8 @@ class RunOptions:
     output_partition_graphs: bool = False   # run() fills RunMetadata.partition_graphs
 
 
-@dataclass
+@_fields_only
+@dataclass(slots=True)
 class RunMetadata:
     """Filled by run(): ``step_stats`` (when tracing) lists when and where each node ran;
     ``partition_graphs`` (RunOptions.output_partition_graphs) holds a GraphDef per device of

@@ -1,7 +1,7 @@
 """TensorFlow's DataType enum names (``DT_FLOAT`` = 1, ...): the default names of an enum field.
 
-Both the GraphDef messages (graph_def_proto.py) and the text format (proto_text.py) read them;
-they sit below both so that neither imports the other for them.
+proto_message.py builds TF's DataType enum (types.proto) from them, and graph_def_proto.py
+names dtypes in errors with them.
 """
 
 from __future__ import annotations
@@ -14,12 +14,6 @@ DATA_TYPE_NAMES: dict[int, str] = {
     21: "DT_VARIANT", 22: "DT_UINT32", 23: "DT_UINT64",
 }
 DATA_TYPE_NAMES.update({k + 100: v + "_REF" for k, v in list(DATA_TYPE_NAMES.items()) if k})
-_ENUM_OF_NAME = {v: k for k, v in DATA_TYPE_NAMES.items()}
 
 
-def enum_of_name(name: str) -> int | None:
-    """The DataType number of ``DT_...`` (None for an unknown name)."""
-    return _ENUM_OF_NAME.get(name)
-
-
-__all__ = ["DATA_TYPE_NAMES", "enum_of_name"]
+__all__ = ["DATA_TYPE_NAMES"]

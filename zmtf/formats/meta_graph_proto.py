@@ -72,11 +72,11 @@ class CollectionDef(Message):
         FIELDS = (Field(1, "value", "message", repeated=True, message=Any_),)
 
     FIELDS = (
-        Field(1, "node_list", "message", message=NodeList, oneof=True),
-        Field(2, "bytes_list", "message", message=BytesList, oneof=True),
-        Field(3, "int64_list", "message", message=Int64List, oneof=True),
-        Field(4, "float_list", "message", message=FloatList, oneof=True),
-        Field(5, "any_list", "message", message=AnyList, oneof=True),
+        Field(1, "node_list", "message", message=NodeList, oneof="kind"),
+        Field(2, "bytes_list", "message", message=BytesList, oneof="kind"),
+        Field(3, "int64_list", "message", message=Int64List, oneof="kind"),
+        Field(4, "float_list", "message", message=FloatList, oneof="kind"),
+        Field(5, "any_list", "message", message=AnyList, oneof="kind"),
     )
 
 
@@ -89,10 +89,10 @@ class TensorInfo(Message):
                   Field(3, "dense_shape_tensor_name", "string"))
 
     FIELDS = (
-        Field(1, "name", "string", oneof=True), Field(2, "dtype", "enum"),
+        Field(1, "name", "string", oneof="encoding"), Field(2, "dtype", "enum"),
         Field(3, "tensor_shape", "message", message=TensorShapeProto),
-        Field(4, "coo_sparse", "message", message=CooSparse, oneof=True),
-        Field(5, "composite_tensor", "bytes", oneof=True),   # kept as bytes: not interpreted
+        Field(4, "coo_sparse", "message", message=CooSparse, oneof="encoding"),
+        Field(5, "composite_tensor", "bytes", oneof="encoding"),   # kept as bytes: not interpreted
     )
 
 

@@ -126,15 +126,15 @@ class _Exporter:
             value = default if zmtf_name is None else op.attrs.get(zmtf_name, default)
             used.add(zmtf_name)
             if value is not None or kind == "shape":
-                node.attr[tf_name] = _TO_ATTR[kind](value)
+                node.attr[tf_name].CopyFrom(_TO_ATTR[kind](value))
         for tf_name, source in mapping.types.items():
             dtype = as_dtype("int32") if source == "idx" else op.inputs[int(source[2:])].dtype
-            node.attr[tf_name] = AttrValue(type=enum_of_dtype(dtype))
+            node.attr[tf_name].CopyFrom(AttrValue(type=enum_of_dtype(dtype)))
         if mapping.list_input and mapping.extra is None:
-            node.attr["N"] = AttrValue(i=len(op.inputs))
+            node.attr["N"].CopyFrom(AttrValue(i=len(op.inputs)))
         if mapping.extra is not None:
             for tf_name, value in mapping.extra.write(op).items():
-                node.attr[tf_name] = value
+                node.attr[tf_name].CopyFrom(value)
             used |= set(mapping.extra.zmtf_names)
         # a zmtf-only attr at the value an import would set is implied by the TF op
         used |= {k for k, v in mapping.private.items() if op.attrs.get(k) == v}
@@ -156,7 +156,7 @@ class _Exporter:
         node.input.extend("^" + c.name for c in op.control_inputs)
         groups = [g for g in op._colocation_groups if g != f"loc:@{op.name}"]
         if groups:
-            node.attr["_class"] = AttrValue(list=AttrValue.ListValue(s=[g.encode() for g in groups]))
+            node.attr["_class"].CopyFrom(AttrValue(list=AttrValue.ListValue(s=[g.encode() for g in groups])))
         if self.add_shapes:
             outputs = list(op.outputs)
             if op.type == "ParseExample":
@@ -170,11 +170,11 @@ class _Exporter:
         values); fills ``operands`` with the operand values (or nodes) the table cannot compute."""
         attrs = op.attrs
         if op.type == "Const":
-            node.attr["value"] = AttrValue(tensor=make_tensor_proto(attrs["value"]))
+            node.attr["value"].CopyFrom(AttrValue(tensor=make_tensor_proto(attrs["value"])))
             return {"value"}
         if op.type == "Variable":
             if attrs.get("var_name") not in (None, "", op.name):
-                node.attr["shared_name"] = AttrValue(s=attrs["var_name"].encode())
+                node.attr["shared_name"].CopyFrom(AttrValue(s=attrs["var_name"].encode()))
             return {"var_name"}
         if op.type == "Assign":
             return {"shape"}
@@ -183,7 +183,7 @@ class _Exporter:
             if op.type == "StridedSlice":
                 rows, masks = spec_to_strided_slice(attrs["spec"])
                 for tf_name, value in masks.items():
-                    node.attr[tf_name] = AttrValue(i=value)
+                    node.attr[tf_name].CopyFrom(AttrValue(i=value))
                 named = dict(zip(("begin", "end", "strides"), zip(_SS_OPERANDS, rows, (0, 0, 1))))
             elif op.type == "Slice":
                 named = {n: (n, attrs[n], 0) for n in ("begin", "size")}
@@ -191,7 +191,7 @@ class _Exporter:
                 named = {"paddings": ("paddings", attrs["paddings"], 0)}
             for tf_input, (suffix, values, filler) in named.items():
                 operands[tf_input] = bounds.operand(suffix, values, filler)
-            node.attr[_INDEX_ATTR[op.type]] = AttrValue(type=enum_of_dtype(bounds.dtype))
+            node.attr[_INDEX_ATTR[op.type]].CopyFrom(AttrValue(type=enum_of_dtype(bounds.dtype)))
             if op.type == "StridedSlice":
                 return {"spec"}
         if op.type == "OneHot":
@@ -216,7 +216,7 @@ class _Exporter:
         node = NodeDef(name=self.unique(f"{op.name}/{suffix}"), op=tf_op, device=op.device)
         node.input.extend(inputs)
         for key, value in attrs.items():
-            node.attr[key] = value
+            node.attr[key].CopyFrom(value)
         self.graph_def.node.append(node)
         return node.name
 
@@ -231,8 +231,8 @@ class _Exporter:
                 return name
         name = self.unique(name)
         node = NodeDef(name=name, op="Const", device=op.device)
-        node.attr["dtype"] = AttrValue(type=enum_of_dtype(as_dtype(value.dtype)))
-        node.attr["value"] = AttrValue(tensor=make_tensor_proto(value))
+        node.attr["dtype"].CopyFrom(AttrValue(type=enum_of_dtype(as_dtype(value.dtype))))
+        node.attr["value"].CopyFrom(AttrValue(tensor=make_tensor_proto(value)))
         if self.add_shapes:
             self._add_shapes(node, [list(value.shape)])
         self.graph_def.node.append(node)
@@ -240,8 +240,8 @@ class _Exporter:
 
     @staticmethod
     def _add_shapes(node: NodeDef, shapes: list[Any]) -> None:
-        node.attr["_output_shapes"] = AttrValue(list=AttrValue.ListValue(
-            shape=[shape_proto(dims) for dims in shapes]))
+        node.attr["_output_shapes"].CopyFrom(AttrValue(list=AttrValue.ListValue(
+            shape=[shape_proto(dims) for dims in shapes])))
 
 
 _BOUND_OPS = ("StridedSlice", "Slice", "Pad")   # bounds: ints, or elements of tensor inputs

@@ -68,12 +68,12 @@ def export_parse_example(op: Operation, node: NodeDef, const: Any) -> None:
         if dtype.name == "string":
             value = value.astype(object)
         node.input.append(const(op, f"dense_defaults_{n}", value))
-    node.attr["Nsparse"] = AttrValue(i=len(sparse_keys))
-    node.attr["Ndense"] = AttrValue(i=len(types))
-    node.attr["sparse_types"] = _types_attr(attrs.get("sparse_types") or [])
-    node.attr["Tdense"] = _types_attr(types)
-    node.attr["dense_shapes"] = AttrValue(list=AttrValue.ListValue(
-        shape=[shape_proto(list(s)) for s in attrs["shapes"]]))
+    node.attr["Nsparse"].CopyFrom(AttrValue(i=len(sparse_keys)))
+    node.attr["Ndense"].CopyFrom(AttrValue(i=len(types)))
+    node.attr["sparse_types"].CopyFrom(_types_attr(attrs.get("sparse_types") or []))
+    node.attr["Tdense"].CopyFrom(_types_attr(types))
+    node.attr["dense_shapes"].CopyFrom(AttrValue(list=AttrValue.ListValue(
+        shape=[shape_proto(list(s)) for s in attrs["shapes"]])))
 
 
 def _const_value(tensor: Tensor, what: str) -> np.ndarray:

@@ -99,8 +99,8 @@ def convert_variables_to_constants(sess: Any, input_graph_def: GraphDef,
     for node in inference.node:
         if node.name in values:
             const = NodeDef(name=node.name, op="Const", device=node.device)
-            const.attr["dtype"] = AttrValue(type=node.attr["dtype"].type)
-            const.attr["value"] = AttrValue(tensor=make_tensor_proto(values[node.name]))
+            const.attr["dtype"].CopyFrom(AttrValue(type=node.attr["dtype"].type))
+            const.attr["value"].CopyFrom(AttrValue(tensor=make_tensor_proto(values[node.name])))
             out.node.append(const)
         elif node.op == "Assign" and _node_name(node.input[0]) in values:
             raise ValueError(f"convert_variables_to_constants: output '{node.name}' assigns to "

@@ -52,8 +52,8 @@ class RestoreStep:
 
 def _const(name: str, value: np.ndarray, device: str = "") -> NodeDef:
     node = NodeDef(name=name, op="Const", device=device)
-    node.attr["dtype"] = AttrValue(type=make_tensor_proto(value).dtype)
-    node.attr["value"] = AttrValue(tensor=make_tensor_proto(value))
+    node.attr["dtype"].CopyFrom(AttrValue(type=make_tensor_proto(value).dtype))
+    node.attr["value"].CopyFrom(AttrValue(tensor=make_tensor_proto(value)))
     return node
 
 
@@ -65,8 +65,8 @@ def _strings(values: list[str]) -> np.ndarray:
 
 def _placeholder_with_default(name: str, source: str) -> NodeDef:
     node = NodeDef(name=name, op="PlaceholderWithDefault", input=[source])
-    node.attr["dtype"] = AttrValue(type=_STRING)
-    node.attr["shape"] = AttrValue(shape=shape_proto([]))
+    node.attr["dtype"].CopyFrom(AttrValue(type=_STRING))
+    node.attr["shape"].CopyFrom(AttrValue(shape=shape_proto([])))
     return node
 
 
@@ -87,27 +87,27 @@ def add_saver_nodes(graph_def: GraphDef, scope: str, entries: list[SavedTensor])
     save = NodeDef(name=f"{scope}/SaveV2", op="SaveV2", input=[
         prefix, f"{scope}/SaveV2/tensor_names", f"{scope}/SaveV2/shape_and_slices"])
     save.input.extend(e.variable for e in entries)
-    save.attr["dtypes"] = _dtypes(entries)
+    save.attr["dtypes"].CopyFrom(_dtypes(entries))
     done = NodeDef(name=f"{scope}/control_dependency", op="Identity",
                    input=[prefix, f"^{scope}/SaveV2"])
-    done.attr["T"] = AttrValue(type=_STRING)
-    done.attr["_class"] = AttrValue(list=AttrValue.ListValue(s=[f"loc:@{prefix}".encode()]))
+    done.attr["T"].CopyFrom(AttrValue(type=_STRING))
+    done.attr["_class"].CopyFrom(AttrValue(list=AttrValue.ListValue(s=[f"loc:@{prefix}".encode()])))
     nodes += [save, done, _const(f"{scope}/RestoreV2/tensor_names", names),
               _const(f"{scope}/RestoreV2/shape_and_slices", slices)]
     restore = NodeDef(name=f"{scope}/RestoreV2", op="RestoreV2", input=[
         prefix, f"{scope}/RestoreV2/tensor_names", f"{scope}/RestoreV2/shape_and_slices"])
-    restore.attr["dtypes"] = _dtypes(entries)
+    restore.attr["dtypes"].CopyFrom(_dtypes(entries))
     nodes.append(restore)
     assigns = []
     for i, entry in enumerate(entries):
         assign = NodeDef(name=f"{scope}/Assign" + (f"_{i}" if i else ""), op="Assign",
                          device=entry.device,
                          input=[entry.variable, f"{scope}/RestoreV2" + (f":{i}" if i else "")])
-        assign.attr["T"] = AttrValue(type=entry.dtype)
-        assign.attr["validate_shape"] = AttrValue(b=True)
-        assign.attr["use_locking"] = AttrValue(b=True)
-        assign.attr["_class"] = AttrValue(list=AttrValue.ListValue(
-            s=[f"loc:@{entry.variable}".encode()]))
+        assign.attr["T"].CopyFrom(AttrValue(type=entry.dtype))
+        assign.attr["validate_shape"].CopyFrom(AttrValue(b=True))
+        assign.attr["use_locking"].CopyFrom(AttrValue(b=True))
+        assign.attr["_class"].CopyFrom(AttrValue(list=AttrValue.ListValue(
+            s=[f"loc:@{entry.variable}".encode()])))
         assigns.append(assign)
     nodes += assigns
     nodes.append(NodeDef(name=f"{scope}/restore_all", op="NoOp",

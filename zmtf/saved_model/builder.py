@@ -174,8 +174,8 @@ def meta_graph_def_of(graph: Graph, tags: list[str], signature_def_map: dict[str
         entries = [SavedTensor(key, v.op.name, enum_of_dtype(v.dtype.base_dtype),
                                "" if clear_devices else v.op.device)
                    for key, v in variables.items()]
-        meta.saver_def = add_saver_nodes(graph_def, scope, entries)
-    meta.graph_def = graph_def
+        meta.saver_def.CopyFrom(add_saver_nodes(graph_def, scope, entries))
+    meta.graph_def.CopyFrom(graph_def)
     for key, collection in collection_defs(graph, exported).items():
         meta.collection_def[key].CopyFrom(collection)
     for key, sig in signature_def_map.items():

@@ -34,7 +34,7 @@ from zmtf.interop.graph_def_io import import_graph_def
 from zmtf.formats.meta_graph_proto import AssetFileDef, MetaGraphDef, SavedModel
 from zmtf.ops.array_ops import placeholder
 from zmtf.ops.control_flow_ops import group
-from zmtf.formats.proto_text import merge_text
+from zmtf.formats.proto_message import merge_text
 from zmtf.interop.saver_graph_def import RestoreStep, restore_plan, saver_scope, \
     saver_scopes, without_scopes
 from zmtf.ops.variables import Variable

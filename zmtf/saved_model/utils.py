@@ -23,9 +23,9 @@ def build_tensor_info(tensor: Any) -> TensorInfo:
     if isinstance(tensor, SparseTensor):
         info = TensorInfo(dtype=enum_of_dtype(tensor.dtype.base_dtype),
                           tensor_shape=shape_proto(tensor.get_shape().dims))
-        info.coo_sparse = TensorInfo.CooSparse(
+        info.coo_sparse.CopyFrom(TensorInfo.CooSparse(
             values_tensor_name=tensor.values.name, indices_tensor_name=tensor.indices.name,
-            dense_shape_tensor_name=tensor.dense_shape.name)
+            dense_shape_tensor_name=tensor.dense_shape.name))
         return info
     if not isinstance(tensor, Tensor):
         raise TypeError(f"build_tensor_info takes a graph Tensor or SparseTensor, not a "

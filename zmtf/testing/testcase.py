@@ -317,7 +317,7 @@ class TestCase(unittest.TestCase):
             if not hasattr(message, "SerializeToString"):
                 self.fail(f"assertProtoEquals parses text into a protocol message; got "
                           f"{type(message).__name__}")
-            from zmtf.formats.proto_text import merge_text
+            from zmtf.formats.proto_message import merge_text
 
             expected = merge_text(expected, type(message)())
         elif type(expected) is not type(message):

@@ -26,7 +26,7 @@ from zmtf.framework.errors import DataLossError
 from zmtf.framework.graph import Graph, get_default_graph
 from zmtf.formats.graph_def_proto import GraphDef
 from zmtf.interop.meta_graph import meta_graph_to_dict
-from zmtf.formats.proto_text import to_text
+from zmtf.formats.proto_message import to_text
 from zmtf.training.atomic_file import atomic_write
 from zmtf.training import queue_runner as _registers_its_codec  # noqa: F401 - QueueRunners travel
 

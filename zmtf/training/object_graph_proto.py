@@ -1,20 +1,21 @@
-"""TF's TrackableObjectGraph proto (trackable_object_graph.proto), encoded and decoded by hand.
+"""TF's TrackableObjectGraph proto (trackable_object_graph.proto, same field numbers) as a
+protobuf message (formats/proto_message.py), and zmtf's plain view of it.
 
 An object-based checkpoint stores it, serialized, as the scalar string tensor
 ``_CHECKPOINTABLE_OBJECT_GRAPH``: one node per object, node 0 the root Checkpoint, each
 node listing its named children (by node id), the variables it saves (``attributes``) and,
 for an optimizer, which node holds which slot of which variable. Fields are written in
-field-number order and proto3 defaults (0, "") are left out, as protobuf does, so the bytes
+field-number order and proto3 defaults (0, "") are left out by the library, so the bytes
 equal TensorFlow's for the same graph.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from zmtf.framework.errors import DataLossError, InvalidArgumentError
-from zmtf.formats.proto_wire import VARINT, fields, length_delimited, varint
-from zmtf.formats.proto_wire import field as proto_field
+from zmtf.formats.proto_message import Field, Message
 
 #: the checkpoint key holding the serialized TrackableObjectGraph
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -46,69 +47,70 @@ class ObjectNode:
     has_checkpoint_values: bool = False
 
 
-def _int(number: int, value: int) -> bytes:
-    return proto_field(number, VARINT, varint(value)) if value else b""
+class BoolValue(Message):
+    """google.protobuf.BoolValue (wrappers.proto): a bool with presence."""
+
+    FIELDS = (Field(1, "value", "bool"),)
 
 
-def _str(number: int, value: str) -> bytes:
-    return length_delimited(number, value.encode("utf-8")) if value else b""
+class TrackableObjectGraph(Message):
+    class TrackableObject(Message):
+        class ObjectReference(Message):
+            FIELDS = (Field(1, "node_id", "int32"), Field(2, "local_name", "string"))
 
+        class SerializedTensor(Message):
+            FIELDS = (Field(1, "name", "string"), Field(2, "full_name", "string"),
+                      Field(3, "checkpoint_key", "string"))
 
-def _encode_node(node: ObjectNode) -> bytes:
-    out = [length_delimited(1, _int(1, node_id) + _str(2, name)) for node_id, name in node.children]
-    out += [length_delimited(2, _str(1, a.name) + _str(2, a.full_name) + _str(3, a.checkpoint_key))
-            for a in node.attributes]
-    out += [length_delimited(3, _int(1, s.original_variable_node_id) + _str(2, s.slot_name)
-                             + _int(3, s.slot_variable_node_id)) for s in node.slot_variables]
-    out.append(length_delimited(5, _int(1, int(node.has_checkpoint_values))))
-    return b"".join(out)
+        class SlotVariableReference(Message):
+            FIELDS = (Field(1, "original_variable_node_id", "int32"),
+                      Field(2, "slot_name", "string"), Field(3, "slot_variable_node_id", "int32"))
+
+        FIELDS = (
+            Field(1, "children", "message", repeated=True, message=ObjectReference),
+            Field(2, "attributes", "message", repeated=True, message=SerializedTensor),
+            Field(3, "slot_variables", "message", repeated=True, message=SlotVariableReference),
+            Field(5, "has_checkpoint_values", "message", message=BoolValue),
+        )
+
+    FIELDS = (Field(1, "nodes", "message", repeated=True, message=TrackableObject),)
 
 
 def encode_object_graph(nodes: list[ObjectNode]) -> bytes:
-    return b"".join(length_delimited(1, _encode_node(node)) for node in nodes)
+    proto = TrackableObjectGraph()
+    for node in nodes:
+        item = proto.nodes.add()
+        for node_id, name in node.children:
+            item.children.add(node_id=node_id, local_name=name)
+        for a in node.attributes:
+            item.attributes.add(name=a.name, full_name=a.full_name, checkpoint_key=a.checkpoint_key)
+        for s in node.slot_variables:
+            item.slot_variables.add(original_variable_node_id=s.original_variable_node_id,
+                                    slot_name=s.slot_name,
+                                    slot_variable_node_id=s.slot_variable_node_id)
+        item.has_checkpoint_values.value = node.has_checkpoint_values
+        item.has_checkpoint_values.SetInParent()   # written even when false, as TF writes it
+    return proto.SerializeToString()
 
 
-def _message(data: bytes, where: str, kinds: dict[int, int]) -> dict[int, int | str]:
-    """The fields of a small message; strings decoded; a field of the wrong type is refused."""
-    out: dict[int, int | str] = {}
-    for number, wire_type, value in fields(data, where):
-        if number not in kinds:
-            continue
-        if wire_type != kinds[number]:
-            raise InvalidArgumentError(f"{where}: field {number} has wire type {wire_type}")
-        out[number] = value.decode("utf-8") if isinstance(value, bytes) else value
-    return out
-
-
-def _decode_node(data: bytes, where: str) -> ObjectNode:
-    node = ObjectNode()
-    for number, wire_type, value in fields(data, where):
-        if wire_type != 2:
-            continue   # every known field of a node is a message
-        if number == 1:
-            ref = _message(value, where + ".children", {1: VARINT, 2: 2})
-            node.children.append((int(ref.get(1, 0)), str(ref.get(2, ""))))
-        elif number == 2:
-            tensor = _message(value, where + ".attributes", {1: 2, 2: 2, 3: 2})
-            node.attributes.append(SerializedTensor(*(str(tensor.get(i, "")) for i in (1, 2, 3))))
-        elif number == 3:
-            slot = _message(value, where + ".slot_variables", {1: VARINT, 2: 2, 3: VARINT})
-            node.slot_variables.append(SlotReference(int(slot.get(1, 0)), str(slot.get(2, "")),
-                                                     int(slot.get(3, 0))))
-        elif number == 5:
-            node.has_checkpoint_values = bool(_message(value, where, {1: VARINT}).get(1, 0))
-    return node
+def _node(item: Any) -> ObjectNode:
+    return ObjectNode(
+        children=[(ref.node_id, ref.local_name) for ref in item.children],
+        attributes=[SerializedTensor(a.name, a.full_name, a.checkpoint_key)
+                    for a in item.attributes],
+        slot_variables=[SlotReference(s.original_variable_node_id, s.slot_name,
+                                      s.slot_variable_node_id) for s in item.slot_variables],
+        has_checkpoint_values=item.has_checkpoint_values.value)
 
 
 def decode_object_graph(data: bytes, where: str) -> list[ObjectNode]:
     """The nodes of a serialized TrackableObjectGraph; DataLossError (naming ``where``) if
     the bytes are not one, or name nodes that do not exist."""
     try:
-        nodes = [_decode_node(value, f"{where} node {i}")
-                 for i, (number, wire_type, value) in enumerate(fields(data, where))
-                 if number == 1 and wire_type == 2]
-    except (InvalidArgumentError, UnicodeDecodeError) as error:
-        raise DataLossError(None, None, f"{where}: the object graph is corrupt: {error}") from None
+        nodes = [_node(item) for item in TrackableObjectGraph.FromString(data).nodes]
+    except InvalidArgumentError as error:
+        raise DataLossError(None, None, f"{where}: the object graph is corrupt: "
+                                        f"{error.message}") from None
     ids = [i for node in nodes for i, _ in node.children]
     ids += [i for node in nodes for s in node.slot_variables
             for i in (s.original_variable_node_id, s.slot_variable_node_id)]
@@ -118,5 +120,5 @@ def decode_object_graph(data: bytes, where: str) -> list[ObjectNode]:
     return nodes
 
 
-__all__ = ["OBJECT_GRAPH_KEY", "ObjectNode", "SerializedTensor", "SlotReference",
+__all__ = ["OBJECT_GRAPH_KEY", "ObjectNode", "TrackableObjectGraph", "SerializedTensor", "SlotReference",
            "decode_object_graph", "encode_object_graph"]

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from zmtf.formats.crc32c import crc32c, mask, unmask
 from zmtf.framework.errors import DataLossError, InvalidArgumentError, UnimplementedError
-from zmtf.formats.proto_wire import read_varint, varint
+from zmtf.formats.varint import read_varint, varint
 
 MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48

@@ -1,7 +1,7 @@
 """tf.train.summary_iterator: the Events of a TensorBoard event file, in order::
 
     for event in tf.train.summary_iterator(path):
-        for value in event.summary.value if event.summary else []:
+        for value in event.summary.value:   # empty unless event.HasField("summary")
             print(event.step, value.tag, value.simple_value)
 
 Records are checked (CRC, framing: DataLossError naming the file and offset), then parsed

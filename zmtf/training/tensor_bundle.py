@@ -34,8 +34,9 @@ from zmtf.formats.crc32c import crc32c, mask, unmask
 from zmtf.framework.errors import (
     DataLossError, InvalidArgumentError, NotFoundError, UnimplementedError,
 )
-from zmtf.formats.proto_wire import BYTES, FIXED32, VARINT, field as proto_field
-from zmtf.formats.proto_wire import fields, length_delimited, read_varint, varint
+from zmtf.formats.graph_def_proto import TensorShapeProto, VersionDef
+from zmtf.formats.varint import read_varint, varint
+from zmtf.formats.tensor_bundle_proto import BundleEntryProto, BundleHeaderProto, TensorSliceProto
 from zmtf.training.atomic_file import atomic_write
 from zmtf.training.sstable import build_table, read_table
 
@@ -117,79 +118,56 @@ class BundleHeader:
     bad_consumers: tuple[int, ...] = ()
 
 
-def _int_field(number: int, value: int) -> bytes:
-    """A proto3 scalar: omitted when zero, as protobuf serializes it."""
-    return proto_field(number, VARINT, varint(value)) if value else b""
+def _shape_proto(shape: tuple[int, ...]) -> TensorShapeProto:
+    return TensorShapeProto(dim=[TensorShapeProto.Dim(size=d) for d in shape])
 
 
 def encode_shape(shape: tuple[int, ...]) -> bytes:
-    return b"".join(length_delimited(2, _int_field(1, d)) for d in shape)
+    return _shape_proto(shape).SerializeToString()
 
 
 def encode_entry(entry: BundleEntry) -> bytes:
-    out = _int_field(1, entry.dtype) + length_delimited(2, encode_shape(entry.shape))
-    out += _int_field(3, entry.shard_id) + _int_field(4, entry.offset)
-    out += _int_field(5, entry.size)
-    if entry.crc32c:
-        out += proto_field(6, FIXED32, struct.pack("<I", entry.crc32c))
+    proto = BundleEntryProto(dtype=entry.dtype, shape=_shape_proto(entry.shape),
+                             shard_id=entry.shard_id, offset=entry.offset, size=entry.size,
+                             crc32c=entry.crc32c)
     for extents in entry.slices:
-        out += length_delimited(7, b"".join(
-            length_delimited(1, _int_field(1, start) + (
-                b"" if length < 0 else proto_field(2, VARINT, varint(length))))
-            for start, length in extents))
-    return out
+        proto.slices.add(extent=[TensorSliceProto.Extent(start=start) if length < 0 else
+                                 TensorSliceProto.Extent(start=start, length=length)
+                                 for start, length in extents])
+    return proto.SerializeToString()
 
 
 def encode_header(header: BundleHeader) -> bytes:
-    version = _int_field(1, header.producer) + _int_field(2, header.min_consumer)
-    version += b"".join(_int_field(3, c) for c in header.bad_consumers)
-    return (_int_field(1, header.num_shards) + _int_field(2, header.endianness)
-            + length_delimited(3, version))
+    return BundleHeaderProto(
+        num_shards=header.num_shards, endianness=header.endianness,
+        version=VersionDef(producer=header.producer, min_consumer=header.min_consumer,
+                           bad_consumers=header.bad_consumers)).SerializeToString()
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >> 63 else value
-
-
-def _parse(data: bytes, where: str, kinds: dict[int, int]) -> list[tuple[int, Any]]:
-    """The (number, value) fields of a message that ``kinds`` names (others are skipped);
-    malformed bytes or a known field of the wrong wire type are DataLossError."""
-    out = []
+def _parse(message: Any, data: bytes, where: str) -> Any:
+    """The parsed message; malformed bytes are DataLossError naming ``where``."""
     try:
-        for number, wire_type, value in fields(data, where):
-            if number not in kinds:
-                continue
-            if kinds[number] != wire_type:
-                raise InvalidArgumentError(f"{where}: field {number} has wire type {wire_type}")
-            out.append((number, value))
+        return message.FromString(data)
     except InvalidArgumentError as error:
-        raise DataLossError(None, None, f"{error.message}: the entry is not parseable") from None
-    return out
+        raise DataLossError(None, None, f"{where}: {error.message}: the entry is not "
+                                        f"parseable") from None
 
 
-def _decode_shape(data: bytes, where: str) -> tuple[int, ...]:
-    dims = []
-    for number, value in _parse(data, where, {2: BYTES, 3: VARINT}):
-        if number == 3 and value:
-            raise DataLossError(None, None, f"{where}: a saved tensor of unknown rank")
-        if number == 2:
-            size = next((_signed(v) for n, v in _parse(value, where, {1: VARINT}) if n == 1), 0)
-            if size < 0:
-                raise DataLossError(None, None, f"{where}: invalid tensor shape (dimension "
-                                                f"{size})")
-            dims.append(size)
-    return tuple(dims)
+def _decode_shape(proto: TensorShapeProto, where: str) -> tuple[int, ...]:
+    if proto.unknown_rank:
+        raise DataLossError(None, None, f"{where}: a saved tensor of unknown rank")
+    for dim in proto.dim:
+        if dim.size < 0:
+            raise DataLossError(None, None, f"{where}: invalid tensor shape (dimension "
+                                            f"{dim.size})")
+    return tuple(dim.size for dim in proto.dim)
 
 
-def _decode_slice(data: bytes, where: str) -> tuple[Extent, ...]:
+def _decode_slice(proto: TensorSliceProto, where: str) -> tuple[Extent, ...]:
     extents = []
-    for _, extent in _parse(data, where, {1: BYTES}):
-        start, length = 0, -1
-        for number, value in _parse(extent, where, {1: VARINT, 2: VARINT}):
-            if number == 1:
-                start = _signed(value)
-            else:
-                length = _signed(value)
+    for extent in proto.extent:
+        start = extent.start
+        length = extent.length if extent.HasField("length") else -1
         if start < 0 or length < -1:
             raise DataLossError(None, None, f"{where}: invalid slice extent ({start}, {length})")
         extents.append((start, length))
@@ -197,38 +175,22 @@ def _decode_slice(data: bytes, where: str) -> tuple[Extent, ...]:
 
 
 def decode_entry(data: bytes, where: str) -> BundleEntry:
-    values: dict[str, Any] = {"dtype": 0, "shape": (), "slices": []}
-    names = {1: "dtype", 3: "shard_id", 4: "offset", 5: "size"}
-    kinds = {1: VARINT, 2: BYTES, 3: VARINT, 4: VARINT, 5: VARINT, 6: FIXED32, 7: BYTES}
-    for number, value in _parse(data, where, kinds):
-        if number in names:
-            values[names[number]] = _signed(value)
-        elif number == 2:
-            values["shape"] = _decode_shape(value, where)
-        elif number == 6:
-            values["crc32c"] = struct.unpack("<I", value)[0]
-        else:
-            values["slices"].append(_decode_slice(value, where))
-    values["slices"] = tuple(values["slices"])
-    entry = BundleEntry(**values)
+    proto = _parse(BundleEntryProto, data, where)
+    entry = BundleEntry(dtype=proto.dtype, shape=_decode_shape(proto.shape, where),
+                        shard_id=proto.shard_id, offset=proto.offset, size=proto.size,
+                        crc32c=proto.crc32c,
+                        slices=tuple(_decode_slice(s, where) for s in proto.slices))
     if min(entry.shard_id, entry.offset, entry.size) < 0:
         raise DataLossError(None, None, f"{where}: negative shard, offset or size in the entry")
     return entry
 
 
 def decode_header(data: bytes, where: str) -> BundleHeader:
-    values: dict[str, Any] = {}
-    for number, value in _parse(data, where, {1: VARINT, 2: VARINT, 3: BYTES}):
-        if number == 1:
-            values["num_shards"] = _signed(value)
-        elif number == 2:
-            values["endianness"] = value
-        else:
-            version = _parse(value, where, {1: VARINT, 2: VARINT, 3: VARINT})
-            values["producer"] = next((_signed(v) for n, v in version if n == 1), 0)
-            values["min_consumer"] = next((_signed(v) for n, v in version if n == 2), 0)
-            values["bad_consumers"] = tuple(_signed(v) for n, v in version if n == 3)
-    header = BundleHeader(**{"producer": 0, **values})
+    proto = _parse(BundleHeaderProto, data, where)
+    version = proto.version   # proto3: a num_shards of 0 is one left out, so 1 (as before)
+    header = BundleHeader(num_shards=proto.num_shards or 1, endianness=proto.endianness,
+                          producer=version.producer, min_consumer=version.min_consumer,
+                          bad_consumers=tuple(version.bad_consumers))
     if header.num_shards < 1 or header.endianness not in (_LITTLE, _BIG):
         raise DataLossError(None, None, f"{where}: bad header (num_shards {header.num_shards}, "
                                         f"endianness {header.endianness})")
