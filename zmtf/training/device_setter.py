@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableSequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +165,7 @@ def _cluster_jobs(cluster: object) -> Mapping[Any, Any]:
     job_defs = getattr(cluster, "job", None)
     if callable(as_dict):
         jobs = as_dict()
-    elif isinstance(job_defs, list):
+    elif isinstance(job_defs, MutableSequence):   # a ClusterDef's repeated JobDefs
         jobs = {job.name: dict(job.tasks) for job in job_defs}
     else:
         jobs = cluster

@@ -16,6 +16,7 @@ and quietly on any error that arrives after the coordinator was asked to stop.
 from __future__ import annotations
 
 import threading
+from collections.abc import MutableSequence
 from typing import Any, Sequence
 
 from zmtf.formats.queue_runner_proto import QueueRunnerDef
@@ -223,7 +224,7 @@ _DEF_FIELDS = ("queue_name", "enqueue_op_name", "close_op_name", "cancel_op_name
 def _runner_to_plain(runner: QueueRunner) -> dict[str, Any]:
     proto = runner.to_proto()
     assert proto is not None   # no export scope: always a def
-    return {name: list(value) if isinstance(value, list) else value
+    return {name: list(value) if isinstance(value, MutableSequence) else value
             for name in _DEF_FIELDS for value in [getattr(proto, name)]}
 
 
