@@ -13,6 +13,9 @@ from google_crc32c import cext as _cext
 
 _MASK_DELTA = 0xA282EAD8
 _value = _cext.value
+#: the library's own function, for callers that hold ``bytes`` and call it per record (a
+#: TFRecord batch maps it over its records without a Python frame per call)
+crc32c_of_bytes = _cext.value
 
 
 def crc32c(data: bytes | bytearray | memoryview | np.ndarray) -> int:
@@ -39,4 +42,4 @@ def masked_crc32c(data: bytes | bytearray | memoryview | np.ndarray) -> int:
     return mask(crc32c(data))
 
 
-__all__ = ["crc32c", "mask", "masked_crc32c", "unmask"]
+__all__ = ["crc32c", "crc32c_of_bytes", "mask", "masked_crc32c", "unmask"]
