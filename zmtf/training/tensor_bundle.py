@@ -297,8 +297,10 @@ def encode_tensor(array: np.ndarray) -> tuple[list[bytes | memoryview], int]:
     return [lengths, checksum, strings], crc
 
 
-def decode_tensor(entry: BundleEntry, raw: bytes, big_endian: bool, where: str) -> np.ndarray:
-    """The tensor ``entry`` describes, from its ``raw`` bytes (``entry.size`` of them)."""
+def decode_tensor(entry: BundleEntry, raw: bytes | np.ndarray, big_endian: bool, where: str
+                  ) -> np.ndarray:
+    """The tensor ``entry`` describes, from its ``raw`` bytes (``entry.size`` of them; a
+    writable uint8 array is used in place when the stored byte order is the machine's)."""
     dtype = numpy_dtype(entry.dtype)
     count = math.prod(entry.shape)
     if dtype != object:
@@ -308,6 +310,8 @@ def decode_tensor(entry: BundleEntry, raw: bytes, big_endian: bool, where: str) 
                                             f"{unmask(entry.crc32c):08x} vs. calculated on the "
                                             f"restored bytes {crc:08x}")
         stored = dtype.newbyteorder(">" if big_endian else "<")
+        if isinstance(raw, np.ndarray) and raw.flags.writeable:
+            return raw.view(stored).astype(dtype, copy=False).reshape(entry.shape)
         return np.frombuffer(raw, stored).astype(dtype).reshape(entry.shape)
     return _decode_strings(entry, raw, count, ">" if big_endian else "<", where)
 
@@ -342,6 +346,16 @@ def _decode_strings(entry: BundleEntry, raw: bytes, count: int, order: str, wher
         out[i] = raw[pos:pos + length]
         pos += length
     return out.reshape(entry.shape)
+
+
+def _read_bytes(f: IO[bytes], entry: BundleEntry) -> bytes | np.ndarray:
+    """``entry.size`` bytes from ``f``: a numeric tensor's straight into the array that will
+    hold it (one copy from the file, not two), strings as bytes."""
+    if numpy_dtype(entry.dtype) == object:
+        return f.read(entry.size)
+    out = np.empty(entry.size, np.uint8)
+    got = f.readinto(memoryview(out))  # type: ignore[attr-defined]
+    return out if got == entry.size else out[:got].tobytes()
 
 
 def _check_size(entry: BundleEntry, where: str) -> None:
@@ -422,7 +436,7 @@ class BundleReader:
                                                     f"{entry.offset + entry.size} but the file "
                                                     f"has {file_size}: it is truncated")
                 f.seek(entry.offset)
-                raw = f.read(entry.size)
+                raw = _read_bytes(f, entry)
         except FileNotFoundError:
             raise NotFoundError(None, None, f"{path} not found: the data file of checkpoint "
                                             f"{self.prefix} is missing") from None
