@@ -1,5 +1,5 @@
 """File formats: protobuf wire encoding and text protos, the TF protos zmtf reads and writes,
-CRC32C, TFRecord and its compression, PNG and WAV."""
+CRC32C, TFRecord and its compression, PNG and JPEG (Pillow) and WAV (wave)."""
 
 # str() of any message is its text format, which proto_text registers into proto_message when
 # imported; every module of this package is imported after this file runs.
