@@ -35,10 +35,15 @@ def test_rgb_and_grey_round_trip_within_jpeg_loss():
     assert np.abs(run(tf.image.decode_jpeg(grey_data)).astype(int) - grey).mean() < 3
 
 
-def test_the_pixels_are_libjpegs():
-    data = run(tf.image.encode_jpeg(_photo()))
-    expected = np.asarray(Image.open(io.BytesIO(data)))
-    np.testing.assert_array_equal(run(tf.image.decode_jpeg(data)), expected)
+def test_the_pixels_are_libjpegs_with_the_dct_asked_for():
+    data = run(tf.image.encode_jpeg(_photo(), chroma_downsampling=False))
+    accurate = np.asarray(Image.open(io.BytesIO(data)))   # Pillow's default: accurate DCT
+    fast, exact = run([tf.image.decode_jpeg(data),
+                       tf.image.decode_jpeg(data, dct_method="INTEGER_ACCURATE")])
+    np.testing.assert_array_equal(exact, accurate)
+    assert np.abs(fast.astype(int) - accurate).max() <= 4 and (fast != accurate).any()
+    with pytest.raises(ValueError, match="dct_method"):
+        tf.image.decode_jpeg(data, dct_method="FLOAT")
 
 
 def test_channels_ratio_and_quality():

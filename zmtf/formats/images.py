@@ -184,14 +184,23 @@ def open_jpeg(data: bytes, check: Callable[[int, int], None]) -> Opened:
     return Opened(data, image.width, image.height, 8, None, image)
 
 
-def jpeg_samples(opened: Opened, channels: int, ratio: int) -> np.ndarray:
+def jpeg_samples(opened: Opened, channels: int, ratio: int, accurate_dct: bool = False
+                 ) -> np.ndarray:
     """[height, width, channels] uint8 pixels; ``channels`` 0: as stored (1 or 3); ``ratio``
-    (1, 2, 4, 8) downscales while decoding, as libjpeg's scale_denom does for TF."""
+    (1, 2, 4, 8) downscales while decoding, as libjpeg's scale_denom does for TF.
+
+    TF decodes with libjpeg's fast integer DCT unless asked for the accurate one; Pillow's
+    decoder takes that choice as the second item of its ``decoderconfig`` (its "draft" flag:
+    fast DCT, and chroma upsampled without libjpeg's "fancy" smoothing). The pixels are then
+    TF's exactly for grey output, 4:4:4 files, ``ratio`` > 1 and ``INTEGER_ACCURATE``; a 4:2:0
+    file at full size differs from TF's fancy upsampling by a few levels in colour."""
     image = opened.image
     grey = channels == 1 or (channels == 0 and image.mode == "L")
     if ratio > 1 or grey:   # libjpeg scales and outputs the luma plane itself
         image.draft("L" if grey else "RGB",
                     (-(-image.width // ratio), -(-image.height // ratio)))
+    scale = image.decoderconfig[0] if image.decoderconfig else 1
+    image.decoderconfig = (scale, 0 if accurate_dct else 1)
     try:
         image.load()
     except (OSError, SyntaxError, ValueError, struct.error):

@@ -129,10 +129,15 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscalin
                 try_recover_truncated: bool = False, acceptable_fraction: float = 1,
                 dct_method: str = "", name: str | None = None) -> Tensor:
     """The [height, width, channels] uint8 pixels of a JPEG (``channels`` 0: as stored, 1 or
-    3; ``ratio`` 1, 2, 4 or 8 downscales while decoding). Pillow's libjpeg decodes with
-    fancy upsampling and the integer DCT, TF's defaults; ``fancy_upscaling``,
-    ``try_recover_truncated``, ``acceptable_fraction`` and ``dct_method`` are recorded on the
-    node and change nothing (a truncated file is InvalidArgumentError)."""
+    3; ``ratio`` 1, 2, 4 or 8 downscales while decoding; ``dct_method`` "" or
+    "INTEGER_FAST": libjpeg's fast integer DCT, TF's default, or "INTEGER_ACCURATE"). Pixels
+    are TF's except for a 4:2:0 file decoded at full size with the fast DCT, whose colour
+    differs by a few levels (no "fancy" chroma upsampling there: see formats/images.py).
+    ``fancy_upscaling``, ``try_recover_truncated`` and ``acceptable_fraction`` are recorded on
+    the node and change nothing (a truncated file is InvalidArgumentError)."""
+    if dct_method not in ("", "INTEGER_FAST", "INTEGER_ACCURATE"):
+        raise ValueError(f"decode_jpeg: dct_method must be '', 'INTEGER_FAST' or "
+                         f"'INTEGER_ACCURATE', got {dct_method!r}")
     if int(ratio) not in (1, 2, 4, 8):
         raise ValueError(f"decode_jpeg: ratio must be 1, 2, 4 or 8, got {ratio}")
     attrs = {"channels": _channels(channels, (0, 1, 3), "decode_jpeg"), "ratio": int(ratio),

@@ -86,10 +86,11 @@ def decode_png(data: bytes, channels: int, sixteen_bits: bool, node: str = "Deco
     return (out >> 8).astype(np.uint8) if depth == 16 else out.astype(np.uint8)
 
 
-def decode_jpeg(data: bytes, channels: int, ratio: int, node: str) -> np.ndarray:
+def decode_jpeg(data: bytes, channels: int, ratio: int, node: str, accurate_dct: bool = False
+                ) -> np.ndarray:
     """[height, width, channels] uint8 pixels of a JPEG (``channels`` 0, 1 or 3)."""
     opened = open_jpeg(data, _header_check(node))
-    return jpeg_samples(opened, channels, ratio)
+    return jpeg_samples(opened, channels, ratio, accurate_dct)
 
 
 def _decode(data: bytes, channels: int, sixteen: bool, node: str) -> np.ndarray:
@@ -138,7 +139,8 @@ def decode_jpeg_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
     if not data.startswith(JPEG_SIGNATURE):   # TF's DecodeJpeg decodes any image it knows
         return [_decode(data, channels, False, node)]
     try:
-        return [decode_jpeg(data, channels, ratio, node)]
+        accurate = attrs.get("dct_method", "") == "INTEGER_ACCURATE"
+        return [decode_jpeg(data, channels, ratio, node, accurate)]
     except ImageError as error:
         raise InvalidArgumentError(f"{error} (node '{node}')") from None
 
