@@ -27,6 +27,15 @@ def crc32c(data: bytes | bytearray | memoryview | np.ndarray) -> int:
     return _value(np.ascontiguousarray(np.frombuffer(memoryview(data).cast("B"), np.uint8)))
 
 
+def crc32c_extend(crc: int, data: bytes | bytearray | memoryview | np.ndarray) -> int:
+    """The CRC-32C of the bytes whose CRC is ``crc`` followed by ``data``: a large buffer is
+    checked a piece at a time as it is read or written, while each piece is in cache."""
+    if type(data) is bytes:
+        return _cext.extend(crc, data)
+    return _cext.extend(crc, np.ascontiguousarray(np.frombuffer(memoryview(data).cast("B"),
+                                                                np.uint8)))
+
+
 def mask(crc: int) -> int:
     """TF's crc32c::Mask: rotate right 15 bits, add a constant."""
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
@@ -42,4 +51,4 @@ def masked_crc32c(data: bytes | bytearray | memoryview | np.ndarray) -> int:
     return mask(crc32c(data))
 
 
-__all__ = ["crc32c", "crc32c_of_bytes", "mask", "masked_crc32c", "unmask"]
+__all__ = ["crc32c", "crc32c_extend", "crc32c_of_bytes", "mask", "masked_crc32c", "unmask"]
