@@ -38,8 +38,17 @@ def test_many_records_of_mixed_sizes_round_trip_in_order(tmp_path):
 
 
 def test_a_batch_frames_as_record_by_record():
-    records = [b"", b"a", RNG.bytes(1000), b"", RNG.bytes(70_000)]
-    assert encode_records(records) == b"".join(map(encode_record, records))
+    for records in ([b"", b"a", RNG.bytes(1000), b"", RNG.bytes(70_000)],
+                    [RNG.bytes(37) for _ in range(500)], [b""] * 3):
+        assert encode_records(records) == b"".join(map(encode_record, records))
+
+
+def test_runs_of_one_length_then_others_read_back(tmp_path):
+    """Equal-length records are found by numpy; a different one after them by the walk."""
+    path = tmp_path / "runs.tfrecord"
+    records = [RNG.bytes(50) for _ in range(1000)] + [b"xy"] + [RNG.bytes(50) for _ in range(9)]
+    path.write_bytes(encode_records(records))
+    assert list(tf.python_io.tf_record_iterator(str(path))) == records
 
 
 def test_flush_puts_waiting_records_on_disk_and_close_ends_writes(tmp_path):

@@ -64,6 +64,14 @@ def _crcs(records: list[bytes]) -> np.ndarray:
 
 def encode_records(records: list[bytes]) -> bytes:
     """The framed bytes of many records (bytes objects) at once."""
+    lengths = list(map(len, records))
+    if len(records) > 1 and min(lengths) == max(lengths):   # one length: one numpy table
+        frames = np.empty((len(records), _FRAME + lengths[0]), np.uint8)
+        frames[:, :_HEADER.size] = np.frombuffer(_header(lengths[0]), np.uint8)
+        frames[:, _HEADER.size:-_FOOTER.size] = np.frombuffer(
+            b"".join(records), np.uint8).reshape(len(records), -1)
+        frames[:, -_FOOTER.size:] = _crcs(records).astype("<u4").view(np.uint8).reshape(-1, 4)
+        return frames.tobytes()
     footers = map(_FOOTER.pack, _crcs(records).tolist())
     heads = map(_header, map(len, records))
     return b"".join(itertools.chain.from_iterable(zip(heads, records, footers)))
@@ -111,22 +119,15 @@ def _whole_records(buffered: bytes, base: int, name: str, max_bytes: int | None
     """The records wholly inside ``buffered`` (and within ``max_bytes``), both CRCs of each
     checked; how many bytes they take; and the error for the first damaged one (the records
     before it are returned)."""
-    heads, pos, last = [], 0, len(buffered) - _FRAME
-    unpack, keep = _LENGTH.unpack_from, heads.append
-    while pos <= last:   # where each record would start, if the lengths are right
-        keep(pos)
-        pos += _FRAME + unpack(buffered, pos)[0]
-    if pos > len(buffered):
-        heads.pop()
-    if not heads:
-        return [], 0, None
     raw = np.frombuffer(buffered, np.uint8)
-    at = np.array(heads)
+    at = _record_starts(buffered, raw)
+    if not len(at):
+        return [], 0, None
     lengths = _words(raw, at, 8).astype(np.int64)
     if max_bytes is not None and (lengths > max_bytes).any():   # left to _one_record
         count = int(np.argmax(lengths > max_bytes))
-        heads, at, lengths = heads[:count], at[:count], lengths[:count]
-        if not heads:
+        at, lengths = at[:count], lengths[:count]
+        if not count:
             return [], 0, None
     known, index = np.unique(lengths, return_inverse=True)
     want = np.array([_FOOTER.unpack_from(_header(int(n)), 8)[0] for n in known],
@@ -141,9 +142,34 @@ def _whole_records(buffered: bytes, base: int, name: str, max_bytes: int | None
         return records, used, None
     first = int(np.argmax(bad))
     what = "length's" if bad_head[first] else "data's"
-    error = DataLossError(None, None, f"corrupted record at byte {base + heads[first]} of "
+    error = DataLossError(None, None, f"corrupted record at byte {base + int(at[first])} of "
                           f"{name}: the {what} CRC does not match")
     return records[:first], 0, error
+
+
+def _record_starts(buffered: bytes, raw: np.ndarray) -> np.ndarray:
+    """Where each record wholly inside ``buffered`` starts, if the lengths are right (their
+    CRCs are checked after). Records of one length, a common case, are found with numpy: if
+    the length fields where the first record's length puts them all say that length, they
+    are records; the rest is walked length by length."""
+    size, pos = len(buffered), 0
+    found = np.zeros(0, np.int64)
+    if size >= 2 * _FRAME:
+        step = _FRAME + _LENGTH.unpack_from(buffered)[0]
+        count = size // step if step <= size else 0
+        if count > 1:
+            guess = np.arange(count, dtype=np.int64) * step
+            agree = _words(raw, guess, 8) == step - _FRAME
+            count = count if agree.all() else int(np.argmin(agree))
+            found, pos = guess[:count], count * step
+    heads, last = [], size - _FRAME
+    unpack, keep = _LENGTH.unpack_from, heads.append
+    while pos <= last:
+        keep(pos)
+        pos += _FRAME + unpack(buffered, pos)[0]
+    if pos > size:
+        heads.pop()
+    return np.concatenate([found, np.array(heads, np.int64)]) if heads else found
 
 
 def _words(raw: np.ndarray, at: np.ndarray, size: int = 4) -> np.ndarray:
