@@ -50,7 +50,8 @@ class Opened:
 def _open(data: bytes, kind: str) -> Any:
     try:
         return Image.open(io.BytesIO(data), formats=[kind])
-    except Image.DecompressionBombError as error:
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+        # the warning is raised only where warnings are errors (Pillow's 89M-pixel notice)
         raise ImageError(f"image too large to decode: {error}") from None
     except (OSError, SyntaxError, ValueError, struct.error):
         raise ImageError(f"Invalid {kind}. Failed to initialize decoder.") from None
