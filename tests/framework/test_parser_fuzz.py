@@ -56,6 +56,12 @@ def png_bytes():
             + chunk(b"IDAT", zlib.compress(image)) + chunk(b"IEND", b""))
 
 
+def jpeg_bytes():
+    from zmtf.formats.images import encode_jpeg
+    y, x = np.mgrid[0:16, 0:24]
+    return encode_jpeg(np.stack([x * 9, y * 13, x + y], axis=-1).astype(np.uint8), 80)
+
+
 def bundle_reader(tmp_path, index, data):
     prefix = str(tmp_path / f"ckpt{random.random()}")
     Path(tensor_bundle.index_filename(prefix)).write_bytes(index)
@@ -78,6 +84,7 @@ PARSERS = {
                  lambda data, _: list(tfrecord.read_records(io.BytesIO(data), "f", len(data)))),
     "example": (example_bytes, lambda data, _: example_proto.parse_example(data)),
     "png": (png_bytes, lambda data, _: image_codecs.decode_png(data, 0, False)),
+    "jpeg": (jpeg_bytes, lambda data, _: image_codecs.decode_jpeg(data, 0, 1, "DecodeJpeg")),
     "graph_def": (lambda: (FIXTURES / "mlp.pb").read_bytes(), lambda data, _: GraphDef.FromString(data)),
 }
 
