@@ -133,6 +133,25 @@ def strided_slice(ctx: Any, inputs: list, attrs: dict) -> list:
     return [np.array(out, copy=True, order="C")]
 
 
+@register("SplitV", dtypes=ALL)
+def split_v(ctx: Any, inputs: list, attrs: dict) -> list:
+    """SplitV(x) into pieces of ``sizes`` along ``axis`` (attrs): each piece its own copy, as
+    StridedSlice's (a view would keep a variable's storage visible to later updates)."""
+    x, node = inputs[0], attrs["_node_name"]
+    sizes, axis = int_list(attrs["sizes"], "sizes", node), int(attrs["axis"])
+    axis += x.ndim if axis < 0 else 0   # a graph from TF may count from the end
+    if not 0 <= axis < x.ndim or sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
+        raise InvalidArgumentError(f"SplitV (node '{node}'): sizes {sizes} must be non-negative "
+                                   f"and add up to dimension {axis} of the input "
+                                   f"{shape_str(x.shape)}")
+    lead = (slice(None),) * axis
+    out, offset = [], 0
+    for n in sizes:
+        out.append(np.array(x[lead + (slice(offset, offset + n),)], copy=True, order="C"))
+        offset += n
+    return out
+
+
 @register("GatherV2", dtypes=ALL)
 def gather(ctx: Any, inputs: list, attrs: dict) -> list:
     params, indices = inputs
