@@ -13,6 +13,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import ALL, NUMERIC, check_output_size, empty, int_list, shape_input, shape_str
+from zmtf.kernels.cpu.sparse_rows import as_rows, fits, gather_rows
 from zmtf.kernels.registry import register
 
 
@@ -156,6 +157,13 @@ def split_v(ctx: Any, inputs: list, attrs: dict) -> list:
 def gather(ctx: Any, inputs: list, attrs: dict) -> list:
     params, indices = inputs
     axis = attrs["axis"] % params.ndim
+    if axis == 0 and params.flags.c_contiguous and fits(params, indices):
+        # an embedding lookup: one numba pass checks each id and copies its row
+        out = empty(ctx, indices.shape + params.shape[1:], params.dtype)
+        bad = gather_rows(as_rows(params), indices.reshape(-1), as_rows(out, indices.ndim))
+        if bad >= 0:
+            _check_indices(indices, params.shape[0], attrs)   # raises, naming the id
+        return [out]
     _check_indices(indices, params.shape[axis], attrs)
     return [np.take(params, indices, axis=axis)]
 
