@@ -1,5 +1,6 @@
-"""Models benchmark: a small CNN, a hand-unrolled LSTM, an embedding with sparse Adagrad and a
-tf.data pipeline, trained through the TF1 API by zmtf and by TensorFlow (tf.compat.v1) side by side.
+"""Models benchmark: a small CNN, a hand-unrolled LSTM, an embedding with sparse Adagrad, a
+tf.data pipeline and the README's MLP, trained through the TF1 API by zmtf and by TensorFlow
+(tf.compat.v1) side by side.
 
 Every workload is written once against a ``tf`` module (``build_*`` below), so zmtf and
 TensorFlow run the same graph-building code. Each framework lives in a child process of its
@@ -29,13 +30,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 HERE = Path(__file__).resolve()
 DEFAULT_TF_PYTHON = "/work/tfvenv/bin/python"
-WORKLOADS = ("cnn", "cnn_1thread", "lstm", "embedding", "dataset")
+WORKLOADS = ("cnn", "cnn_1thread", "lstm", "embedding", "dataset", "mlp")
 DESCRIPTIONS = {
     "cnn": "CNN 2x(conv3x3+relu+pool2x2)+2 dense, Adam, batch 64",
     "cnn_1thread": "same CNN, inter/intra op threads 1",
     "lstm": "LSTM 20 steps x 128 units, batch 32, SGD",
     "embedding": "embedding 100k x 64, 512 ids, sparse Adagrad",
     "dataset": "tf.data slices(100k x 32).map(v*2+1).batch(128)",
+    "mlp": "MLP 784-256-10, batch 64, Momentum (the README's)",
 }
 
 
@@ -124,12 +126,31 @@ def build_dataset(tf, np):
     return graph, init, batch, None, None
 
 
+def build_mlp(tf, np):
+    """examples/train_mlp.py's model and batch, for the per-node figures next to the others."""
+    rng = np.random.default_rng(0)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(0)
+        x = tf.placeholder(tf.float32, [64, 784])
+        y = tf.placeholder(tf.int32, [64])
+        w1 = tf.Variable(tf.truncated_normal([784, 256], stddev=0.05))
+        h = tf.nn.relu(tf.matmul(x, w1) + tf.Variable(tf.zeros([256])))
+        logits = tf.matmul(h, tf.Variable(tf.truncated_normal([256, 10], stddev=0.05)))
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
+        init = tf.global_variables_initializer()
+    feed = {x: rng.random((64, 784), dtype=np.float32), y: rng.integers(0, 10, 64).astype(np.int32)}
+    return graph, init, [train, loss], feed, None
+
+
 def build(tf, np, name: str):
     if name == "cnn":
         return build_cnn(tf, np, None)
     if name == "cnn_1thread":
         return build_cnn(tf, np, 1)
-    return {"lstm": build_lstm, "embedding": build_embedding, "dataset": build_dataset}[name](tf, np)
+    return {"lstm": build_lstm, "embedding": build_embedding, "dataset": build_dataset,
+            "mlp": build_mlp}[name](tf, np)
 
 
 # ---- the child: one framework, every workload -----------------------------------------------------
@@ -165,14 +186,15 @@ def child(framework: str, names: list[str]) -> None:
             break
         sess, fetch, feed = sessions[words[1]]
         seconds = float(words[2])
-        steps, start = 0, time.perf_counter()
+        steps, start, cpu = 0, time.perf_counter(), time.process_time()
         while True:
             sess.run(fetch, feed_dict=feed)
             steps += 1
             elapsed = time.perf_counter() - start
             if elapsed >= seconds:
                 break
-        print("@@ " + json.dumps({"steps_per_s": steps / elapsed}), flush=True)
+        cpu_ms = (time.process_time() - cpu) * 1e3 / steps
+        print("@@ " + json.dumps({"steps_per_s": steps / elapsed, "cpu_ms": cpu_ms}), flush=True)
 
 
 # ---- the driver ----------------------------------------------------------------------------------
@@ -194,10 +216,12 @@ class Child:
                 return line[3:].strip()
         raise RuntimeError(f"the {self.framework} child exited ({self.proc.wait()})")
 
-    def run(self, name: str, seconds: float) -> float:
+    def run(self, name: str, seconds: float) -> tuple[float, float]:
+        """(steps/s, CPU ms per step of the whole process) over ``seconds`` of steps."""
         self.proc.stdin.write(f"run {name} {seconds}\n")   # type: ignore[union-attr]
         self.proc.stdin.flush()   # type: ignore[union-attr]
-        return float(json.loads(self.answer())["steps_per_s"])
+        answer = json.loads(self.answer())
+        return float(answer["steps_per_s"]), float(answer["cpu_ms"])
 
     def close(self) -> None:
         try:
@@ -237,22 +261,30 @@ def main() -> None:
     else:
         print("TensorFlow not found: zmtf only")
     rates: dict[str, dict[str, list[float]]] = {c.framework: {n: [] for n in names} for c in children}
+    cpu: dict[str, dict[str, list[float]]] = {c.framework: {n: [] for n in names} for c in children}
     try:
         for r in range(args.rounds):
             for name in names:
                 order = children if r % 2 == 0 else children[::-1]
                 for c in order:
-                    rates[c.framework][name].append(c.run(name, args.seconds))
+                    rate, cpu_ms = c.run(name, args.seconds)
+                    rates[c.framework][name].append(rate)
+                    cpu[c.framework][name].append(cpu_ms)
     finally:
         for c in children:
             c.close()
-    print(f"\n{'workload':<52}{'zmtf steps/s':>14}{'TF steps/s':>12}{'zmtf/TF':>9}")
+    print(f"\n{'workload':<50}{'zmtf steps/s':>13}{'TF steps/s':>11}{'zmtf/TF':>8}"
+          f"{'zmtf CPU ms':>12}{'TF CPU ms':>10}")
     for name in names:
-        z = statistics.median(rates["zmtf"][name])
-        t = statistics.median(rates["tf"][name]) if "tf" in rates else None
-        tf_cell = f"{t:>12.1f}{z / t:>9.2f}" if t else f"{'-':>12}{'-':>9}"
-        print(f"{DESCRIPTIONS[name]:<52}{z:>14.1f}{tf_cell}")
-    print(f"(median of {args.rounds} interleaved rounds of {args.seconds:g} s each)")
+        z, zc = statistics.median(rates["zmtf"][name]), statistics.median(cpu["zmtf"][name])
+        if "tf" in rates:
+            t, tc = statistics.median(rates["tf"][name]), statistics.median(cpu["tf"][name])
+            tf_cells = f"{t:>11.1f}{z / t:>8.2f}{zc:>12.2f}{tc:>10.2f}"
+        else:
+            tf_cells = f"{'-':>11}{'-':>8}{zc:>12.2f}{'-':>10}"
+        print(f"{DESCRIPTIONS[name]:<50}{z:>13.1f}{tf_cells}")
+    print(f"(median of {args.rounds} interleaved rounds of {args.seconds:g} s each; CPU ms: all "
+          f"threads of the process per step)")
 
 
 if __name__ == "__main__":
