@@ -13,6 +13,7 @@ Run: python bench/offload.py [--reps 200]
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import threading
@@ -51,15 +52,13 @@ def main() -> None:
     print(f"{'op':<28}{'inline us':>11}{'hopped us':>11}{'hopped/inline':>15}")
     for shift in range(10, 22, 2):
         a, b = rng.random(1 << shift, dtype=np.float32), rng.random(1 << shift, dtype=np.float32)
-        op = (lambda a=a, b=b: np.add(a, b))
-        inline, hopped = pair_times(op, args.reps, pool)
+        inline, hopped = pair_times(functools.partial(np.add, a, b), args.reps, pool)
         print(f"{'add 2^%d elements' % shift:<28}{inline * 1e6:>11.1f}{hopped * 1e6:>11.1f}"
               f"{hopped / inline:>15.2f}")
     for m, k, n in ((32, 64, 64), (32, 128, 128), (32, 256, 256), (32, 256, 512), (64, 512, 512),
                     (128, 512, 512)):
         x, w = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
-        op = (lambda x=x, w=w: x @ w)
-        inline, hopped = pair_times(op, args.reps, pool)
+        inline, hopped = pair_times(functools.partial(np.matmul, x, w), args.reps, pool)
         macs = m * k * n
         print(f"{'matmul %dx%dx%d (2^%.1f)' % (m, k, n, np.log2(macs)):<28}{inline * 1e6:>11.1f}"
               f"{hopped * 1e6:>11.1f}{hopped / inline:>15.2f}")
