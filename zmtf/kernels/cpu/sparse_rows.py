@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from zmtf.kernels.cpu._jit import NUMBA_DTYPES, jit
+from zmtf.kernels.cpu._jit import NUMBA_NP_DTYPES, jit
 
 
 def fits(*arrays: np.ndarray) -> bool:
@@ -26,7 +26,7 @@ def fits(*arrays: np.ndarray) -> bool:
     the values, integer ids."""
     *values, ids = arrays
     dtype = values[0].dtype
-    return (dtype.name in NUMBA_DTYPES and all(v.dtype == dtype for v in values)
+    return (dtype in NUMBA_NP_DTYPES and all(v.dtype == dtype for v in values)
             and ids.dtype.kind in "iu")
 
 
