@@ -94,23 +94,20 @@ def thread_count(ctx: Any) -> int:
     return max(1, min(int(wanted), numba.config.NUMBA_NUM_THREADS))
 
 
-def use_threads(ctx: Any, elements: int = PARALLEL_MIN_ELEMENTS) -> None:
-    """Make the calling thread's parallel kernels use ``thread_count(ctx)`` threads, or one
-    for a kernel over fewer than PARALLEL_MIN_ELEMENTS ``elements`` (waking the others
-    would cost more than they save: the loop then runs on this thread alone).
+def use_threads(ctx: Any) -> None:
+    """Make the calling thread's parallel kernels use ``thread_count(ctx)`` threads.
 
     numba's thread count is per Python thread, so each runtime device thread sets its own;
     ``set_num_threads`` is called only when the value changes.
     """
-    wanted = thread_count(ctx) if elements >= PARALLEL_MIN_ELEMENTS else 1
+    wanted = thread_count(ctx)
     if numba.get_num_threads() != wanted:
         numba.set_num_threads(wanted)
 
 
-def takes_numba_path(*arrays: np.ndarray, min_elements: int = PARALLEL_MIN_ELEMENTS) -> bool:
-    """True when the arrays share a numba dtype, are C-contiguous, and one of them holds at
-    least ``min_elements``."""
-    if max(a.size for a in arrays) < min_elements:
+def takes_numba_path(*arrays: np.ndarray) -> bool:
+    """True when the arrays share a numba dtype, are C-contiguous, and one of them is large."""
+    if max(a.size for a in arrays) < PARALLEL_MIN_ELEMENTS:
         return False
     dtype = arrays[0].dtype
     return dtype in NUMBA_NP_DTYPES and all(

@@ -7,9 +7,7 @@ Two paths per call:
 * small inputs (below ``PARALLEL_MIN_ELEMENTS``), float16/small ints/bool, general
   broadcasting, non-contiguous views: the numpy ufunc, called directly (~1 us, no numba);
 * big, contiguous float32/float64/int32/int64 inputs of the same shape, or one of them a
-  scalar: a ``prange`` numba kernel over the flattened data. Ops numpy does in several
-  passes (Relu, ReluGrad, SigmoidGrad, TanhGrad) take it from 2K elements, on one thread
-  below ``PARALLEL_MIN_ELEMENTS`` (``_FEWER_PASSES``).
+  scalar: a ``prange`` numba kernel over the flattened data.
 
 Transcendentals that numpy already runs as AVX-512 SIMD (log, tanh, softplus, float64 exp)
 stay on numpy: numba calls scalar libm there and loses 2-20x. float32 Exp and Sigmoid use a
@@ -502,9 +500,6 @@ class _Binary:
     large: Any = None  #: numba kernel(x_flat, y_flat, out_flat), or None for numpy only
     bool_out: bool = False
     quiet: bool = True  #: may raise numpy float warnings (overflow, 0/0): silence them
-    #: elements from which ``large`` runs instead of numpy (below PARALLEL_MIN_ELEMENTS on
-    #: one thread): early for ops numpy does in several passes (see _FEWER_PASSES)
-    numba_from: int = PARALLEL_MIN_ELEMENTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,18 +510,9 @@ class _Unary:
     large: Any = None  #: numba kernel(x_flat, out_flat), or None
     large_dtypes: frozenset[np.dtype] = NUMBA_NP_DTYPES
     quiet: bool = True
-    numba_from: int = PARALLEL_MIN_ELEMENTS   #: as _Binary's
     #: numba only beats numpy's SIMD exp with 2+ threads (16M f32, 1 thread: 15.5 vs 10.9 ms)
     min_threads: int = 1
 
-
-#: Where numpy needs several passes, temporaries or a slow scalar operand (Relu is
-#: np.maximum(x, 0), ReluGrad a bool mask and a casting multiply, SigmoidGrad three ufuncs),
-#: the one-pass numba loop on one thread wins from a few thousand elements: at 4K float32
-#: elements 1.6 vs 3.1 us (Relu), 1.8 vs 2.8 (ReluGrad), 2.2 vs 3.0 (SigmoidGrad); at 692K
-#: (a CNN's activations) 72 vs 267, 110 vs 260, 176 vs 3,300 us (thread CPU time). A plain
-#: Add is one numpy pass already, and stays there.
-_FEWER_PASSES = 1 << 11
 
 _COMPARABLE = NUMERIC
 _EQUATABLE = NUMERIC + ("bool",)
@@ -561,9 +547,9 @@ _BINARY: tuple[_Binary, ...] = (
     _comparison("GreaterEqual", np.greater_equal, _COMPARABLE, greater_equal_kernel),
     _Binary("LogicalAnd", _ufunc2(np.logical_and), ("bool",), bool_out=True),
     _Binary("LogicalOr", _ufunc2(np.logical_or), ("bool",), bool_out=True),
-    _Binary("ReluGrad", _np_relu_grad, FLOATS, relu_grad_kernel, numba_from=_FEWER_PASSES),
-    _Binary("SigmoidGrad", _np_sigmoid_grad, FLOATS, sigmoid_grad_kernel, numba_from=_FEWER_PASSES),
-    _Binary("TanhGrad", _np_tanh_grad, FLOATS, tanh_grad_kernel, numba_from=_FEWER_PASSES),
+    _Binary("ReluGrad", _np_relu_grad, FLOATS, relu_grad_kernel),
+    _Binary("SigmoidGrad", _np_sigmoid_grad, FLOATS, sigmoid_grad_kernel),
+    _Binary("TanhGrad", _np_tanh_grad, FLOATS, tanh_grad_kernel),
 )
 
 _SIGNED = FLOATS + SIGNED_INTS
@@ -572,7 +558,7 @@ _F32 = frozenset({np.dtype("float32")})
 _UNARY: tuple[_Unary, ...] = (
     _Unary("Neg", _ufunc1(np.negative), _SIGNED, neg_kernel, quiet=False),
     _Unary("Abs", _ufunc1(np.absolute), _SIGNED, abs_kernel, quiet=False),
-    _Unary("Relu", _np_relu, _SIGNED, relu_kernel, quiet=False, numba_from=_FEWER_PASSES),
+    _Unary("Relu", _np_relu, _SIGNED, relu_kernel, quiet=False),
     _Unary("Relu6", _np_relu6, _SIGNED, relu6_kernel, quiet=False),
     _Unary("Sigmoid", _np_sigmoid, FLOATS, sigmoid_f32_kernel, _F32, min_threads=2),
     _Unary("Tanh", _ufunc1(np.tanh), FLOATS),
@@ -611,10 +597,10 @@ _UNARY: tuple[_Unary, ...] = (
 
 def _large_binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array | None:
     """The numba path for same-shape or scalar-broadcast operands of at least
-    ``spec.numba_from`` elements (``binary`` asks only then); None if it doesn't apply."""
+    PARALLEL_MIN_ELEMENTS (``binary`` asks only then); None if it doesn't apply."""
     if spec.large is None:
         return None
-    if not takes_numba_path(x, y, min_elements=spec.numba_from):
+    if not takes_numba_path(x, y):
         return None
     if x.shape == y.shape:
         shape = x.shape
@@ -623,7 +609,7 @@ def _large_binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array | Non
     else:
         return None  # general broadcasting: numpy does it well
     out = empty(ctx, shape, np.bool_ if spec.bool_out else x.dtype)
-    use_threads(ctx, out.size)
+    use_threads(ctx)
     spec.large(x.reshape(-1), y.reshape(-1), out.reshape(-1))
     return out
 
@@ -632,7 +618,7 @@ def binary(spec: _Binary, ctx: Any, x: _Array, y: _Array) -> _Array:
     """Run one binary op on two arrays (also used by AddN and the optimizer kernels)."""
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
-    if x.size >= spec.numba_from or y.size >= spec.numba_from:
+    if x.size >= PARALLEL_MIN_ELEMENTS or y.size >= PARALLEL_MIN_ELEMENTS:
         out = _large_binary(spec, ctx, x, y)   # small operands (most) never need numba
         if out is not None:
             return out
@@ -662,14 +648,14 @@ def _make_unary_kernel(spec: _Unary) -> Callable[[Any, list, dict], list]:
     def kernel(ctx: Any, inputs: list, attrs: dict) -> list:
         (x,) = inputs
         if (
-            x.size >= spec.numba_from
+            x.size >= PARALLEL_MIN_ELEMENTS
             and spec.large is not None
             and x.dtype in spec.large_dtypes
-            and takes_numba_path(x, min_elements=spec.numba_from)
+            and takes_numba_path(x)
             and (spec.min_threads == 1 or thread_count(ctx) >= spec.min_threads)
         ):
             out = empty(ctx, x.shape, x.dtype)
-            use_threads(ctx, x.size)
+            use_threads(ctx)
             spec.large(x.reshape(-1), out.reshape(-1))
             return [out]
         if spec.quiet and x.dtype.kind == "f":
