@@ -168,9 +168,8 @@ def load_framework(framework: str):
 
 
 def child(framework: str, names: list[str]) -> None:
+    tf = load_framework(framework)   # first: zmtf lowers OpenBLAS's spin only if numpy is not loaded yet
     import numpy as np
-
-    tf = load_framework(framework)
     sessions = {}
     for name in names:
         graph, init, fetch, feed, config = build(tf, np, name)
