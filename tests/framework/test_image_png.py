@@ -1,4 +1,4 @@
-"""tf.image.decode_png / encode_png / decode_image: round trips at 8 and 16 bits, every colour
+"""tf.image.decode_png / encode_png / decode_image (over Pillow): round trips at 8 and 16 bits, every colour
 type (palettes, low-bit grey, tRNS), Adam7 interlacing and all five row filters, TF's channel
 and depth conversions, and the errors for corrupt, empty and non-PNG data."""
 
@@ -10,12 +10,16 @@ import pytest
 
 import zmtf as tf
 from zmtf.tf1.errors import InvalidArgumentError, UnimplementedError
-from zmtf.formats.png import chunk
 from zmtf.testing import run_fetches as run
 
 RNG = np.random.default_rng(6)
 ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
          (0, 1, 1, 2)]
+
+
+def chunk(kind, data):
+    """A PNG chunk: length, type, data, CRC-32 of type + data (big-endian)."""
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 def _filtered_rows(samples, depth, cycle_filters):
@@ -147,16 +151,14 @@ def test_corrupt_data_raises_invalid_argument(mangle, message):
         run(tf.image.decode_png(contents), {contents: mangle(data)})
 
 
-def test_other_formats_are_not_built():
+def test_gif_and_bmp_are_not_built():
     contents = tf.placeholder(tf.string, [])
-    jpeg_bytes = b"\xff\xd8\xff\xe0" + b"0" * 40
-    with pytest.raises(UnimplementedError, match="JPEG image and zmtf decodes PNG only"):
-        run(tf.image.decode_image(contents), {contents: jpeg_bytes})
-    with pytest.raises(UnimplementedError, match="no JPEG codec"):
-        tf.image.decode_jpeg(contents)
+    with pytest.raises(UnimplementedError, match="GIF image and zmtf decodes PNG and JPEG"):
+        run(tf.image.decode_image(contents), {contents: b"GIF89a" + b"0" * 40})
     for fn, what in [(tf.image.decode_bmp, "BMP"), (tf.image.decode_gif, "GIF")]:
         with pytest.raises(UnimplementedError, match=f"no {what} codec.*tf.image.decode_png"):
             fn(contents)
+    jpeg_bytes = b"\xff\xd8\xff\xe0" + b"0" * 40
     assert run(tf.image.is_jpeg(contents), {contents: jpeg_bytes})
     assert not run(tf.image.is_jpeg(contents), {contents: b"\x89PNG"})
 

@@ -16,7 +16,8 @@ import zmtf as tf
 from zmtf.formats import example_proto, tfrecord
 from zmtf.framework.errors import OpError
 from zmtf.formats.graph_def_proto import GraphDef
-from zmtf.kernels.cpu import png_decode
+from zmtf.formats.images import ImageError
+from zmtf.kernels.cpu import image_codecs
 from zmtf.training import tensor_bundle
 
 CASES = 300
@@ -55,6 +56,12 @@ def png_bytes():
             + chunk(b"IDAT", zlib.compress(image)) + chunk(b"IEND", b""))
 
 
+def jpeg_bytes():
+    from zmtf.formats.images import encode_jpeg
+    y, x = np.mgrid[0:16, 0:24]
+    return encode_jpeg(np.stack([x * 9, y * 13, x + y], axis=-1).astype(np.uint8), 80)
+
+
 def bundle_reader(tmp_path, index, data):
     prefix = str(tmp_path / f"ckpt{random.random()}")
     Path(tensor_bundle.index_filename(prefix)).write_bytes(index)
@@ -76,7 +83,8 @@ PARSERS = {
     "tfrecord": (lambda: tfrecord.encode_record(example_bytes()) * 3,
                  lambda data, _: list(tfrecord.read_records(io.BytesIO(data), "f", len(data)))),
     "example": (example_bytes, lambda data, _: example_proto.parse_example(data)),
-    "png": (png_bytes, lambda data, _: png_decode.decode_png(data, 0, False)),
+    "png": (png_bytes, lambda data, _: image_codecs.decode_png(data, 0, False)),
+    "jpeg": (jpeg_bytes, lambda data, _: image_codecs.decode_jpeg(data, 0, 1, "DecodeJpeg")),
     "graph_def": (lambda: (FIXTURES / "mlp.pb").read_bytes(), lambda data, _: GraphDef.FromString(data)),
 }
 
@@ -90,7 +98,7 @@ def assert_fuzz_gives_typed_errors(parse, valid, seed, tmp_path):
         started = time.monotonic()
         try:
             parse(data, tmp_path)
-        except (OpError, png_decode.PngError):   # PngError: the kernel's InvalidArgumentError
+        except (OpError, ImageError):   # ImageError: the kernel's InvalidArgumentError
             refused += 1
         assert time.monotonic() - started < 2.0, f"case {case} took too long"
     assert refused > CASES // 2

@@ -241,3 +241,11 @@ def test_intra_op_threads_sets_numba_threads_for_the_calling_thread(make_ctx, ru
         assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
     finally:
         numba.set_num_threads(previous)
+
+
+def test_relu_of_minus_infinity_is_zero_on_the_numba_path(run):
+    x = big("float32")
+    x[:3] = [-np.inf, np.inf, np.nan]
+    (out,) = run("Relu", [x])
+    assert out[0] == 0 and out[1] == np.inf and np.isnan(out[2])
+    np.testing.assert_array_equal(out[3:], np.maximum(x[3:], np.float32(0)))

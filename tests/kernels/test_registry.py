@@ -119,13 +119,13 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("path", sorted(KERNELS_DIR.rglob("*.py")), ids=lambda p: p.name)
 def test_kernels_import_only_what_the_layering_allows(path):
-    # summary_proto, png and wav are pure bytes codecs (Summary protobufs, PNG, WAV), shared with FileWriter,
+    # summary_proto, images and wav are bytes codecs (Summary protobufs, PNG and JPEG over Pillow, WAV), shared with FileWriter,
     # and example_proto (tf.train.Example) with the tf.train.Example classes;
     # window_geometry is TF's SAME/VALID integer arithmetic, shared with conv shape inference;
     # py_funcs is the table of tf.py_func functions (token -> callable) the PyFunc kernel reads;
     # memory_budget is the account a server's step charges before a big output is allocated
     allowed_zmtf = ("zmtf.framework.errors", "zmtf.framework.dtypes", "zmtf.formats.summary_proto",
-                    "zmtf.formats.example_proto", "zmtf.formats.png", "zmtf.framework.window_geometry",
+                    "zmtf.formats.example_proto", "zmtf.formats.images", "zmtf.framework.window_geometry",
                     "zmtf.framework.py_funcs", "zmtf.formats.wav", "zmtf.framework.memory_budget",
                     "zmtf.kernels")
     for name in _imports(path):

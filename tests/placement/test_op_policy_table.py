@@ -128,6 +128,14 @@ REVIEWED = {
     "HashTableV2": "makes an empty table; InitializeTableFromTextFileV2 fills one from a file",
     "MutableHashTableV2": "as HashTableV2",
     "MutableHashTableOfTensorsV2": "as HashTableV2",
+    # formats/images.py and wav.py: Pillow's Image.open and wave.open on an in-memory BytesIO
+    "DecodePng": "Pillow opens the bytes it is given (io.BytesIO), no file",
+    "DecodeJpeg": "as DecodePng",
+    "DecodeImage": "as DecodePng",
+    "EncodePng": "Pillow writes into an io.BytesIO, no file",
+    "EncodeJpeg": "as EncodePng",
+    "ImageSummary": "as EncodePng",
+    "AudioSummaryV2": "wave.open writes into an io.BytesIO, no file",
 }
 
 #: names whose use is I/O: builtins, and attributes of the modules that do it

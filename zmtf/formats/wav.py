@@ -1,10 +1,11 @@
-"""WAV encoding, written by hand (pure: samples in, bytes out) as TF's EncodeAudioAsS16LEWav
+"""WAV encoding through the standard library's ``wave``, as TF's EncodeAudioAsS16LEWav
 writes it: a 44-byte RIFF header and 16-bit little-endian PCM, byte for byte the same, so
-audio summaries match TF's."""
+audio summaries match TF's. What is TF's own is the float to int16 conversion."""
 
 from __future__ import annotations
 
-import struct
+import io
+import wave
 
 import numpy as np
 
@@ -27,8 +28,11 @@ def encode_wav(samples: np.ndarray, sample_rate: int) -> bytes:
     if len(data) > _MAX_DATA_BYTES:
         raise ValueError(f"{frames} frames of {channels} channels do not fit in a WAV file "
                          f"(over 4 GiB); write shorter clips")
-    header = (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
-              + b"fmt " + struct.pack("<IHHIIHH", 16, 1, channels, sample_rate,
-                                      sample_rate * channels * 2, channels * 2, 16)
-              + b"data" + struct.pack("<I", len(data)))
-    return header + data
+    out = io.BytesIO()
+    with wave.open(out, "wb") as writer:
+        writer.setnchannels(channels)
+        writer.setsampwidth(2)
+        writer.setframerate(sample_rate)
+        writer.setnframes(frames)   # the header is written once, with the right sizes
+        writer.writeframesraw(data)
+    return out.getvalue()

@@ -237,6 +237,10 @@ for _op in ("ArgMax", "ArgMin"):
                    operands=(("dimension",) + _scalar_operand("axis")[1:],)))
 _add(OpMapping("Slice", "Slice", types={"T": "in0", "Index": "idx"},
                operands=(_list_operand("begin", "begin"), _list_operand("size", "size"))))
+_add(OpMapping("SplitV", "SplitV", types={"T": "in0", "Tlen": "idx"},
+               attrs={"num_split": ("i", "num_split", None)},
+               operands=(_list_operand("size_splits", "sizes"),
+                         ("split_dim",) + _scalar_operand("axis")[1:])))
 _add(OpMapping("Tile", "Tile", types={"T": "in0", "Tmultiples": "idx"},
                operands=(_list_operand("multiples", "multiples"),)))
 

@@ -108,3 +108,10 @@ def _pad_grad(op: Operation, grad: Tensor) -> Grads:
     inputs = [grad, *dynamic] + ([shape_of(x)] if size is not known else [])
     attrs = {"begin": [pair[0] for pair in paddings], "size": size}
     return [apply_op("Slice", inputs, attrs, name="Slice").outputs[0]] + [None] * len(dynamic)
+
+
+@gradient("SplitV")
+def _split_grad(op: Operation, *grads: Tensor | None) -> Grads:
+    """The pieces' gradients concatenated back (zeros for a piece nothing used), as TF's."""
+    pieces = [g if g is not None else array_ops.zeros_like(out) for g, out in zip(grads, op.outputs)]
+    return [array_ops.concat(pieces, int(op.attrs["axis"]))]

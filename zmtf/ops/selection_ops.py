@@ -404,11 +404,22 @@ def split(value: Any, num_or_size_splits: Any, axis: int = 0, num: int | None = 
             sizes[sizes.index(-1)] = size - (sum(sizes) + 1)
         if size is not None and sum(sizes) != size:
             raise ValueError(f"tf.split: sizes {sizes} do not add up to dimension {axis} ({size})")
-    out, offset = [], 0
-    for n in sizes:
-        out.append(strided_slice_spec(x, _along_axis(axis, ["s", offset, offset + n, None]), name=name))
-        offset += n
-    return out
+    if len(sizes) == 1:
+        return [strided_slice_spec(x, _along_axis(axis, ["s", 0, sizes[0], None]), name=name)]
+    # one node with a concat for its gradient, as TF's SplitV: an LSTM cell's gates cost one
+    # node forward and one back, not a slice each and an AddN of zero-padded slice gradients
+    attrs = {"sizes": sizes, "axis": axis, "num_split": len(sizes)}
+    return list(apply_op("SplitV", [x], attrs, name=name).outputs)
+
+
+@op_def("SplitV")
+def _split_outputs(inputs: list[Tensor], attrs: dict[str, Any]) -> list:
+    x = inputs[0]
+    if x.shape.ndims is None:
+        return [(x.dtype, TensorShape(None))] * len(attrs["sizes"])
+    dims = x.shape.as_list()
+    axis = attrs["axis"] % len(dims)   # a graph from TF may count from the end
+    return [(x.dtype, TensorShape(dims[:axis] + [n] + dims[axis + 1:])) for n in attrs["sizes"]]
 
 
 @op_def("Tile")

@@ -285,7 +285,7 @@ def _batch(upstream: Callable[[], Iterator[Element]], size: int, drop_remainder:
                 out.extend(_batched_sparse(*columns[i:i + 3]))
                 i += 3
             else:
-                out.append(np.stack(columns[i]))
+                out.append(_stacked_column(columns[i]))
                 i += 1
         return out
 
@@ -302,6 +302,18 @@ def _batch(upstream: Callable[[], Iterator[Element]], size: int, drop_remainder:
             yield stacked(pending)
 
     return batched
+
+
+def _stacked_column(column: Sequence[np.ndarray]) -> np.ndarray:
+    """np.stack of one component of a batch's elements; scalars of one dtype (a record, a
+    label: the common case) are gathered into a vector directly, several times faster."""
+    first = column[0]
+    if type(first) is np.ndarray and first.ndim == 0 and first.dtype.kind in "biufcO":
+        dtype = first.dtype
+        if all(type(a) is np.ndarray and a.ndim == 0 and a.dtype == dtype for a in column):
+            # fromiter, not assignment: an object that is a sequence stays one item
+            return np.fromiter((a[()] for a in column), dtype, len(column))
+    return np.stack(column)
 
 
 def _batched_sparse(indices: Sequence[np.ndarray], values: Sequence[np.ndarray],

@@ -39,10 +39,14 @@ KernelLookup = Callable[[str, str, "str | None"], AnyKernelFn]
 #: (a flag no type checker follows), so it calls them as the one or the other
 Kernel = Callable[..., Any]
 
-# A node whose inputs hold at least this many elements in total is worth a thread hop.
-EXPENSIVE_ELEMENTS = 1 << 15
+# A thread hop (submit, wake a pool thread, hand the result back) costs ~23 us on the 2-vCPU
+# target (bench/offload.py), so only a node whose kernel takes longer gains from running
+# beside another. A node whose inputs hold at least this many elements in total is worth
+# it: an elementwise kernel over 2^19 input elements takes ~30 us; at 2^15 (the earlier
+# threshold) it took ~4 us, and every such hop made the step slower.
+EXPENSIVE_ELEMENTS = 1 << 19
 ALWAYS_EXPENSIVE = frozenset({"MatMul"})
-# ... unless it is a product of fewer multiply-adds than this (~20 us of BLAS)
+# ... unless it is a product of fewer multiply-adds than this (~50 us of one-thread BLAS)
 EXPENSIVE_MULTIPLY_ADDS = 1 << 21
 # Ops with inputs whose kernels take the same time whatever the inputs' sizes (they return
 # an input, a view of it or its shape): never worth a thread hop, so the hot loop does not

@@ -1,5 +1,6 @@
-"""``tf.image``: TF1's image functions for float and integer images, the box ops, and PNG
-decoding and encoding (JPEG, GIF and BMP are not built: decode_jpeg says what to do)."""
+"""``tf.image``: TF1's image functions for float and integer images, the box ops, and PNG and
+JPEG decoding and encoding through Pillow (GIF and BMP are not built: decode_gif says what to
+do)."""
 
 from zmtf.ops import image_grad  # noqa: F401 (registers the image gradients)
 from zmtf.ops.image_box_ops import (

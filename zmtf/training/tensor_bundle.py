@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from zmtf.formats.crc32c import crc32c, mask, unmask
+from zmtf.formats.crc32c import crc32c, crc32c_extend, mask, unmask
 from zmtf.framework.errors import (
     DataLossError, InvalidArgumentError, NotFoundError, UnimplementedError,
 )
@@ -239,17 +239,20 @@ def slice_key(name: str, extents: tuple[Extent, ...]) -> bytes:
 
 
 # ---- tensor bytes -------------------------------------------------------------------------
+_PIECE = 1 << 20   # bytes of a large tensor written or read, and CRC'd, at a time
 def _length_word(length: int, order: str) -> bytes:
     """How a string length enters the CRC: as uint32 (uint64 above 4 GiB), in file order."""
     return struct.pack(order + ("I" if length <= 0xFFFFFFFF else "Q"), length)
 
 
-def encode_tensor(array: np.ndarray) -> tuple[list[bytes | memoryview], int]:
-    """The bytes a shard stores for ``array`` (as pieces, not joined) and their CRC-32C."""
+def encode_tensor(array: np.ndarray) -> tuple[list[bytes | memoryview], int | None]:
+    """The bytes a shard stores for ``array`` (as pieces, not joined) and their CRC-32C; for
+    a numeric tensor the CRC is None: its pieces are _PIECE-byte views, and the writer
+    computes the CRC of each as it writes it, while it is in cache."""
     if array.dtype != object:
         little = np.ascontiguousarray(array.astype(array.dtype.newbyteorder("<"), copy=False))
         data = memoryview(little.reshape(-1).view(np.uint8))
-        return [data], crc32c(data)
+        return [data[at:at + _PIECE] for at in range(0, len(data), _PIECE)] or [data], None
     items = [item.encode("utf-8") if isinstance(item, str) else bytes(item)
              for item in array.reshape(-1)]
     lengths = b"".join(varint(len(item)) for item in items)
@@ -259,17 +262,22 @@ def encode_tensor(array: np.ndarray) -> tuple[list[bytes | memoryview], int]:
     return [lengths, checksum, strings], crc
 
 
-def decode_tensor(entry: BundleEntry, raw: bytes, big_endian: bool, where: str) -> np.ndarray:
-    """The tensor ``entry`` describes, from its ``raw`` bytes (``entry.size`` of them)."""
+def decode_tensor(entry: BundleEntry, raw: bytes | np.ndarray, big_endian: bool, where: str,
+                  crc: int | None = None) -> np.ndarray:
+    """The tensor ``entry`` describes, from its ``raw`` bytes (``entry.size`` of them; a
+    writable uint8 array is used in place when the stored byte order is the machine's);
+    ``crc``, if given, is theirs, computed as they were read."""
     dtype = numpy_dtype(entry.dtype)
     count = math.prod(entry.shape)
     if dtype != object:
-        crc = crc32c(raw)
+        crc = crc32c(raw) if crc is None else crc
         if crc != unmask(entry.crc32c):
             raise DataLossError(None, None, f"{where}: checksum does not match: stored "
                                             f"{unmask(entry.crc32c):08x} vs. calculated on the "
                                             f"restored bytes {crc:08x}")
         stored = dtype.newbyteorder(">" if big_endian else "<")
+        if isinstance(raw, np.ndarray) and raw.flags.writeable:
+            return raw.view(stored).astype(dtype, copy=False).reshape(entry.shape)
         return np.frombuffer(raw, stored).astype(dtype).reshape(entry.shape)
     return _decode_strings(entry, raw, count, ">" if big_endian else "<", where)
 
@@ -304,6 +312,24 @@ def _decode_strings(entry: BundleEntry, raw: bytes, count: int, order: str, wher
         out[i] = raw[pos:pos + length]
         pos += length
     return out.reshape(entry.shape)
+
+
+def _read_bytes(f: IO[bytes], entry: BundleEntry) -> tuple[bytes | np.ndarray, int | None]:
+    """``entry.size`` bytes from ``f`` and, for a numeric tensor, their CRC-32C: read straight
+    into the array that will hold them (one copy from the file, not two), a _PIECE at a time,
+    each piece's CRC taken while it is in cache. Strings come as bytes (CRC None)."""
+    if numpy_dtype(entry.dtype) == object:
+        return f.read(entry.size), None
+    out = np.empty(entry.size, np.uint8)
+    crc, at = 0, 0
+    while at < entry.size:
+        piece = out[at:at + _PIECE]
+        got = f.readinto(memoryview(piece))  # type: ignore[attr-defined]
+        if not got:
+            return out[:at].tobytes(), None   # cut short: decode_tensor reports it
+        crc = crc32c_extend(crc, piece[:got])
+        at += got
+    return out, crc
 
 
 def _check_size(entry: BundleEntry, where: str) -> None:
@@ -384,11 +410,11 @@ class BundleReader:
                                                     f"{entry.offset + entry.size} but the file "
                                                     f"has {file_size}: it is truncated")
                 f.seek(entry.offset)
-                raw = f.read(entry.size)
+                raw, crc = _read_bytes(f, entry)
         except FileNotFoundError:
             raise NotFoundError(None, None, f"{path} not found: the data file of checkpoint "
                                             f"{self.prefix} is missing") from None
-        return decode_tensor(entry, raw, self.header.endianness == _BIG, where)
+        return decode_tensor(entry, raw, self.header.endianness == _BIG, where, crc)
 
     def _assemble(self, name: str, entry: BundleEntry) -> np.ndarray:
         where = f"{index_filename(self.prefix)}: tensor {name}"
@@ -438,8 +464,12 @@ def write_bundle(prefix: str, tensors: Mapping[str, np.ndarray]) -> None:
             array = np.asarray(tensors[name])
             pieces, crc = encode_tensor(array)
             size = sum(len(piece) for piece in pieces)
+            running = 0
             for piece in pieces:
                 f.write(piece)
+                if crc is None:
+                    running = crc32c_extend(running, piece)
+            crc = running if crc is None else crc
             entry = BundleEntry(dtype_enum(array.dtype), tuple(array.shape), 0, offset, size,
                                 mask(crc))
             entries.append((name.encode("utf-8"), encode_entry(entry)))

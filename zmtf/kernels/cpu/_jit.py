@@ -41,6 +41,9 @@ PARALLEL_MIN_ELEMENTS: int = (
 
 #: dtypes that take the numba path; everything else (float16, small ints, bool) stays on numpy.
 NUMBA_DTYPES: frozenset[str] = frozenset({"float32", "float64", "int32", "int64"})
+#: the same as numpy dtypes: ``dtype in`` this is a C-level hash, where ``dtype.name`` is a
+#: Python property of numpy's (~1 us, paid per call by every kernel that asks)
+NUMBA_NP_DTYPES: frozenset[np.dtype] = frozenset(np.dtype(name) for name in NUMBA_DTYPES)
 
 
 # NOTE: the runtime calls parallel kernels from several device threads at once. On numba's
@@ -107,6 +110,6 @@ def takes_numba_path(*arrays: np.ndarray) -> bool:
     if max(a.size for a in arrays) < PARALLEL_MIN_ELEMENTS:
         return False
     dtype = arrays[0].dtype
-    return dtype.name in NUMBA_DTYPES and all(
+    return dtype in NUMBA_NP_DTYPES and all(
         a.dtype == dtype and a.flags.c_contiguous for a in arrays
     )

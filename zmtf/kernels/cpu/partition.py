@@ -14,6 +14,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import ALL, NUMERIC, check_output_size, shape_str
+from zmtf.kernels.cpu.sparse_rows import add_rows, as_rows, fits
 from zmtf.kernels.registry import register
 
 
@@ -132,7 +133,10 @@ def unsorted_segment_sum(ctx: Any, inputs: list, attrs: dict) -> list:
     ids are dropped, ids >= num_segments are an error (TF's CPU kernel)."""
     ids, rows, count = unsorted_segment_rows(inputs, attrs)
     out = np.zeros((count,) + rows.shape[1:], rows.dtype)
-    np.add.at(out, ids, rows)
+    if fits(rows, ids):   # one numba pass over the rows
+        add_rows(as_rows(out), ids, as_rows(rows), rows.dtype.type(1))
+    else:
+        np.add.at(out, ids, rows)
     return [out]
 
 

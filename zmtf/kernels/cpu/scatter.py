@@ -17,6 +17,7 @@ from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import ALL, NUMERIC, quiet_fp, shape_str
 from zmtf.kernels.cpu.partition import first_outside, last_wins, slice_str
 from zmtf.kernels.cpu.state import _read_writable, _ref
+from zmtf.kernels.cpu.sparse_rows import add_rows, as_rows, fits
 from zmtf.kernels.registry import register
 
 _RowUpdate = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
@@ -64,16 +65,31 @@ def scatter_update(ctx: Any, inputs: list, attrs: dict) -> list:
     return _scatter(inputs, attrs, _update_rows)
 
 
+def _add_at(var: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> None:
+    """``np.add.at(var, ids, rows)``, as one numba pass over the rows where the dtypes allow."""
+    if var.flags.c_contiguous and fits(var, rows, ids):
+        add_rows(as_rows(var), ids, as_rows(rows), var.dtype.type(1))
+    else:
+        np.add.at(var, ids, rows)
+
+
+def _subtract_at(var: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> None:
+    if var.flags.c_contiguous and fits(var, rows, ids):
+        add_rows(as_rows(var), ids, as_rows(rows), var.dtype.type(-1))
+    else:
+        np.subtract.at(var, ids, rows)
+
+
 @register("ScatterAdd", dtypes=NUMERIC)
 def scatter_add(ctx: Any, inputs: list, attrs: dict) -> list:
     """ScatterAdd(ref, indices, updates): ref[indices[i]] += updates[i]; duplicates add up."""
-    return _scatter(inputs, attrs, np.add.at)
+    return _scatter(inputs, attrs, _add_at)
 
 
 @register("ScatterSub", dtypes=NUMERIC)
 def scatter_sub(ctx: Any, inputs: list, attrs: dict) -> list:
     """ScatterSub(ref, indices, updates): ref[indices[i]] -= updates[i]; duplicates subtract."""
-    return _scatter(inputs, attrs, np.subtract.at)
+    return _scatter(inputs, attrs, _subtract_at)
 
 
 @register("ScatterMul", dtypes=NUMERIC)

@@ -13,6 +13,7 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import ALL, NUMERIC, check_output_size, empty, int_list, shape_input, shape_str
+from zmtf.kernels.cpu.sparse_rows import as_rows, fits, gather_rows
 from zmtf.kernels.registry import register
 
 
@@ -133,10 +134,36 @@ def strided_slice(ctx: Any, inputs: list, attrs: dict) -> list:
     return [np.array(out, copy=True, order="C")]
 
 
+@register("SplitV", dtypes=ALL)
+def split_v(ctx: Any, inputs: list, attrs: dict) -> list:
+    """SplitV(x) into pieces of ``sizes`` along ``axis`` (attrs): each piece its own copy, as
+    StridedSlice's (a view would keep a variable's storage visible to later updates)."""
+    x, node = inputs[0], attrs["_node_name"]
+    sizes, axis = int_list(attrs["sizes"], "sizes", node), int(attrs["axis"])
+    axis += x.ndim if axis < 0 else 0   # a graph from TF may count from the end
+    if not 0 <= axis < x.ndim or sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
+        raise InvalidArgumentError(f"SplitV (node '{node}'): sizes {sizes} must be non-negative "
+                                   f"and add up to dimension {axis} of the input "
+                                   f"{shape_str(x.shape)}")
+    lead = (slice(None),) * axis
+    out, offset = [], 0
+    for n in sizes:
+        out.append(np.array(x[lead + (slice(offset, offset + n),)], copy=True, order="C"))
+        offset += n
+    return out
+
+
 @register("GatherV2", dtypes=ALL)
 def gather(ctx: Any, inputs: list, attrs: dict) -> list:
     params, indices = inputs
     axis = attrs["axis"] % params.ndim
+    if axis == 0 and params.flags.c_contiguous and fits(params, indices):
+        # an embedding lookup: one numba pass checks each id and copies its row
+        out = empty(ctx, indices.shape + params.shape[1:], params.dtype)
+        bad = gather_rows(as_rows(params), indices.reshape(-1), as_rows(out, indices.ndim))
+        if bad >= 0:
+            _check_indices(indices, params.shape[0], attrs)   # raises, naming the id
+        return [out]
     _check_indices(indices, params.shape[axis], attrs)
     return [np.take(params, indices, axis=axis)]
 

@@ -1,5 +1,6 @@
 """Optimizer updates of the rows an IndexedSlices gradient names: SparseApplyMomentum and
-SparseApplyAdagrad, TF's formulas row by row.
+SparseApplyAdagrad, TF's formulas row by row (one numba pass over the rows where the dtypes
+allow, sparse_rows.py; numpy's vectorized passes otherwise).
 
 Rows that repeat an index are summed first (TF's optimizers deduplicate in the graph before
 the update), so a row is updated once per step whatever the batch held. Only those rows are
@@ -14,13 +15,14 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import quiet_fp, shape_str
+from zmtf.kernels.cpu.sparse_rows import adagrad_rows, as_rows, fits, momentum_rows
 from zmtf.kernels.cpu.state import _locked, _read_writable, _ref
 from zmtf.kernels.registry import register
 
 
-def _summed_rows(var: np.ndarray, values: np.ndarray, indices: np.ndarray,
-                 attrs: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(unique row ids, their summed gradient rows), after checking ids and shapes."""
+def _checked_ids(var: np.ndarray, values: np.ndarray, indices: np.ndarray,
+                 attrs: dict) -> np.ndarray:
+    """The flat row ids, after checking them against the variable and the gradient's shape."""
     node = attrs["_node_name"]
     ids = np.asarray(indices).reshape(-1)
     if ids.dtype.kind not in "iu":
@@ -34,6 +36,13 @@ def _summed_rows(var: np.ndarray, values: np.ndarray, indices: np.ndarray,
         i = int(bad[0])
         raise InvalidArgumentError(f"indices[{i}] = {int(ids[i])} is not in [0, {var.shape[0]}) "
                                    f"(node '{node}')")
+    return ids
+
+
+def _summed_rows(var: np.ndarray, values: np.ndarray, indices: np.ndarray,
+                 attrs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(unique row ids, their summed gradient rows), after checking ids and shapes."""
+    ids = _checked_ids(var, values, indices, attrs)
     rows, inverse = np.unique(ids, return_inverse=True)
     if rows.size == ids.size:
         order = np.argsort(inverse)
@@ -41,6 +50,14 @@ def _summed_rows(var: np.ndarray, values: np.ndarray, indices: np.ndarray,
     summed = np.zeros((rows.size,) + var.shape[1:], var.dtype)
     np.add.at(summed, inverse, values)
     return rows, summed
+
+
+def _one_pass(var: np.ndarray, accum: np.ndarray, values: np.ndarray, indices: np.ndarray) -> bool:
+    """Whether the update can run as one numba loop over the rows (sparse_rows): float
+    variables of one dtype, stored contiguously, with a non-empty gradient of that dtype."""
+    return (var.dtype.kind == "f" and var.ndim >= 1 and var.flags.c_contiguous
+            and accum.flags.c_contiguous and accum.shape == var.shape and indices.size > 0
+            and fits(var, accum, values, np.asarray(indices)))
 
 
 @register("SparseApplyMomentum")
@@ -52,8 +69,14 @@ def sparse_apply_momentum(ctx: Any, inputs: list, attrs: dict) -> list:
     lr, values, indices, momentum = inputs[2], inputs[3], inputs[4], inputs[5]
     with _locked([ref, accum_ref]), quiet_fp():
         var, accum = _read_writable(ref), _read_writable(accum_ref)
-        rows, grad = _summed_rows(var, values, indices, attrs)
         lr, momentum = lr.astype(var.dtype)[()], momentum.astype(var.dtype)[()]
+        if _one_pass(var, accum, values, indices):
+            ids = _checked_ids(var, values, indices, attrs)
+            momentum_rows(as_rows(var), as_rows(accum), lr,
+                          as_rows(values), ids, momentum,
+                          bool(attrs.get("use_nesterov", False)))
+            return [var]
+        rows, grad = _summed_rows(var, values, indices, attrs)
         a = accum[rows] * momentum + grad
         accum[rows] = a
         if attrs.get("use_nesterov", False):
@@ -72,8 +95,13 @@ def sparse_apply_adagrad(ctx: Any, inputs: list, attrs: dict) -> list:
     lr, values, indices = inputs[2], inputs[3], inputs[4]
     with _locked([ref, accum_ref]), quiet_fp():
         var, accum = _read_writable(ref), _read_writable(accum_ref)
-        rows, grad = _summed_rows(var, values, indices, attrs)
         lr = lr.astype(var.dtype)[()]
+        if _one_pass(var, accum, values, indices):
+            ids = _checked_ids(var, values, indices, attrs)
+            adagrad_rows(as_rows(var), as_rows(accum), lr,
+                         as_rows(values), ids)
+            return [var]
+        rows, grad = _summed_rows(var, values, indices, attrs)
         a = accum[rows] + grad * grad
         accum[rows] = a
         var[rows] -= lr * grad / np.sqrt(a)

@@ -276,6 +276,19 @@ def _rmsprop_update(var, ms, mom, grad, lr, rho, momentum, epsilon):  # type: ig
 
 
 @jit()
+def _adam_update(var, m, v, grad, lr_t, beta1, one_minus_beta1, one_minus_beta2,  # type: ignore[no-untyped-def]
+                 epsilon, nesterov):
+    for i in range(var.size):
+        g = grad[i]
+        mi = m[i] + (g - m[i]) * one_minus_beta1
+        m[i] = mi
+        vi = v[i] + (g * g - v[i]) * one_minus_beta2
+        v[i] = vi
+        direction = mi * beta1 + g * one_minus_beta1 if nesterov else mi
+        var[i] -= direction * lr_t / (np.sqrt(vi) + epsilon)
+
+
+@jit()
 def _centered_rmsprop_update(var, mg, ms, mom, grad, lr, rho, momentum, epsilon):  # type: ignore[no-untyped-def]
     for i in range(var.size):
         g = grad[i]
@@ -428,6 +441,12 @@ def apply_adam(ctx: Any, inputs: list, attrs: dict) -> list:
         for what, other in (("m", m), ("v", v), ("grad", grad)):
             _check_same_shape(var, other, what, attrs)
         lr_t = lr * math.sqrt(1.0 - beta2_power) / (1.0 - beta1_power)
+        if _fusable(var, m, v, grad):   # one pass, in the variable's dtype as numpy's below
+            t = var.dtype.type
+            _adam_update(var.reshape(-1), m.reshape(-1), v.reshape(-1), grad.reshape(-1), t(lr_t),
+                         t(beta1), t(1.0 - beta1), t(1.0 - beta2), t(epsilon),
+                         bool(attrs.get("use_nesterov")))
+            return [var]
         m += (grad - m) * (1.0 - beta1)
         v += (np.square(grad) - v) * (1.0 - beta2)
         direction = m * beta1 + grad * (1.0 - beta1) if attrs.get("use_nesterov") else m

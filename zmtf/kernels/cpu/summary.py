@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
-from zmtf.formats.png import encode_png
+from zmtf.formats.images import encode_png
 from zmtf.formats.summary_proto import (histogram_summary, image_summary, scalar_summary,
                                           text_summary)
 from zmtf.kernels.registry import register
