@@ -42,7 +42,7 @@ def run_servers(settings: list[dict], tune_env: str | None) -> list[dict]:
     done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(settings)], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    line = next(l for l in done.stdout.splitlines() if l.startswith("@@ "))
+    line = next(text for text in done.stdout.splitlines() if text.startswith("@@ "))
     return json.loads(line[3:])
 
 
