@@ -119,7 +119,8 @@ class RawSystem:
 class GraphSystem:
     """zmtf or TensorFlow: ps and worker servers in subprocesses, a TF1 session on the worker."""
 
-    def __init__(self, name: str, tf: Any, procs: Processes, server_argv: Callable[[str, str], list[str]]) -> None:
+    def __init__(self, name: str, tf: Any, procs: Processes, server_argv: Callable[[str, str], list[str]],
+                 env: dict[str, str] | None = None) -> None:
         self.name, self.tf, self._procs = name, tf, procs
         ps_port, worker_port = free_ports(2)
         self.cluster = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{worker_port}"]}
@@ -127,7 +128,7 @@ class GraphSystem:
         self._pending = []
         self.pids = {}
         for job, port in (("ps", ps_port), ("worker", worker_port)):
-            proc = procs.spawn(f"{name} {job}", server_argv(spec, job))
+            proc = procs.spawn(f"{name} {job}", server_argv(spec, job), env=env)
             self._pending.append((proc, f"{name} {job}", port))
             self.pids[job] = proc.pid
         self.target = f"grpc://127.0.0.1:{worker_port}"
@@ -337,6 +338,9 @@ def main() -> None:
     parser.add_argument("--start", choices=["cli", "tf1", "both"], default="cli",
                         help="how zmtf's tasks start: python -m zmtf.server (cli), a TF1 script's "
                         "tf.train.Server(...).join() (tf1), or both side by side (default: cli)")
+    parser.add_argument("--untuned", action="store_true",
+                        help="also zmtf-untuned: tasks started the TF1 way with ZMTF_TUNE_PROCESS=0 "
+                        "(how TF1 scripts' servers ran before issue 26)")
     parser.add_argument("--sizes", help="transfer sizes in MiB, comma-separated (default: 4 KiB .. 256 MiB)")
     args = parser.parse_args()
     if args.curve:
@@ -379,6 +383,9 @@ def main() -> None:
         if args.start in ("tf1", "both"):
             systems.append(GraphSystem("zmtf-tf1" if args.start == "both" else "zmtf", zmtf, procs,
                                        zmtf_tf1_argv))
+        if args.untuned:
+            systems.append(GraphSystem("zmtf-untuned", zmtf, procs, zmtf_tf1_argv,
+                                       env=dict(os.environ, ZMTF_TUNE_PROCESS="0")))
         if tf1 is not None:
             systems.append(GraphSystem("tf", tf1, procs, tf_argv))
         for system in systems:
