@@ -2,6 +2,8 @@
 
     python bench/_cluster_task.py tf  --cluster JSON --job ps --task 0   # a TensorFlow gRPC server
     python bench/_cluster_task.py zmtf --cluster JSON --job ps --task 0  # same as python -m zmtf.server
+    python bench/_cluster_task.py zmtf-tf1 --cluster JSON --job ps --task 0  # a TF1 script's
+                                         # server = tf.train.Server(...); server.join()
     python bench/_cluster_task.py raw-ps     --port P                    # the pyzmq floor: "ps"
     python bench/_cluster_task.py raw-worker --port P --ps-port Q        # the pyzmq floor: "worker"
 
@@ -34,6 +36,17 @@ def run_zmtf(cluster: str, job: str, task: int) -> None:
     from zmtf.server import main
 
     sys.exit(main(["--cluster", cluster, "--job", job, "--task", str(task), "--log-level", "WARNING"]))
+
+
+def run_zmtf_tf1(cluster: str, job: str, task: int) -> None:
+    """The task as TF1 scripts start theirs: ``tf.train.Server(...)`` in the script, then join."""
+    import json
+
+    import zmtf as tf
+
+    stop_on_signals()
+    server = tf.train.Server(tf.train.ClusterSpec(json.loads(cluster)), job_name=job, task_index=task)
+    server.join()
 
 
 def run_raw_ps(port: int) -> None:
@@ -88,8 +101,8 @@ def run_raw_worker(port: int, ps_port: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("role", choices=["tf", "zmtf", "raw-ps", "raw-worker"])
-    parser.add_argument("--cluster", help="cluster spec as JSON (tf, zmtf)")
+    parser.add_argument("role", choices=["tf", "zmtf", "zmtf-tf1", "raw-ps", "raw-worker"])
+    parser.add_argument("--cluster", help="cluster spec as JSON (tf, zmtf, zmtf-tf1)")
     parser.add_argument("--job")
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--port", type=int, help="port to bind (raw roles)")
@@ -99,6 +112,8 @@ def main() -> None:
         serve_tf(args.cluster, args.job, args.task)
     elif args.role == "zmtf":
         run_zmtf(args.cluster, args.job, args.task)
+    elif args.role == "zmtf-tf1":
+        run_zmtf_tf1(args.cluster, args.job, args.task)
     elif args.role == "raw-ps":
         run_raw_ps(args.port)
     else:

@@ -1,10 +1,17 @@
 """One process of a bench/train.py run (started by train.py, not by hand).
 
     python bench/_train_task.py tf-server --cluster JSON --job ps --task 0   # a TensorFlow gRPC server
+    python bench/_train_task.py zmtf-server --cluster JSON --job ps --task 0 # zmtf's, as a TF1 script
+                                     # starts it: server = tf.train.Server(...); server.join()
     python bench/_train_task.py client --framework zmtf|tf --mode local       # one local training session
     python bench/_train_task.py client --framework zmtf|tf --mode cluster --cluster JSON --task I --ps 1
 
-(zmtf's servers are ``python -m zmtf.server``, started by train.py directly.)
+(zmtf's servers are ``python -m zmtf.server``, started by train.py directly, or zmtf-server.)
+
+``--model big`` is the MLP 784-4096-4096-10 (20.1M parameters, 80 MB of float32) whose
+parameters dominate a step: each step reads all of them from the ps tasks and sends their
+gradients back. Its variables are made weights first (w0, w1, w2, then the biases) so that
+replica_device_setter's round-robin over 2 ps puts w0 (12.8 MB) and w1 (67 MB) on different tasks.
 
 A client builds the MLP of examples/train_mlp.py -- for zmtf the example's own functions,
 for TensorFlow the same functions run against ``tensorflow.compat.v1`` (a second copy of the
@@ -37,7 +44,7 @@ os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from _procs import commands, say, serve_tf  # noqa: E402 - bench/ is on sys.path (run as a script)
+from _procs import commands, say, serve_tf, stop_on_signals  # noqa: E402 - bench/ is on sys.path (run as a script)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_mlp.py"
 
@@ -82,6 +89,43 @@ def local_graph(mlp, learning_rate: float):
     return graph, images, labels, loss, train_op, init
 
 
+BIG_LAYERS = (784, 4096, 4096, 10)
+
+
+def big_worker_graph(tf, task: int, num_ps: int, learning_rate: float):
+    """The 80 MB MLP, between-graph: variables on the ps tasks (replica_device_setter),
+    the tower on this worker; MomentumOptimizer as the example's (its slots on the ps too)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device(tf.train.replica_device_setter(ps_tasks=num_ps, worker_device=f"/job:worker/task:{task}")):
+            pairs = list(zip(BIG_LAYERS[:-1], BIG_LAYERS[1:]))
+            weights = [tf.Variable(tf.truncated_normal([m, n], stddev=m ** -0.5, seed=i + 1), name=f"w{i}")
+                       for i, (m, n) in enumerate(pairs)]
+            biases = [tf.Variable(tf.zeros([n]), name=f"b{i}") for i, (_, n) in enumerate(pairs)]
+            global_step = tf.train.get_or_create_global_step()
+            images = tf.placeholder(tf.float32, [None, BIG_LAYERS[0]], name="images")
+            labels = tf.placeholder(tf.int64, [None], name="labels")
+            x = images
+            for i, (w, b) in enumerate(zip(weights, biases)):
+                x = tf.matmul(x, w) + b
+                if i < len(weights) - 1:
+                    x = tf.nn.relu(x)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x))
+            train_op = tf.train.MomentumOptimizer(learning_rate, 0.9).minimize(loss, global_step=global_step)
+        init = tf.global_variables_initializer()
+        ready = [v.is_initialized() for v in tf.global_variables()]
+    return graph, images, labels, loss, train_op, init, ready
+
+
+def serve_zmtf(cluster: str, job: str, task: int) -> None:
+    """A zmtf task as TF1 scripts start theirs: ``tf.train.Server(...)``, then ``join()``."""
+    import zmtf as tf
+
+    stop_on_signals()
+    server = tf.train.Server(tf.train.ClusterSpec(json.loads(cluster)), job_name=job, task_index=task)
+    server.join()
+
+
 def serve_worker(framework: str, cluster: str, task: int):
     """Start /job:worker/task:<task> in this process (a TF1 trainer's own tf.train.Server)."""
     if framework == "tf":
@@ -103,8 +147,12 @@ def run_client(args) -> None:
         sess = tf.Session(graph=graph)
         sess.run(init)
     else:
-        graph, images, labels, loss, _acc, train_op, init, ready, _saver, _sync = \
-            mlp.build_worker_graph(args.task, args.ps, args.learning_rate)
+        if args.model == "big":
+            graph, images, labels, loss, train_op, init, ready = big_worker_graph(
+                tf, args.task, args.ps, args.learning_rate)
+        else:
+            graph, images, labels, loss, _acc, train_op, init, ready, _saver, _sync = \
+                mlp.build_worker_graph(args.task, args.ps, args.learning_rate)
         if args.serve:   # TF1's between-graph idiom: this process is the worker task too
             server = serve_worker(args.framework, args.cluster, args.task)
             sess = tf.Session(server.target, graph=graph)
@@ -115,7 +163,7 @@ def run_client(args) -> None:
         if args.task == 0:
             sess.run(init)
         else:
-            mlp.wait_for_chief(sess, ready)
+            mlp.wait_for_chief(sess, ready, timeout=300.0)
     pool = [mlp.make_data(seed=(100 + args.task) * 100000 + i, n=args.batch_size) for i in range(args.pool)]
     feeds = [{images: xs, labels: ys} for xs, ys in pool]
     fetches = [train_op, loss]
@@ -152,9 +200,11 @@ def run_client(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("role", choices=["tf-server", "client"])
+    parser.add_argument("role", choices=["tf-server", "zmtf-server", "client"])
     parser.add_argument("--cluster", help="cluster spec as JSON")
-    parser.add_argument("--job", help="the job (tf-server)")
+    parser.add_argument("--job", help="the job (tf-server, zmtf-server)")
+    parser.add_argument("--model", choices=["small", "big"], default="small",
+                        help="small: the example's 784-256-10; big: 784-4096-4096-10 (80 MB)")
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--framework", choices=["zmtf", "tf"], default="zmtf")
     parser.add_argument("--mode", choices=["local", "cluster"], default="cluster")
@@ -168,6 +218,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.role == "tf-server":
         serve_tf(args.cluster, args.job, args.task)
+    elif args.role == "zmtf-server":
+        serve_zmtf(args.cluster, args.job, args.task)
     else:
         run_client(args)
 

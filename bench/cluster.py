@@ -3,7 +3,10 @@
 Three clusters of the same shape run side by side, each task a subprocess on localhost tcp:
 
 - zmtf:  ``python -m zmtf.server`` for /job:ps/task:0 and /job:worker/task:0; the client
-         (this process) opens ``zmtf.Session("grpc://<worker>")``.
+         (this process) opens ``zmtf.Session("grpc://<worker>")``. ``--start tf1`` starts
+         them as TF1 scripts do instead (``server = tf.train.Server(...); server.join()``,
+         bench/_cluster_task.py zmtf-tf1); ``--start both`` measures both, "zmtf" (CLI) and
+         "zmtf-tf1" side by side;
 - raw:   the floor: blocking pyzmq only (bench/_cluster_task.py raw-ps / raw-worker); the
          client DEALER asks the worker ROUTER, which asks the ps and answers when it has.
 - TF:    ``tf.distribute.Server`` tasks (bench/_cluster_task.py tf), ``tf.compat.v1.Session
@@ -22,7 +25,7 @@ cost is work, not waiting.
 
 The systems are measured in interleaved rounds (rotating order) so the drift of a noisy
 2-vCPU machine hits all of them alike; ratios compare within this one run.
-Run: python bench/cluster.py [--quick] [--no-tf] [--cpus 0]
+Run: python bench/cluster.py [--quick] [--no-tf] [--cpus 0] [--start cli|tf1|both] [--sizes 64]
 """
 
 from __future__ import annotations
@@ -116,7 +119,8 @@ class RawSystem:
 class GraphSystem:
     """zmtf or TensorFlow: ps and worker servers in subprocesses, a TF1 session on the worker."""
 
-    def __init__(self, name: str, tf: Any, procs: Processes, server_argv: Callable[[str, str], list[str]]) -> None:
+    def __init__(self, name: str, tf: Any, procs: Processes, server_argv: Callable[[str, str], list[str]],
+                 env: dict[str, str] | None = None) -> None:
         self.name, self.tf, self._procs = name, tf, procs
         ps_port, worker_port = free_ports(2)
         self.cluster = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{worker_port}"]}
@@ -124,7 +128,7 @@ class GraphSystem:
         self._pending = []
         self.pids = {}
         for job, port in (("ps", ps_port), ("worker", worker_port)):
-            proc = procs.spawn(f"{name} {job}", server_argv(spec, job))
+            proc = procs.spawn(f"{name} {job}", server_argv(spec, job), env=env)
             self._pending.append((proc, f"{name} {job}", port))
             self.pids[job] = proc.pid
         self.target = f"grpc://127.0.0.1:{worker_port}"
@@ -162,6 +166,10 @@ class GraphSystem:
 
 def zmtf_argv(spec: str, job: str) -> list[str]:
     return zmtf_server_argv(spec, job, 0)
+
+
+def zmtf_tf1_argv(spec: str, job: str) -> list[str]:
+    return [sys.executable, TASK_SCRIPT, "zmtf-tf1", "--cluster", spec, "--job", job, "--task", "0"]
 
 
 def tf_argv(spec: str, job: str) -> list[str]:
@@ -257,7 +265,9 @@ def facts(args, tf_ver: str | None) -> None:
           f"TensorFlow {tf_ver or 'not installed'}")
     print(f"mode: {'quick' if args.quick else 'full'}; latency {args.rounds} rounds x {args.runs // args.rounds} "
           f"runs after {args.warmup} warm-up runs; transfer {args.rounds} rounds, <= {args.max_steps} "
-          f"steps or {args.round_budget:.2f} s per system per round")
+          f"steps or {args.round_budget:.2f} s per system per round; zmtf tasks started by "
+          f"{ {'cli': 'python -m zmtf.server', 'tf1': 'tf.train.Server in a script', 'both': 'both ways'}[args.start]}; "
+          f"load average {os.getloadavg()[0]:.2f}")
 
 
 def cpu_text(cpu: dict[str, float] | None, scale: float, fmt: str = ".0f") -> str:
@@ -274,23 +284,27 @@ def report(latency: dict, transfer: dict, names: list[str]) -> None:
         r = latency[name]
         print(f"{name:<10}{r['median'] * 1e6:>8.0f}{r['p90'] * 1e6:>8.0f}"
               f"{r['round_lo'] * 1e6:>9.0f} - {r['round_hi'] * 1e6:<5.0f}   {cpu_text(r['cpu'], 1e6)}")
-    z = latency["zmtf"]["median"]
-    line = f"zmtf/raw {z / latency['raw']['median']:.2f}x"
-    if "tf" in latency:
-        line = f"TF/zmtf {latency['tf']['median'] / z:.2f}x, " + line
-    print(f"ratios of medians (n = {latency['zmtf']['n']} runs each): " + line)
+    zmtfs = [n for n in names if n.startswith("zmtf")]
+    for zname in zmtfs:
+        z = latency[zname]["median"]
+        line = f"{zname}/raw {z / latency['raw']['median']:.2f}x"
+        if "tf" in latency:
+            line = f"TF/{zname} {latency['tf']['median'] / z:.2f}x, " + line
+        print(f"ratios of medians (n = {latency[zname]['n']} runs each): " + line)
 
     print("\n2. ps -> worker transfer: reduce_sum(a) on the worker, a float32 on ps (GB/s = bytes / median step)")
-    header = f"{'size':<9}" + "".join(f"{n + ' GB/s':>12}" for n in names)
+    header = f"{'size':<9}" + "".join(f"{n + ' GB/s':>14}" for n in names)
     header += f"{'zmtf ms (p10-p90)':>24}{'zmtf/raw':>10}" + (f"{'zmtf/TF':>9}" if "tf" in names else "")
+    header += "".join(f"{z + '/TF':>14}" for z in zmtfs[1:] if "tf" in names)
     print(header)
     for nbytes, row in transfer.items():
-        cells = "".join(f"{nbytes / row[n]['median'] / 1e9:>12.3f}" for n in names)
+        cells = "".join(f"{nbytes / row[n]['median'] / 1e9:>14.3f}" for n in names)
         zr = row["zmtf"]
         spread = f"{zr['median'] * 1e3:.2f} ({zr['p10'] * 1e3:.2f}-{zr['p90'] * 1e3:.2f})"
         line = f"{human(nbytes):<9}{cells}{spread:>24}{row['raw']['median'] / zr['median']:>9.2f}x"
         if "tf" in row:
             line += f"{row['tf']['median'] / zr['median']:>8.2f}x"
+            line += "".join(f"{row['tf']['median'] / row[z]['median']:>13.2f}x" for z in zmtfs[1:])
         print(line)
     print("(ratios are throughput ratios: >1 means zmtf moves more bytes per second)")
     for nbytes in sorted(n for n in transfer if n >= 64 * MiB):
@@ -298,17 +312,18 @@ def report(latency: dict, transfer: dict, names: list[str]) -> None:
               + "; ".join(f"{n} {cpu_text(transfer[nbytes][n]['cpu'], 1e3, '.1f')}" for n in names))
 
     print("\ntargets:")
-    if 64 * MiB in transfer:
-        row = transfer[64 * MiB]
-        ratio = row["raw"]["median"] / row["zmtf"]["median"]
-        print(f"  transfer 64 MiB: zmtf/raw {ratio:.2f} (target >= 0.80): {'met' if ratio >= 0.8 else 'NOT met'}")
-        if "tf" in row:
-            ratio = row["tf"]["median"] / row["zmtf"]["median"]
-            print(f"  transfer 64 MiB: zmtf/TF {ratio:.2f} (target >= 2): {'met' if ratio >= 2 else 'NOT met'}")
-    if "tf" in latency:
-        ratio = z / latency["tf"]["median"]
-        print(f"  step latency: zmtf/TF {ratio:.2f} (target <= 0.50): {'met' if ratio <= 0.5 else 'NOT met'}")
-    else:
+    for zname in zmtfs:
+        if 64 * MiB in transfer:
+            row = transfer[64 * MiB]
+            ratio = row["raw"]["median"] / row[zname]["median"]
+            print(f"  transfer 64 MiB: {zname}/raw {ratio:.2f} (target >= 0.80): {'met' if ratio >= 0.8 else 'NOT met'}")
+            if "tf" in row:
+                ratio = row["tf"]["median"] / row[zname]["median"]
+                print(f"  transfer 64 MiB: {zname}/TF {ratio:.2f} (target >= 2): {'met' if ratio >= 2 else 'NOT met'}")
+        if "tf" in latency:
+            ratio = latency[zname]["median"] / latency["tf"]["median"]
+            print(f"  step latency: {zname}/TF {ratio:.2f} (target <= 0.50): {'met' if ratio <= 0.5 else 'NOT met'}")
+    if "tf" not in latency:
         print("  (TensorFlow targets not checked: TensorFlow is not measured in this run)")
 
 
@@ -320,6 +335,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, help="latency runs per system (default 2100, quick 500)")
     parser.add_argument("--curve", action="store_true",
                         help="zmtf with CURVE encryption (a fresh key directory; raw and TF stay plaintext)")
+    parser.add_argument("--start", choices=["cli", "tf1", "both"], default="cli",
+                        help="how zmtf's tasks start: python -m zmtf.server (cli), a TF1 script's "
+                        "tf.train.Server(...).join() (tf1), or both side by side (default: cli)")
+    parser.add_argument("--untuned", action="store_true",
+                        help="also zmtf-untuned: tasks started the TF1 way with ZMTF_TUNE_PROCESS=0 "
+                        "(how TF1 scripts' servers ran before issue 26)")
+    parser.add_argument("--sizes", help="transfer sizes in MiB, comma-separated (default: 4 KiB .. 256 MiB)")
     args = parser.parse_args()
     if args.curve:
         from zmtf.distributed import key_directory, security
@@ -337,6 +359,8 @@ def main() -> None:
     else:
         args.rounds, args.warmup, args.max_steps, args.round_budget = 7, 300, 50, 0.2
         sizes = SIZES
+    if args.sizes:
+        sizes = [int(float(text) * MiB) for text in args.sizes.split(",")]
     args.runs = args.runs or (500 if args.quick else 2100)
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # children inherit it
@@ -354,7 +378,14 @@ def main() -> None:
     started = time.monotonic()
     try:
         systems.append(RawSystem(procs))
-        systems.append(GraphSystem("zmtf", zmtf, procs, zmtf_argv))
+        if args.start in ("cli", "both"):
+            systems.append(GraphSystem("zmtf", zmtf, procs, zmtf_argv))
+        if args.start in ("tf1", "both"):
+            systems.append(GraphSystem("zmtf-tf1" if args.start == "both" else "zmtf", zmtf, procs,
+                                       zmtf_tf1_argv))
+        if args.untuned:
+            systems.append(GraphSystem("zmtf-untuned", zmtf, procs, zmtf_tf1_argv,
+                                       env=dict(os.environ, ZMTF_TUNE_PROCESS="0")))
         if tf1 is not None:
             systems.append(GraphSystem("tf", tf1, procs, tf_argv))
         for system in systems:

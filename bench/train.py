@@ -25,9 +25,15 @@ the table shows medians of rounds and their range, ratios compare within this on
 "CPU ms/step" is the CPU time each process spent during the timed rounds (all threads;
 servers from /proc/<pid>/task/*/schedstat, clients their own process_time) divided by the
 steps of all workers: on 2 vCPUs, CPU/step x steps/s cannot exceed 2 s/s.
+``--start tf1`` starts zmtf's server processes as TF1 scripts do (``server = tf.train.Server
+(...); server.join()``, bench/_train_task.py zmtf-server) instead of ``python -m zmtf.server``;
+``--start both`` runs both, "zmtf" (CLI) and "zmtf-tf1", beside TF. ``--model big`` trains
+the MLP 784-4096-4096-10 (80 MB of parameters, see bench/_train_task.py) instead of the
+example's; config "2p" is 2 workers on 2 ps tasks (replica_device_setter's round-robin).
 ``--profile`` adds one more round of the zmtf 2-worker job with client 0 under cProfile and,
 when py-spy is installed, the ps, worker 0 and client 1 sampled by py-spy.
-Run: python bench/train.py [--quick] [--no-tf] [--profile] [--openblas-threads 1]
+Run: python bench/train.py [--quick] [--no-tf] [--profile] [--openblas-threads 1] [--start cli|tf1|both]
+     python bench/train.py --model big --only 2 --only 2p --steps 30 --rounds 3 --warmup 3
 """
 
 from __future__ import annotations
@@ -83,27 +89,31 @@ def tf_version() -> str | None:
 class System:
     """One framework in one configuration: its server processes (none when local) and clients."""
 
-    def __init__(self, framework: str, workers: int, procs: Processes, args, serve: bool = False) -> None:
+    def __init__(self, framework: str, workers: int, procs: Processes, args, serve: bool = False,
+                 ps: int = 1, start: str = "cli", name: str | None = None) -> None:
         self.framework, self.workers, self.procs, self.args = framework, workers, procs, args
         self.serve = serve   # each client process runs its worker task's server (TF1's idiom)
-        self.name = "zmtf" if framework == "zmtf" else "tf"
+        self.ps = ps
+        self.name = name or ("zmtf" if framework == "zmtf" else "tf")
         self.pids: dict[str, int] = {}
         self.clients: list[LineClient] = []
         self._pending: list[tuple[subprocess.Popen, str, int]] = []
         self.cluster = None
         if workers:
-            ports = free_ports(1 + workers)
-            self.cluster = {"ps": [f"127.0.0.1:{ports[0]}"],
-                            "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
+            ports = free_ports(ps + workers)
+            self.cluster = {"ps": [f"127.0.0.1:{p}" for p in ports[:ps]],
+                            "worker": [f"127.0.0.1:{p}" for p in ports[ps:]]}
             spec = json.dumps(self.cluster)
-            tasks = [("ps", 0, ports[0])] + [("worker", i, p) for i, p in enumerate(ports[1:])]
-            for job, task, port in tasks[:1] if serve else tasks:
-                if framework == "zmtf":
+            tasks = [("ps", i, p) for i, p in enumerate(ports[:ps])] + \
+                [("worker", i, p) for i, p in enumerate(ports[ps:])]
+            for job, task, port in tasks[:ps] if serve else tasks:
+                if framework == "zmtf" and start == "cli":
                     argv = zmtf_server_argv(spec, job, task)
                 else:
-                    argv = [sys.executable, TASK_SCRIPT, "tf-server", "--cluster", spec, "--job", job,
+                    role = "tf-server" if framework == "tf" else "zmtf-server"
+                    argv = [sys.executable, TASK_SCRIPT, role, "--cluster", spec, "--job", job,
                             "--task", str(task)]
-                role = "ps" if job == "ps" else f"worker{task}"
+                role = ("ps" if task == 0 else f"ps{task}") if job == "ps" else f"worker{task}"
                 proc = procs.spawn(f"{self.name} {role}", argv)
                 self.pids[role] = proc.pid
                 self._pending.append((proc, f"{self.name} {role}", port))
@@ -113,7 +123,7 @@ class System:
         for proc, label, port in self._pending:
             self.procs.wait_listening(proc, label, port, LISTEN_TIMEOUT)
         base = [sys.executable, TASK_SCRIPT, "client", "--framework", self.framework,
-                "--batch-size", str(BATCH), "--warmup", str(self.args.warmup)]
+                "--batch-size", str(BATCH), "--warmup", str(self.args.warmup), "--model", self.args.model]
         if not self.workers:
             self.clients.append(self.procs.client(f"{self.name} local client", base + ["--mode", "local"]))
             return
@@ -121,12 +131,12 @@ class System:
         for task in range(self.workers):
             self.clients.append(self.procs.client(f"{self.name} client{task}",
                                                   base + ["--mode", "cluster", "--cluster", spec,
-                                                          "--task", str(task)]
+                                                          "--task", str(task), "--ps", str(self.ps)]
                                                   + (["--serve"] if self.serve else [])))
 
     def wait_ready(self) -> None:
         for client in self.clients:
-            client.wait_ready(timeout=90)
+            client.wait_ready(timeout=300)
 
     def round(self, steps: int, profile: str | None = None) -> dict[str, Any]:
         """Every client runs ``steps`` steps at once; the rate and CPU of this round."""
@@ -141,21 +151,21 @@ class System:
         if before is not None and after is not None:
             cpu = {"ps": 0.0, "workers": 0.0, "clients": sum(r["cpu"] for r in results)}
             for role in self.pids:
-                cpu["ps" if role == "ps" else "workers"] += after[role] - before[role]
+                cpu["ps" if role.startswith("ps") else "workers"] += after[role] - before[role]
             cpu = {k: v / total_steps for k, v in cpu.items()}
         return {"rate": total_steps / span, "per_client": [steps / (r["end"] - r["start"]) for r in results],
                 "cpu": cpu, "loss": [r["loss"] for r in results], "span": span}
 
 
 # ---- measuring --------------------------------------------------------------------------------
-def measure_config(label: str, workers: int, frameworks: list[str], args,
-                   serve: bool = False) -> dict[str, dict[str, Any]]:
+def measure_config(label: str, workers: int, frameworks: list[tuple[str, str, str]], args,
+                   serve: bool = False, ps: int = 1) -> dict[str, dict[str, Any]]:
     procs = Processes(HERE.parent)
     systems: list[System] = []
     started = time.monotonic()
     ok = False
     try:
-        systems = [System(fw, workers, procs, args, serve) for fw in frameworks]
+        systems = [System(fw, workers, procs, args, serve, ps, start, name) for fw, start, name in frameworks]
         for system in systems:
             system.start_clients()
         for system in systems:
@@ -168,7 +178,7 @@ def measure_config(label: str, workers: int, frameworks: list[str], args,
             for system in rotated(systems, r):
                 rounds[system.name].append(system.round(per_round))
         profile = None
-        if args.profile and workers == args.profile_workers and "zmtf" in frameworks:
+        if args.profile and workers == args.profile_workers and "zmtf" in rounds:
             profile = profile_round(next(s for s in systems if s.name == "zmtf"), per_round * 2, args)
         procs.check_alive()
         print(f"  {label}: measured in {time.monotonic() - started:.1f} s", flush=True)
@@ -262,10 +272,13 @@ def facts(args, tf_ver: str | None) -> None:
           f"{platform.system()} {platform.release()}")
     print(f"python {platform.python_version()} ({sys.executable}); numpy {np.__version__}; "
           f"zmtf {getattr(zmtf, '__version__', '?')}; TensorFlow {tf_ver or 'not installed'}")
-    print(f"mode: {'quick' if args.quick else 'full'}; model 784-256-10, batch {BATCH}, Momentum(0.01, 0.9); "
+    model = "784-4096-4096-10 (80 MB)" if args.model == "big" else "784-256-10"
+    started_by = {"cli": "python -m zmtf.server", "tf1": "tf.train.Server in a script", "both": "both ways"}
+    print(f"mode: {'quick' if args.quick else 'full'}; model {model}, batch {BATCH}, Momentum(0.01, 0.9); "
           f"{args.warmup} warm-up steps per client, then {args.rounds} rounds x {args.steps // args.rounds} "
           f"steps per worker ({args.steps // args.rounds * args.local_factor} locally); "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
+          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; zmtf tasks started by "
+          f"{started_by[args.start]}; load average {os.getloadavg()[0]:.2f}")
 
 
 def cpu_text(cpu: dict[str, float] | None) -> str:
@@ -275,35 +288,37 @@ def cpu_text(cpu: dict[str, float] | None) -> str:
     return " + ".join(f"{p * 1e3:.2f}" for p in parts) + f" = {sum(parts) * 1e3:.2f}"
 
 
-def report(results: dict[str, dict[str, dict[str, Any]]], names: list[str]) -> None:
-    print(f"\n{'config':<20}{'system':<7}{'steps/s':>9}{'round range':>16}{'samples/s':>11}"
+def report(results: dict[str, dict[str, dict[str, Any]]], names: list[str], big: bool = False) -> None:
+    print(f"\n{'config':<20}{'system':<9}{'steps/s':>9}{'round range':>16}{'samples/s':>11}"
           f"{'per client':>16}   CPU ms/step: ps + workers + clients = total   loss")
     for config, row in results.items():
         for name in names:
             r = row[name]
             per_client = "/".join(f"{x:.0f}" for x in r["per_client"])
             loss = "/".join(f"{x:.3f}" for x in r["loss"])
-            print(f"{config:<20}{name:<7}{r['median']:>9.1f}{r['lo']:>9.1f} - {r['hi']:<5.0f}"
+            print(f"{config:<20}{name:<9}{r['median']:>9.1f}{r['lo']:>9.1f} - {r['hi']:<5.0f}"
                   f"{r['median'] * BATCH:>11.0f}{per_client:>16}   {cpu_text(r['cpu']):<42}{loss}")
     print("(steps/s: median of rounds of (workers x steps) / span; samples/s = steps/s x batch; "
           "per client: median of each client's own rate)")
     if "tf" not in names:
         print("\n(TensorFlow not measured: no ratios or targets)")
         return
+    zmtfs = [n for n in names if n != "tf"]
     print("\nratios of medians (zmtf / TF; > 1 means zmtf trains faster):")
     for config, row in results.items():
-        z, t = row["zmtf"], row["tf"]
-        print(f"  {config:<20}{z['median'] / t['median']:.2f}x  (whole-run totals: "
-              f"{z['overall']:.1f} vs {t['overall']:.1f} steps/s, {z['overall'] / t['overall']:.2f}x)")
+        for zname in zmtfs:
+            z, t = row[zname], row["tf"]
+            print(f"  {config:<20}{zname:<9}{z['median'] / t['median']:.2f}x  (whole-run totals: "
+                  f"{z['overall']:.1f} vs {t['overall']:.1f} steps/s, {z['overall'] / t['overall']:.2f}x)")
     print("\ntargets:")
-    two = results.get("cluster 1ps+2w")
-    if two:
-        ratio = two["zmtf"]["median"] / two["tf"]["median"]
-        print(f"  2-worker async: zmtf/TF {ratio:.2f} (target >= 1.50): {'met' if ratio >= 1.5 else 'NOT met'}")
-    local = results.get("local")
-    if local:
-        ratio = local["zmtf"]["median"] / local["tf"]["median"]
-        print(f"  local: zmtf/TF {ratio:.2f} (target >= 1.00): {'met' if ratio >= 1.0 else 'NOT met'}")
+    for zname in zmtfs:
+        for config, target in (("cluster 1ps+2w", 2.0 if big else 1.5), ("cluster 2ps+2w", 2.0),
+                               ("local", 1.0)):
+            row = results.get(config)
+            if row and (config != "cluster 2ps+2w" or big):
+                ratio = row[zname]["median"] / row["tf"]["median"]
+                print(f"  {config}: {zname}/TF {ratio:.2f} (target >= {target:.2f}): "
+                      f"{'met' if ratio >= target else 'NOT met'}")
 
 
 def short_path(text: str) -> str:
@@ -398,9 +413,16 @@ def main() -> None:
     parser.add_argument("--openblas-threads", type=int,
                         help="set OPENBLAS_NUM_THREADS for every process (zmtf's MatMul is numpy's OpenBLAS; "
                              "default: leave the environment as it is)")
-    parser.add_argument("--only", choices=["local", "1", "2", "2s"], action="append",
+    parser.add_argument("--only", choices=["local", "1", "2", "2s", "2p"], action="append",
                         help="measure only these configs (repeatable): local, 1 or 2 workers, "
-                        "2s: 2 workers whose clients run their worker's server in-process")
+                        "2s: 2 workers whose clients run their worker's server in-process, "
+                        "2p: 2 workers and 2 ps tasks")
+    parser.add_argument("--start", choices=["cli", "tf1", "both"], default="cli",
+                        help="how zmtf's server processes start: python -m zmtf.server (cli), a TF1 "
+                        "script's tf.train.Server(...).join() (tf1), or both side by side (default: cli)")
+    parser.add_argument("--model", choices=["small", "big"], default="small",
+                        help="small: examples/train_mlp.py's 784-256-10; big: 784-4096-4096-10 "
+                        "(80 MB of parameters; no local config)")
     parser.add_argument("--cpus", help="pin this bench and every process to these CPUs, e.g. '0' or '0,1'")
     args = parser.parse_args()
     args.steps = args.steps or (100 if args.quick else 300)
@@ -416,18 +438,22 @@ def main() -> None:
     exit_on_sigterm()
     tf_ver = None if args.no_tf else tf_version()
     facts(args, tf_ver)
-    frameworks = ["zmtf"] + (["tf"] if tf_ver else [])
+    frameworks = [("zmtf", start, "zmtf" if start == "cli" or args.start == "tf1" else "zmtf-tf1")
+                  for start in (("cli", "tf1") if args.start == "both" else (args.start,))]
+    frameworks += [("tf", "cli", "tf")] if tf_ver else []
     if not tf_ver:
         print("  TensorFlow not measured (" + ("--no-tf" if args.no_tf else "import tensorflow failed; "
               "use a venv with tensorflow-cpu") + "): zmtf numbers only")
-    configs = [("local", 0, False, "local"), ("cluster 1ps+1w", 1, False, "1"),
-               ("cluster 1ps+2w", 2, False, "2"), ("1ps+2w in-process", 2, True, "2s")]
+    configs = [("local", 0, False, "local", 1), ("cluster 1ps+1w", 1, False, "1", 1),
+               ("cluster 1ps+2w", 2, False, "2", 1), ("1ps+2w in-process", 2, True, "2s", 1)]
+    if args.model == "big":   # no local graph of it; the same sharded over 2 ps tasks
+        configs = configs[1:] + [("cluster 2ps+2w", 2, False, "2p", 2)]
     if args.only:
         configs = [c for c in configs if c[3] in args.only]
     started = time.monotonic()
-    results = {label: measure_config(label, workers, frameworks, args, serve)
-               for label, workers, serve, _ in configs}
-    report(results, frameworks)
+    results = {label: measure_config(label, workers, frameworks, args, serve, ps)
+               for label, workers, serve, _, ps in configs}
+    report(results, [name for _, _, name in frameworks], big=args.model == "big")
     for row in results.values():
         if "profile" in row.get("zmtf", {}):
             print_profile(row["zmtf"]["profile"], top=10)

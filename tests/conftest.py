@@ -6,6 +6,9 @@ import pathlib
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# The test process starts servers but is no server process: gc.freeze would keep its garbage
+# (tests that collect it would see leaks). Tests of the tuning unset it for their subprocesses.
+os.environ.setdefault("ZMTF_TUNE_PROCESS", "0")
 
 # Examples run in subprocesses must import the zmtf under test (a git worktree, say), not
 # whichever checkout an editable install points at.

@@ -39,6 +39,7 @@ from zmtf.distributed.quotas import check_graph_size, inflight_budget
 from zmtf.distributed.session_cluster import check_session_cluster
 from zmtf.distributed.trace_clock import STEP_SPAN_NODE, span
 from zmtf.distributed.client_sessions import ClientSessions
+from zmtf.distributed.process_tuning import tune_process
 from zmtf.distributed.server_options import ServerOptions, with_environment
 from zmtf.distributed.session_gc import SessionCollector
 from zmtf.distributed.task_stats import TaskStats, status_fields
@@ -788,6 +789,9 @@ class Server:
     Unlike TF, ``stop()`` really stops it and ``join()`` then returns. zmtf's own settings
     are keyword arguments, the fields of ``server_options.ServerOptions`` (``session_gc_secs``,
     ``wait_for_tasks_secs``, ``curve_dir``, ...; ``python -m zmtf.server`` has a flag for each).
+    The first server a process starts tunes the process for serving, as ``python -m
+    zmtf.server`` does (gc.freeze, glibc keeps freed memory: distributed/process_tuning.py);
+    ``tune_process=False`` (or ``ZMTF_TUNE_PROCESS=0``) leaves the process alone.
     """
 
     def __init__(self, server_or_cluster_def: Any, job_name: str | None = None,
@@ -849,6 +853,8 @@ class Server:
                 self._loop.stop()
                 self._loop = None
                 raise
+            if self._core.options.tune_process:
+                tune_process()   # once per process, as python -m zmtf.server's (process_tuning.py)
 
     def join(self) -> None:
         """Block until ``stop()`` is called (from another thread or a signal handler)."""

@@ -105,6 +105,11 @@ class ServerOptions:
     metrics_address: str = _setting(
         "127.0.0.1", "the address the metrics endpoint binds (anyone who reaches it reads the "
         "metrics: keep it on loopback or a private network)", "ADDRESS")
+    # ---- the process (issue 26, item 4: distributed/process_tuning.py) ----
+    tune_process: bool = _setting(
+        True, "when this process's first server starts, tune the process for serving "
+        "(gc.freeze, fewer young-GC passes, glibc keeps freed memory); off: leave the process "
+        "as it is (also ZMTF_TUNE_PROCESS=0)", env="ZMTF_TUNE_PROCESS")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -149,7 +154,10 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         flag = "--" + f.name.replace("_", "-")
         help = f.metadata["help"] + (f" (default: {f.default})" if f.default is not None else "")
         kind = type(f.default) if f.default is not None else str
-        if kind is bool:
+        if kind is bool and f.default:   # on by default: the flag turns it off
+            parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name,
+                                action="store_false", help=f.metadata["help"])
+        elif kind is bool:
             parser.add_argument(flag, action="store_true", help=f.metadata["help"])
         else:
             parser.add_argument(flag, type=kind, default=f.default, help=help,

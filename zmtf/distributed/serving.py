@@ -6,13 +6,10 @@ it lives in the distributed layer so that the estimator does not import a comman
 
 from __future__ import annotations
 
-import gc
 import logging
 import signal
 import threading
 from typing import Any
-
-from zmtf.runtime.heap import keep_freed_memory
 
 
 def serve_until_signalled(server: Any) -> None:
@@ -27,11 +24,7 @@ def serve_until_signalled(server: Any) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, shutdown)
         signal.signal(signal.SIGTERM, shutdown)
-    # What import and start-up made lives as long as the process: keep it out of the cyclic
-    # GC's scans, and collect young objects less often (a step allocates a few hundred).
-    gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
-    keep_freed_memory()   # tensors' frames reuse the heap instead of faulting pages in each step
+    # the process was tuned for serving when the server started (process_tuning.py)
     server.join()
 
 

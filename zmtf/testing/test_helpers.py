@@ -35,7 +35,8 @@ def create_local_cluster(num_workers: int, num_ps: int, protocol: str = "grpc",
                          worker_config: Any = None, ps_config: Any = None) -> tuple[list, list]:
     """``(workers, ps_servers)``: started ``tf.train.Server`` s of a cluster on free
     127.0.0.1 ports in this process, as TF's test helper. ``protocol`` "grpc" (TF's only
-    one) and "zmtf" both mean zmtf's tcp transport."""
+    one) and "zmtf" both mean zmtf's tcp transport. A test process is no server process:
+    these servers leave it untuned (``tune_process=False``)."""
     from zmtf.distributed.cluster_spec import ClusterSpec
     from zmtf.distributed.server import Server
     from zmtf.testing import free_tcp_ports
@@ -45,8 +46,10 @@ def create_local_cluster(num_workers: int, num_ps: int, protocol: str = "grpc",
     ports = free_tcp_ports(num_workers + num_ps)
     cluster = ClusterSpec({"worker": [f"127.0.0.1:{p}" for p in ports[:num_workers]],
                            "ps": [f"127.0.0.1:{p}" for p in ports[num_workers:]]})
-    workers = [Server(cluster, job_name="worker", task_index=i, config=worker_config)
+    workers = [Server(cluster, job_name="worker", task_index=i, config=worker_config,
+                      tune_process=False)
                for i in range(num_workers)]
-    ps_servers = [Server(cluster, job_name="ps", task_index=i, config=ps_config)
+    ps_servers = [Server(cluster, job_name="ps", task_index=i, config=ps_config,
+                         tune_process=False)
                   for i in range(num_ps)]
     return workers, ps_servers
