@@ -12,7 +12,9 @@ Cases:
   ``tf.train.Server``s started in the client's process the TF1 way, the session on the
   worker's target). zmtf's cold run is split into prune, place, plan build, partition
   (master) and kernel bind (summed over every planner the run went through); "rest" is
-  registration, transport and the executor. Per node: cold run / N.
+  registration, transport and the executor. Per node: cold run / N. Known limit: at 100k
+  nodes the master's setup blocks its event loop past half the liveness bound, and the run
+  fails with UnavailableError unless ``ZMTF_LIVENESS_TIMEOUT`` is raised (e.g. to 60).
 - ``workers``: 1 ps + K workers (K = 1, 2, 4, 8), each a ``python -m zmtf.server`` or TF gRPC
   server process, one client process per worker training a tiny model (a 10x10 weight on the
   ps, one SGD step per run) for ``--window`` seconds at once: total steps/s and the ps's CPU
