@@ -24,6 +24,7 @@ from zmtf.formats.config_proto import device_matches
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import AbortedError, FetchNotFoundError, InvalidArgumentError, \
     NotFoundError, OpError
+from zmtf.framework.gc_pause import gc_paused
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.graph_io import graph_from_dict
 from zmtf.placement.partition import TaskPartition, partition, recv_name_of
@@ -251,6 +252,11 @@ class MasterService:
 
     def _plan(self, session: MasterSession, feeds: list[str], fetches: list[str],
               targets: list[str]) -> StepSetup:
+        with gc_paused():   # plan and partitions all live on: no heap rescans while they grow
+            return self._plan_and_partition(session, feeds, fetches, targets)
+
+    def _plan_and_partition(self, session: MasterSession, feeds: list[str], fetches: list[str],
+                            targets: list[str]) -> StepSetup:
         graph = session.graph
         feed_t = [_tensor(graph, n) for n in feeds]
         fetch_t = [_tensor(graph, n) for n in fetches]

@@ -41,6 +41,7 @@ import numpy as np
 from zmtf.framework import device_spec as pydev
 from zmtf.framework.dtypes import DType, as_dtype
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.framework.gc_pause import gc_paused
 from zmtf.framework.graph import Graph, Operation, Tensor
 from zmtf.framework.op_def import OP_DEFS
 from zmtf.framework.tensor_shape import TensorShape
@@ -67,6 +68,12 @@ def graph_to_dict(graph: Graph, ops: Sequence[Operation] | None = None,
     References to ops outside ``ops`` are written by name; ``graph_from_dict`` resolves them
     in the graph it extends, or refuses them.
     """
+    with gc_paused():   # the dict's entries all live on: no heap rescans while they come
+        return _graph_to_dict(graph, ops)
+
+
+def _graph_to_dict(graph: Graph, ops: Sequence[Operation] | None,
+                   ) -> tuple[dict[str, Any], list[np.ndarray]]:
     selected = graph.get_operations() if ops is None else sorted(ops, key=lambda op: op.creation_index)
     arrays: list[np.ndarray] = []
     nodes = []
@@ -164,8 +171,8 @@ def graph_from_dict(graph_dict: Any, arrays: Sequence[np.ndarray],
     graph = into if into is not None else Graph()
     if graph.finalized:
         raise InvalidArgumentError("cannot add nodes to a finalized graph")
-    nodes = _parse(graph_dict, arrays, graph)
-    _build(graph, nodes)
+    with gc_paused():   # a big graph's nodes all live on: no heap rescans while they come
+        _build(graph, _parse(graph_dict, arrays, graph))
     return graph
 
 

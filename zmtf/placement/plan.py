@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.framework.gc_pause import gc_paused
 from zmtf.framework.graph import Operation, Tensor
 from zmtf.placement.placer import REF_CONSUMERS, Placement, Supports, kernel_dtype, place
 from zmtf.placement.pruning import prune
@@ -85,8 +86,9 @@ class StepPlanner:
 
     def plan(self, fetches: Sequence[Tensor], feeds: Sequence[Tensor],
              targets: Sequence[Operation], devices: Sequence[str]) -> StepPlan:
-        plan = plan_step(fetches, feeds, targets, devices, self.supports, task=self.task,
-                         previous=self.placements, allow_soft_placement=self.allow_soft_placement)
+        with gc_paused():   # a big graph's plan all lives on: no heap rescans while it grows
+            plan = plan_step(fetches, feeds, targets, devices, self.supports, task=self.task,
+                             previous=self.placements, allow_soft_placement=self.allow_soft_placement)
         if self.placements is not None:
             for name, device in plan.placement.devices.items():
                 self.placements.setdefault(name, device)
