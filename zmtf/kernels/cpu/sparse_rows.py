@@ -69,6 +69,19 @@ def _grouped(ids):  # type: ignore[no-untyped-def]
 
 
 @jit()
+def _summed_rows(order, k, ids, grad, g):  # type: ignore[no-untyped-def]
+    """Sum into ``g`` the gradient rows of the id at ``order[k]`` and of its duplicates
+    (``order`` groups equal ids): that id, and where the next one starts."""
+    r = ids[order[k]]
+    g[:] = grad[order[k], :]
+    k += 1
+    while k < order.size and ids[order[k]] == r:
+        g += grad[order[k], :]
+        k += 1
+    return r, k
+
+
+@jit()
 def adagrad_rows(var, accum, lr, grad, ids):  # type: ignore[no-untyped-def]
     """SparseApplyAdagrad on the rows of ``ids``: each id's rows summed first, then
     accum += g^2; var -= lr * g / sqrt(accum), once per id."""
@@ -77,12 +90,7 @@ def adagrad_rows(var, accum, lr, grad, ids):  # type: ignore[no-untyped-def]
     g = np.empty(width, var.dtype)
     k = 0
     while k < order.size:
-        r = ids[order[k]]
-        g[:] = grad[order[k], :]
-        k += 1
-        while k < order.size and ids[order[k]] == r:
-            g += grad[order[k], :]
-            k += 1
+        r, k = _summed_rows(order, k, ids, grad, g)
         for c in range(width):
             a = accum[r, c] + g[c] * g[c]
             accum[r, c] = a
@@ -98,12 +106,7 @@ def momentum_rows(var, accum, lr, grad, ids, momentum, nesterov):  # type: ignor
     g = np.empty(width, var.dtype)
     k = 0
     while k < order.size:
-        r = ids[order[k]]
-        g[:] = grad[order[k], :]
-        k += 1
-        while k < order.size and ids[order[k]] == r:
-            g += grad[order[k], :]
-            k += 1
+        r, k = _summed_rows(order, k, ids, grad, g)
         for c in range(width):
             a = accum[r, c] * momentum + g[c]
             accum[r, c] = a
