@@ -27,6 +27,7 @@ import numpy as np
 
 import zmtf as tf
 from zmtf.testing import free_tcp_ports as free_ports
+from zmtf.testing.loop_watch import worst_gap
 
 
 
@@ -73,26 +74,6 @@ async def concurrent_async(target: str, a, x, b, requests: int, concurrency: int
         start = time.perf_counter()
         await asyncio.gather(*[worker() for _ in range(concurrency)])
         return requests / (time.perf_counter() - start)
-
-
-async def worst_gap(start) -> float:
-    """The longest the loop went without running a 1 ms heartbeat while ``start()`` ran."""
-    ticks, running = [], True
-
-    async def heartbeat():
-        while running:
-            ticks.append(time.perf_counter())
-            await asyncio.sleep(0.001)
-
-    beat = asyncio.ensure_future(heartbeat())
-    await asyncio.sleep(0.01)
-    began = time.perf_counter()
-    await start()
-    ended = time.perf_counter()
-    running = False
-    await beat
-    during = [t for t in ticks if began <= t <= ended]
-    return float(np.diff([began, *during, ended]).max())
 
 
 async def loop_stalls(target: str, tries: int) -> dict[str, list[float]]:

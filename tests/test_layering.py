@@ -61,7 +61,7 @@ ALLOWED = {
     "keras": rules("framework formats ops training client"),
     "estimator": rules("framework formats ops training client distributed saved_model"),
     "contrib": rules("framework formats ops training distribute"),
-    "testing": rules("framework formats ops training runtime distributed client", "threading"),
+    "testing": rules("framework formats ops training runtime distributed client", "threading asyncio"),
     # the TF1 face. ``zmtf`` (__init__) imports no module by statement: PEP 562 loads zmtf.tf1
     # or a library on first use, by name. compat.v1 *is* the module ``zmtf``; tf1 holds the
     # public namespaces (tf.compat among them).

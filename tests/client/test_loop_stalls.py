@@ -7,8 +7,6 @@ garbage collector is paused while a gap is measured: a full collection of a heap
 in it takes ~200 ms whoever allocates, and is no work of the session's."""
 
 import asyncio
-import gc
-import time
 
 import numpy as np
 import pytest
@@ -16,40 +14,17 @@ import pytest
 import zmtf as tf
 from zmtf.client.admission import SLICE_RUNS, admission_for
 from zmtf.testing import running_servers
+from zmtf.testing.loop_watch import worst_gap
 
 #: the worst gap allowed, seconds (without the change: 170-500 ms on this machine)
 BOUND = 0.1
 TRIES = 3   # a gap can be the OS's (a loaded machine): the best of three tries counts
 
 
-async def _worst_gap(start):
-    """The longest the loop went without running a 1 ms heartbeat while ``start()`` ran."""
-    ticks, running = [], True
-
-    async def heartbeat():
-        while running:
-            ticks.append(time.perf_counter())
-            await asyncio.sleep(0.001)
-
-    beat = asyncio.ensure_future(heartbeat())
-    await asyncio.sleep(0.01)
-    gc.disable()
-    try:
-        began = time.perf_counter()
-        await start()
-        ended = time.perf_counter()
-    finally:
-        gc.enable()
-        running = False
-        await beat
-    during = [t for t in ticks if began <= t <= ended]
-    return float(np.diff([began, *during, ended]).max())
-
-
 async def _best_of(start):
     gaps = []
     for _ in range(TRIES):
-        gaps.append(await _worst_gap(start))
+        gaps.append(await worst_gap(start, pause_gc=True))
         if gaps[-1] < BOUND:
             break
     return min(gaps), gaps
