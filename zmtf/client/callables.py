@@ -11,17 +11,24 @@ nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from zmtf.client.fetches import FetchPlan
 from zmtf.formats.config_proto import CallableOptions, RunMetadata, RunOptions
 from zmtf.framework.errors import InvalidArgumentError
 
-if TYPE_CHECKING:
-    from zmtf.client.session import Session
+
+class Runs(Protocol):
+    """What a callable needs of its session (the Session class, without importing it)."""
+
+    @property
+    def graph(self) -> Any: ...
+
+    def run(self, fetches: Any, feed_dict: Any = None, options: Any = None,
+            run_metadata: Any = None) -> Any: ...
 
 
-def make_callable(session: Session, fetches: Any, feed_list: Any = None,
+def make_callable(session: Runs, fetches: Any, feed_list: Any = None,
                   accept_options: bool = False) -> Callable[..., Any]:
     if feed_list is not None and not isinstance(feed_list, (list, tuple)):
         raise TypeError("`feed_list` must be a list or tuple.")
@@ -55,7 +62,7 @@ class OptionsCallable:
     values of ``CallableOptions.fetch`` as a list, runs ``target`` too, and traces by the
     options' ``run_options`` into a ``run_metadata`` keyword."""
 
-    def __init__(self, session: Session, options: CallableOptions) -> None:
+    def __init__(self, session: Runs, options: CallableOptions) -> None:
         if not isinstance(options, CallableOptions):
             raise TypeError(f"callable_options must be a CallableOptions, got {type(options).__name__}")
         self._session = session
