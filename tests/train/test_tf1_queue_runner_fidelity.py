@@ -132,6 +132,7 @@ def test_only_the_error_that_stops_the_coordinator_is_kept():
     coord.request_stop()
     coord.request_stop(RuntimeError("after the stop"))
     coord.join([])                        # nothing to raise: the stop came first
+    assert coord.should_stop() and coord.joined
 
 
 def test_clean_stop_types_are_the_given_ones_even_none():
