@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 import weakref
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
