@@ -25,6 +25,17 @@ import numpy as np
 import zmtf as tf
 
 
+#: The GPU share zmtf's sessions take (the first session reserves it for the process), so
+#: CuPy's baselines in the same process have the rest of the card (--memory-fraction).
+MEMORY_FRACTION = [0.5]
+
+
+def gpu_config(allow_growth: bool = False, allow_soft_placement: bool = False) -> tf.ConfigProto:
+    return tf.ConfigProto(device_count={"GPU": 1}, allow_soft_placement=allow_soft_placement,
+                          gpu_options=tf.GPUOptions(per_process_gpu_memory_fraction=MEMORY_FRACTION[0],
+                                                    allow_growth=allow_growth))
+
+
 def median(fn, reps: int) -> float:
     fn()
     times = []
@@ -41,7 +52,7 @@ def zmtf_add(n: int, reps: int) -> float:
         a = tf.Variable(tf.random_uniform([n], seed=1))
         b = tf.Variable(tf.random_uniform([n], seed=2))
         total = tf.reduce_sum(a + b)
-    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 1})) as sess:
+    with tf.Session(config=gpu_config()) as sess:
         sess.run(tf.global_variables_initializer())
         expected = float(np.sum(sess.run(a), dtype=np.float64) + np.sum(sess.run(b), dtype=np.float64))
         got = float(sess.run(total))
@@ -54,7 +65,7 @@ def zmtf_matmul(m: int, reps: int) -> float:
     with tf.device("/gpu:0"):
         x = tf.Variable(tf.random_uniform([m, m], seed=3))
         total = tf.reduce_sum(tf.matmul(x, x))
-    with tf.Session(config=tf.ConfigProto(device_count={"GPU": 1})) as sess:
+    with tf.Session(config=gpu_config()) as sess:
         sess.run(tf.global_variables_initializer())
         host = sess.run(x).astype(np.float64)
         expected = float((host @ host).sum())
@@ -86,8 +97,7 @@ def mlp_memory(layers: list[int], steps: int, batch: int, growth: bool) -> tuple
         step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
     # soft placement: the few ops without a GPU kernel (gradient shape helpers) go to the CPU
     # (gpu_options count only when this is the process's first GPU session: --memory-only)
-    config = tf.ConfigProto(device_count={"GPU": 1}, allow_soft_placement=True,
-                            gpu_options=tf.GPUOptions(allow_growth=growth))
+    config = gpu_config(allow_growth=growth, allow_soft_placement=True)
     with tf.Session(config=config) as sess:
         sess.run(tf.global_variables_initializer())
         feed = {x: xs, y: labels}
@@ -141,6 +151,8 @@ def main() -> None:
     parser.add_argument("--sizes", default=f"{2**20},{2**24},{2**28}")
     parser.add_argument("--m", type=int, default=4096)
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--memory-fraction", type=float, default=0.5,
+                        help="per_process_gpu_memory_fraction of zmtf's sessions (the rest: CuPy)")
     parser.add_argument("--mlp", default="784,256,10", help="the MLP's layer widths")
     parser.add_argument("--mlp-steps", type=int, default=1000)
     parser.add_argument("--mlp-batch", type=int, default=100)
@@ -153,6 +165,7 @@ def main() -> None:
         print("no GPU visible to zmtf (python -m zmtf.devices); nothing to measure")
         return
     layers = [int(n) for n in args.mlp.split(",")]
+    MEMORY_FRACTION[0] = args.memory_fraction
     if args.memory_only:
         print_mlp_memory(layers, args.mlp_steps, args.mlp_batch, args.allow_growth)
         return

@@ -136,3 +136,13 @@ def test_a_chunk_freed_twice_is_refused():
     allocator.free(chunk)
     with pytest.raises(ValueError, match="freed twice"):
         allocator.free(chunk)
+
+
+def test_a_reservation_the_device_cannot_give_backs_off_and_becomes_the_limit():
+    device = Device(capacity=3 * MIB)                   # another program holds the rest
+    allocator = BestFitAllocator(4 * MIB, device.extend, allow_growth=False)
+    got = allocator.reserve()
+    assert got == device.regions[0] <= 3 * MIB and got > 2 * MIB    # 4 MiB x 0.9 x 0.9 ...
+    assert allocator.stats().bytes_limit == got
+    with pytest.raises(MemoryError):                    # nothing at all: the device's error
+        BestFitAllocator(4 * MIB, Device(capacity=MIB // 2).extend, allow_growth=False).reserve()

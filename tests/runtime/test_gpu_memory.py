@@ -171,10 +171,11 @@ def test_an_oom_on_a_server_fails_that_step_and_the_server_keeps_serving():
                          text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
-    assert lines["limit"] == f"[{int((1 << 30) * 0.004)}]" and lines["reserved"] == str(int((1 << 30) * 0.004) // 256 * 256)
+    limit = int((1 << 30) * 0.004) // 256 * 256                     # the fraction, in whole chunks
+    assert (lines["limit"], lines["reserved"]) == (f"[{limit}]", str(limit))
     assert lines["oom"].startswith("OOM when allocating tensor with shape[2097152] and type float32 on "
                                    "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc: "
                                    "8388608 bytes requested")
-    assert "in use of a limit of 4294912 (per_process_gpu_memory_fraction=0.004" in lines["oom"]
+    assert f"in use of a limit of {limit} (per_process_gpu_memory_fraction=0.004" in lines["oom"]
     assert lines["then"] == "20.0"
     assert int(lines["in_use"]) < 4096

@@ -8,7 +8,7 @@ region. Regions are never given back (TF gives none back either: ``cudaFree`` sy
 the device, and a region freed now is asked for again next step).
 
 Growth (TF's two modes): without it the caller reserves the whole limit as one region up
-front; with it (``allow_growth``) a region is added when no free chunk fits, starting at
+front (less if the device has less: what it gets becomes the limit); with it (``allow_growth``) a region is added when no free chunk fits, starting at
 1 MiB and doubling, never past the limit. A request nothing can satisfy raises
 ``Exhausted`` with the numbers a person needs (the caller words the error).
 
@@ -97,11 +97,24 @@ class BestFitAllocator:
     def reserved(self) -> int:
         return sum(self._regions.values())
 
-    def reserve(self) -> None:
-        """Without growth: take the whole limit now, as one region (TF's default)."""
+    def reserve(self) -> int:
+        """Without growth: take the whole limit now, as one region (TF's default). When the
+        device has less, back off by 10% at a time, as TF does, down to ``FIRST_GROWTH_REGION``
+        (then the device's error is raised); the bytes reserved, which become the limit."""
         with self._lock:
-            if not self._regions and self.limit:
-                self._add_region(self.limit)
+            if self._regions or not self.limit:
+                return self.reserved
+            size = self.limit
+            while True:
+                try:
+                    self._add_region(size)
+                    break
+                except Exception:  # noqa: BLE001 - the device's own out-of-memory error
+                    size = int(size * 0.9) // ALIGNMENT * ALIGNMENT
+                    if size < min(self.limit, FIRST_GROWTH_REGION):
+                        raise
+            self.limit = size
+            return size
 
     def allocate(self, nbytes: int) -> Chunk:
         size = rounded(nbytes)

@@ -76,7 +76,7 @@ class GpuMemory:
         self._allocator = BestFitAllocator(self.limit, self._new_region, allow_growth=allow_growth)
         if not allow_growth:
             try:
-                self._allocator.reserve()
+                reserved = self._allocator.reserve()
             except Exception as error:  # noqa: BLE001 - numba's CudaAPIError: out of memory
                 raise ResourceExhaustedError(
                     None, None,
@@ -84,6 +84,11 @@ class GpuMemory:
                     f"({_options(fraction, allow_growth)}): {error}. Other programs may hold the "
                     f"card's memory; lower per_process_gpu_memory_fraction or set "
                     f"allow_growth.") from error
+            if reserved < self.limit // ALIGNMENT * ALIGNMENT:
+                log.warning("%s: the CUDA driver gave %d of the %d bytes asked for (other "
+                            "programs hold the rest); this process uses %d", device, reserved,
+                            self.limit, reserved)
+        self.limit = self._allocator.limit   # in whole 256-byte chunks
 
     def stats(self) -> MemoryStats:
         return self._allocator.stats()
