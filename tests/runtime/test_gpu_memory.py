@@ -115,14 +115,14 @@ def test_training_on_gpu0_gives_the_cpu_values_with_its_chunks_from_the_allocato
             return losses, sess.run(v1)
 
     cpu_losses, cpu_w = train("/cpu:0")
-    before = memory_stats("GPU:0") if _known(GPU0) else None
+    before = memory_stats(GPU0) if _known(GPU0) else None
     gpu_losses, gpu_w = train("/gpu:0")
-    after = memory_stats("/gpu:0")
+    after = memory_stats(GPU0)
     np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-5)
     np.testing.assert_allclose(gpu_w, cpu_w, rtol=1e-5, atol=1e-6)
     assert after["num_allocs"] - (before["num_allocs"] if before else 0) > 6 * 5   # chunks, per step
     gc.collect()
-    assert memory_stats(GPU0)["bytes_in_use"] == (before["bytes_in_use"] if before else 0)
+    assert memory_stats(GPU0)["bytes_in_use"] <= (before["bytes_in_use"] if before else 0)  # all given back
     assert 0.0 <= after["fragmentation"] < 1.0
 
 
@@ -132,6 +132,18 @@ def _known(device):
     except KeyError:
         return False
     return True
+
+
+def test_one_allocator_per_card_the_first_options_hold_as_in_tf(caplog):
+    from zmtf.runtime.gpu_memory import for_card
+
+    card = f"test-card-{os.getpid()}"
+    first = for_card(card, "/job:a/replica:0/task:0/device:GPU:0", 8 * MIB, 0.25, False)
+    with caplog.at_level("WARNING", logger="zmtf.devices"):
+        again = for_card(card, "/job:b/replica:0/task:0/device:GPU:0", 8 * MIB, 0.5, True)
+    assert again is first and first.stats().bytes_reserved == 2 * MIB
+    assert "gpu_options (per_process_gpu_memory_fraction=0.5, allow_growth=true) ignored" in caplog.text
+    assert memory_stats("/job:b/replica:0/task:0/device:GPU:0")["bytes_limit"] == 2 * MIB
 
 
 def test_memory_stats_names_the_gpus_it_knows():
