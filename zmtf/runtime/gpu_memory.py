@@ -38,7 +38,13 @@ _MIB = 1 << 20
 
 
 def simulated_card_bytes() -> int:
-    return int(os.environ.get("ZMTF_CUDASIM_MEMORY_BYTES") or SIMULATED_CARD_BYTES)
+    text = os.environ.get("ZMTF_CUDASIM_MEMORY_BYTES", "").strip()
+    if not text:
+        return SIMULATED_CARD_BYTES
+    if not text.isdigit() or int(text) <= 0:
+        raise ValueError(f"ZMTF_CUDASIM_MEMORY_BYTES={text!r}: expected the simulated GPU's "
+                         f"memory as a positive number of bytes, e.g. {SIMULATED_CARD_BYTES}")
+    return int(text)
 
 
 def system_headroom(available: int, compute_capability: tuple[int, int]) -> int:
@@ -69,8 +75,10 @@ class GpuMemory:
         self.allow_growth = allow_growth
         self.driver_index = driver_index
         self.allocator_name = f"GPU_{driver_index}_bfc"
-        if available is None:
-            available = _free_memory(driver_index, total)
+        if available is None or total <= 0:
+            free, known = _memory_info(driver_index, total)
+            total = total if total > 0 else known
+            available = free if available is None else available
         self.limit = memory_limit(total, available, fraction, compute_capability)
         self._regions: dict[int, Any] = {}   # base address -> the device allocation
         self._allocator = BestFitAllocator(self.limit, self._new_region, allow_growth=allow_growth)
@@ -199,14 +207,15 @@ def _simulated() -> bool:
     return bool(getattr(config, "ENABLE_CUDASIM"))
 
 
-def _free_memory(driver_index: int, total: int) -> int:
-    """The card's free bytes now (the simulator's card: all of ``total``)."""
+def _memory_info(driver_index: int, total: int) -> tuple[int, int]:
+    """(free, total) bytes of the card now; the simulator's card: all of ``total`` free."""
     if _simulated():
-        return total
+        return total, total
     from numba import cuda
 
     with cuda.gpus[driver_index]:
-        return int(cuda.current_context().get_memory_info().free)
+        info = cuda.current_context().get_memory_info()
+    return int(info.free), int(info.total)
 
 
 def _allocate_empty(shape: tuple, dtype: np.dtype, stream: Any) -> Any:
