@@ -191,3 +191,11 @@ def test_an_oom_on_a_server_fails_that_step_and_the_server_keeps_serving():
     assert f"in use of a limit of {limit} (per_process_gpu_memory_fraction=0.004" in lines["oom"]
     assert lines["then"] == "20.0"
     assert int(lines["in_use"]) < 4096
+
+
+def test_growth_the_device_cannot_give_is_resource_exhausted_too():
+    memory = GpuMemory("/device:GPU:0", total=1 << 50, fraction=1.0, allow_growth=True)  # 1 PiB "card"
+    with pytest.raises(tf.errors.ResourceExhaustedError, match="the CUDA driver could not grow the reservation"):
+        memory.empty((1 << 44,), np.float32)            # 64 TiB: no device or host has it
+    small = memory.empty((10,), np.float32)             # and the allocator still works
+    assert memory.stats().bytes_in_use == 256 and address(small) % 256 == 0

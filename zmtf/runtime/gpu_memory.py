@@ -64,6 +64,10 @@ def memory_limit(total: int, available: int, fraction: float,
     return max(0, available - system_headroom(available, compute_capability))
 
 
+class DeviceOutOfMemory(Exception):
+    """The device (or the simulator's host) could not give a region."""
+
+
 class GpuMemory:
     """The memory of one GPU in this process; ``empty`` allocates device arrays within it."""
 
@@ -111,7 +115,7 @@ class GpuMemory:
             chunk = self._allocator.allocate(nbytes)
         except Exhausted as full:
             raise self._oom(shape, dtype, full) from None
-        except Exception as error:  # noqa: BLE001 - the driver could not give a growth region
+        except DeviceOutOfMemory as error:   # the driver could not give a growth region
             raise ResourceExhaustedError(
                 None, None,
                 f"OOM when allocating tensor with shape{list(shape)} and type {dtype.name} on "
@@ -139,6 +143,12 @@ class GpuMemory:
     def _new_region(self, size: int) -> int:
         """``size`` bytes from the device (a numpy buffer on the simulator's card); its
         aligned base address."""
+        try:
+            return self._allocate_region(size)
+        except Exception as error:  # noqa: BLE001 - numba's CudaAPIError, numpy's MemoryError
+            raise DeviceOutOfMemory(f"{size} bytes: {error}") from error
+
+    def _allocate_region(self, size: int) -> int:
         if _simulated():
             buffer = np.empty(size + ALIGNMENT, np.uint8)
             address = buffer.__array_interface__["data"][0]
