@@ -160,12 +160,14 @@ def test_gpu_bench_checks_its_results_on_a_simulated_gpu():
     import os
 
     bench = pathlib.Path(__file__).resolve().parents[1] / "bench" / "gpu.py"
-    out = subprocess.run([sys.executable, str(bench), "--sizes", "300", "--m", "9", "--reps", "1"],
+    out = subprocess.run([sys.executable, str(bench), "--sizes", "300", "--m", "9", "--reps", "1",
+                          "--mlp", "4,3,2", "--mlp-batch", "2", "--mlp-steps", "2"],
                          capture_output=True, text=True, timeout=180,
                          env=dict(os.environ, **SIMULATED_GPU))
     assert out.returncode == 0, out.stderr
     assert "add+sum n=       300: zmtf" in out.stdout
     assert "matmul 9^2 float32: zmtf" in out.stdout
+    assert "MLP 4-3-2, batch 2, on /gpu:0, 2 steps" in out.stdout and "fragmentation" in out.stdout
 
 
 @pytest.mark.parametrize("mode", [[], ["--sync_replicas"]], ids=["async", "sync"])

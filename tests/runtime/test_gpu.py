@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import zmtf as tf
-from zmtf.runtime.gpu_memory import GpuMemory
 from zmtf.runtime.gpus import discover, parse_visible_device_list, simulator_enabled
 
 SIMULATED = simulator_enabled()
@@ -105,20 +104,6 @@ def test_gpu_and_cpu_agree_on_an_mlp_forward_pass():
     np.testing.assert_allclose(loss_on("/gpu:0"), loss_on("/cpu:0"), rtol=1e-5)
 
 
-def test_memory_budget_refuses_past_the_fraction():
-    memory = GpuMemory("/device:GPU:0", total=1 << 20, fraction=0.5, allow_growth=False)
-    first = memory.empty((64 * 1024,), np.float32)          # 256 KiB of a 512 KiB budget
-    with pytest.raises(tf.errors.ResourceExhaustedError, match="budget of 524288 bytes"):
-        memory.empty((96 * 1024,), np.float32)             # 384 KiB more would pass it
-    assert memory.in_use == 256 * 1024
-    del first
-    import gc
-
-    gc.collect()
-    assert memory.in_use == 0
-    memory.empty((96 * 1024,), np.float32)
-
-
 def test_visible_device_list_orders_and_validates():
     assert parse_visible_device_list("", 2) == [0, 1]
     assert parse_visible_device_list("1,0", 2) == [1, 0]
@@ -132,34 +117,6 @@ def test_visible_device_list_orders_and_validates():
 def test_cpu_only_when_gpus_are_not_requested():
     with tf.Session() as sess:   # simulator on, but not requested: CPU only
         assert [d.device_type for d in sess.list_devices()] == ["CPU"]
-
-
-def test_allow_growth_keeps_freed_blocks_and_reuses_them():
-    import gc
-
-    memory = GpuMemory("/device:GPU:0", total=1 << 20, fraction=0.5, allow_growth=True)
-    first = memory.empty((64 * 1024,), np.float32)                 # 256 KiB
-    block = address(first)
-    del first
-    gc.collect()
-    assert (memory.in_use, memory.kept) == (0, 256 * 1024)        # kept, not given back
-    again = memory.empty((256, 256), np.float32)                   # same size, other shape
-    assert (memory.in_use, memory.kept) == (256 * 1024, 0)
-    assert address(again) == block and again.shape == (256, 256)
-    del again
-    gc.collect()
-    bigger = memory.empty((96 * 1024,), np.float32)                # 384 KiB: kept 256 KiB must go
-    assert (memory.in_use, memory.kept) == (384 * 1024, 0)
-    with pytest.raises(tf.errors.ResourceExhaustedError, match="budget of 524288 bytes"):
-        memory.empty((64 * 1024,), np.float32)
-    del bigger
-
-
-def address(array):
-    """Where a device array's memory starts, on the simulator's card or a real one."""
-    if SIMULATED:
-        return array._ary.__array_interface__["data"][0]
-    return array.device_ctypes_pointer.value
 
 
 def _hold_claim(ledger, card, fraction):
@@ -199,35 +156,6 @@ def test_ledger_two_shares_of_0_4_fit_a_third_is_refused_until_one_dies(tmp_path
         for proc in (first, second):
             if proc.poll() is None:
                 proc.communicate("")
-
-
-def test_a_freed_block_is_reused_only_once_every_view_of_it_is_gone():
-    import gc
-
-    memory = GpuMemory("/device:GPU:0", total=1 << 20, fraction=0.5, allow_growth=False)
-    first = memory.empty((1024,), np.float32)
-    start = address(first)
-    view = first.reshape(32, 32)                  # a Reshape output: same memory
-    del first
-    gc.collect()
-    assert (memory.in_use, memory.kept) == (4096, 0)      # the view still holds the block
-    other = memory.empty((1024,), np.float32)
-    assert address(other) != start
-    del view
-    gc.collect()
-    assert memory.kept == 4096
-    again = memory.empty((32, 32), np.float32)            # same size class: the kept block
-    assert address(again) == start and memory.kept == 0
-    del other, again
-
-
-def test_size_classes_round_up_by_at_most_an_eighth():
-    from zmtf.runtime.gpu_memory import size_class
-
-    assert [size_class(n) for n in (1, 512, 513, 4096)] == [512, 512, 1024, 4096]
-    for n in (4097, 100_000, 3 << 20, (1 << 30) + 1):
-        assert n <= size_class(n) <= n * 1.125 + 1
-    assert size_class(100_000) == size_class(99_000)
 
 
 @pytest.mark.parametrize("optimizer", ["GradientDescent", "Momentum", "Adam", "RMSProp", "Adagrad"])

@@ -104,11 +104,12 @@ def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, in
                   pools: DevicePools) -> list[LocalDevice]:
     """This task's devices, GPUs first (the default device is GPU:0 when there is one).
 
-    Each GPU gets a one-thread inter-op queue bound to its CUDA context and memory budget.
+    Each GPU gets a one-thread inter-op queue bound to its CUDA context and its card's memory
+    (reserved here, by the first session of the process that uses the card).
     """
     from zmtf.runtime import transfers  # noqa: F401  (registers the host<->GPU copy kernels)
     from zmtf.runtime import gpu_ledger
-    from zmtf.runtime.gpu_memory import GpuMemory, bind_thread
+    from zmtf.runtime.gpu_memory import bind_thread, for_card, simulated_card_bytes
     from zmtf.runtime.gpus import discover
 
     devices = []
@@ -124,9 +125,11 @@ def local_devices(task_prefix: str, gpu_options: Any, device_count: dict[str, in
         name = f"{task_prefix}/device:GPU:{gpu.index}"
         if gpu_ledger.enabled_for(gpu.simulated):   # 0.4 + 0.4 share a card; a third is refused
             gpu_ledger.claim(gpu.card, gpu_options.per_process_gpu_memory_fraction, name)
-        memory = GpuMemory(name, gpu.total_memory, gpu_options.per_process_gpu_memory_fraction,
-                           gpu_options.allow_growth)
-        pools.configure(name, 1, lambda i=gpu.driver_index, m=memory: bind_thread(i, m))
+        total = gpu.total_memory or (simulated_card_bytes() if gpu.simulated else 0)
+        memory = for_card(gpu.card, name, total, gpu_options.per_process_gpu_memory_fraction,
+                          gpu_options.allow_growth,
+                          compute_capability=gpu.compute_capability, driver_index=gpu.driver_index)
+        pools.configure(name, 1, lambda i=gpu.driver_index, m=memory, n=name: bind_thread(i, m, n))
         kind = " (simulated)" if gpu.simulated else ""
         devices.append(LocalDevice(name, "GPU", memory.limit,
                                    f"device: {gpu.driver_index}, name: {gpu.name}{kind}, compute "
