@@ -83,6 +83,15 @@ def read_records(stream: BinaryIO, name: str, size: int | None = None,
     ``size`` (the file's length, if known) bounds every length before anything is read;
     ``max_bytes`` bounds one record too (a compressed file's length is not known, and a small
     one can inflate to a record of gigabytes): ResourceExhaustedError past it."""
+    for block in read_record_blocks(stream, name, size, max_bytes):
+        yield from block
+
+
+def read_record_blocks(stream: BinaryIO, name: str, size: int | None = None,
+                       max_bytes: int | None = None) -> Iterator[list[bytes]]:
+    """read_records' records a list at a time (those of one chunk of the stream, or one large
+    record): for readers that take many records at once (a dataset's batch), with no Python
+    step per record. The good records before a damaged one come as a list, then the error."""
     buffered, base, ended = b"", 0, False   # base: the offset of buffered[0] in the file
     # one read of the underlying stream at a time: a decompressing stream that fails (a
     # truncated file) then fails after the records before the damage have been handed out
@@ -93,14 +102,15 @@ def read_records(stream: BinaryIO, name: str, size: int | None = None,
             ended = not more
             buffered = buffered + more if buffered else more
         records, used, error = _whole_records(buffered, base, name, max_bytes)
-        yield from records
+        if records:
+            yield records
         if error is not None:
             raise error
         buffered, base = buffered[used:], base + used
         if not buffered and ended:
             return
         if ended or _needs_its_own_read(buffered, max_bytes):
-            yield _one_record(buffered, stream, base, name, size, max_bytes)
+            yield [_one_record(buffered, stream, base, name, size, max_bytes)]
             buffered, base = b"", base + _FRAME + _LENGTH.unpack_from(buffered)[0]
 
 
@@ -238,13 +248,20 @@ def tf_record_iterator(path: str, options: object = None) -> Iterator[bytes]:
 def file_records(path: str, kind: str, max_bytes: int | None = None) -> Iterator[bytes]:
     """The records of the file at ``path``, compressed as ``kind`` ("", "ZLIB", "GZIP"), each
     at most ``max_bytes`` long (see read_records)."""
+    for block in file_record_blocks(path, kind, max_bytes):
+        yield from block
+
+
+def file_record_blocks(path: str, kind: str, max_bytes: int | None = None
+                       ) -> Iterator[list[bytes]]:
+    """file_records' records a list at a time (see read_record_blocks)."""
     try:
         stream = open(path, "rb")
     except FileNotFoundError:
         raise NotFoundError(None, None, f"{path}; No such file or directory") from None
     with stream:
         size = None if kind else os.fstat(stream.fileno()).st_size
-        yield from read_records(decompressed(stream, kind, path), path, size, max_bytes)
+        yield from read_record_blocks(decompressed(stream, kind, path), path, size, max_bytes)
 
 
 class TFRecordWriter:
@@ -337,5 +354,6 @@ class TFRecordWriter:
         self.close()
 
 
-__all__ = ["TFRecordWriter", "crc32c", "encode_record", "encode_records", "file_records",
-           "masked_crc32c", "read_records", "tf_record_iterator"]
+__all__ = ["TFRecordWriter", "crc32c", "encode_record", "encode_records", "file_record_blocks",
+           "file_records", "masked_crc32c", "read_record_blocks", "read_records",
+           "tf_record_iterator"]
