@@ -14,6 +14,7 @@ Cases (each timed ``--reps`` times per side; the medians are printed):
 - ``tfrecord read``: the same file through ``tf.python_io.tf_record_iterator``;
 - ``tfrecord dataset``: the same file through ``tf.data.TFRecordDataset(...).batch(1000)``
   and a one-shot iterator in a graph session (TF: ``tf.compat.v1``, graph mode);
+- ``tfrecord gzip``: as ``dataset``, the records in a GZIP file (``compression_type="GZIP"``);
 - ``checkpoint save`` / ``restore``: 50 float32 variables of 1M elements (200 MB) with a V2
   ``tf.train.Saver`` (zmtf: ``write_version=SaverDef.V2``), meta graph written;
 - ``png encode`` / ``decode``, ``jpeg encode`` / ``decode``: a 512x512 RGB image through
@@ -50,7 +51,7 @@ VARIABLES, VARIABLE_ELEMENTS = 50, 1_000_000        # 50 x 4 MB = 200 MB of floa
 IMAGE_SIDE = 512
 CRC_SIZES = {"100B": 100, "64KiB": 64 << 10, "1MiB": 1 << 20, "64MiB": 64 << 20}
 CASES = ([f"crc {name}" for name in CRC_SIZES]
-         + ["tfrecord write", "tfrecord read", "tfrecord dataset",
+         + ["tfrecord write", "tfrecord read", "tfrecord dataset", "tfrecord gzip",
             "checkpoint save", "checkpoint restore",
             "png encode", "png decode", "jpeg encode", "jpeg decode"])
 ANSWER_TIMEOUT = 600.0
@@ -115,9 +116,22 @@ class Side:
 
     def tfrecord_dataset(self) -> float:
         self._records_file()
+        return self._dataset(self.record_path, "")
+
+    def tfrecord_gzip(self) -> float:
+        """The same records in a GZIP file through TFRecordDataset(..., "GZIP").batch(1000)."""
+        path = self.record_path + ".gz"
+        if not os.path.exists(path):
+            record = os.urandom(RECORD_BYTES)
+            with self.tf.python_io.TFRecordWriter(path, "GZIP") as writer:
+                for _ in range(RECORDS):
+                    writer.write(record)
+        return self._dataset(path, "GZIP")
+
+    def _dataset(self, path: str, compression: str) -> float:
         tf = self.tf
         with tf.Graph().as_default():
-            dataset = tf.data.TFRecordDataset(self.record_path).batch(1000)
+            dataset = tf.data.TFRecordDataset(path, compression).batch(1000)
             batch = tf.data.make_one_shot_iterator(dataset).get_next() if self.kind == "tf" \
                 else dataset.make_one_shot_iterator().get_next()
             with tf.Session() as sess:

@@ -88,3 +88,22 @@ def test_a_batch_past_the_tensor_limit_is_refused_at_once(tmp_path):
     fast, error = _batches(tf.data.TFRecordDataset(path).batch(1 << 40))
     assert fast == [] and isinstance(error, tf.errors.ResourceExhaustedError)
     assert "smaller batch size" in str(error)
+
+
+@pytest.mark.parametrize("byte, what", [(9, "length's"), (40, "data's")])
+def test_damage_among_records_of_one_length_is_found_at_its_record(tmp_path, byte, what):
+    """Records of one length are checked as columns of one table; a bad CRC there is still
+    reported at its own record, after the records before it."""
+    records = [RNG.bytes(100) for _ in range(12_000)]   # 1.4 MB: the damage is in chunk 2
+    raw = bytearray(encode_records(records))
+    raw[10_000 * 116 + byte] ^= 0x01
+    path = tmp_path / "one-length.tfrecord"
+    path.write_bytes(bytes(raw))
+    seen = []
+    with pytest.raises(tf.errors.DataLossError,
+                       match=f"corrupted record at byte {10_000 * 116} of .*the {what} CRC"):
+        for record in tf.python_io.tf_record_iterator(str(path)):
+            seen.append(record)
+    assert seen == records[:10_000]
+    fast, error = _batches(tf.data.TFRecordDataset(str(path)).batch(1000))
+    assert sum(fast, []) == records[:10_000] and isinstance(error, tf.errors.DataLossError)

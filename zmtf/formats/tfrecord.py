@@ -133,6 +133,9 @@ def _whole_records(buffered: bytes, base: int, name: str, max_bytes: int | None
     at = _record_starts(buffered, raw)
     if not len(at):
         return [], 0, None
+    same = _one_length(buffered, raw, at, max_bytes)
+    if same is not None:
+        return same
     lengths = _words(raw, at, 8).astype(np.int64)
     if max_bytes is not None and (lengths > max_bytes).any():   # left to _one_record
         count = int(np.argmax(lengths > max_bytes))
@@ -147,7 +150,13 @@ def _whole_records(buffered: bytes, base: int, name: str, max_bytes: int | None
     stops = at + _HEADER.size + lengths
     records = [buffered[start:stop] for start, stop in zip(starts, stops.tolist())]
     bad = bad_head | (_crcs(records) != _words(raw, stops))
-    used = int(stops[-1]) + _FOOTER.size
+    return _checked(records, int(stops[-1]) + _FOOTER.size, bad, bad_head, at, base, name)
+
+
+def _checked(records: list[bytes], used: int, bad: np.ndarray, bad_head: np.ndarray,
+             at: np.ndarray, base: int, name: str
+             ) -> tuple[list[bytes], int, DataLossError | None]:
+    """_whole_records' answer once each record's CRCs are compared (``bad``)."""
     if not bad.any():
         return records, used, None
     first = int(np.argmax(bad))
@@ -155,6 +164,34 @@ def _whole_records(buffered: bytes, base: int, name: str, max_bytes: int | None
     error = DataLossError(None, None, f"corrupted record at byte {base + int(at[first])} of "
                           f"{name}: the {what} CRC does not match")
     return records[:first], 0, error
+
+
+def _one_length(buffered: bytes, raw: np.ndarray, at: np.ndarray, max_bytes: int | None
+                ) -> tuple[list[bytes], int, DataLossError | None] | None:
+    """_whole_records for records that all have one length (they start every ``step``
+    bytes): their headers and CRCs are columns of one reshaped view, no gathering. None when
+    the records are not all of one length (or past ``max_bytes``) or one is damaged: the
+    general path then finds and reports it."""
+    count = len(at)
+    step = int(at[1]) if count > 1 else 0
+    length = step - _FRAME
+    if count < 2 or int(at[-1]) != (count - 1) * step or \
+            _LENGTH.unpack_from(buffered, int(at[-1]))[0] != length or \
+            (max_bytes is not None and length > max_bytes):
+        return None
+    table = raw[:count * step].reshape(count, step)
+    want = _FOOTER.unpack_from(_header(length), 8)[0]
+    if (_column(table, 8) != want).any():
+        return None   # the general path names the damaged record
+    records = [buffered[start:start + length] for start in range(_HEADER.size, count * step, step)]
+    if (_crcs(records) != _column(table, step - _FOOTER.size)).any():
+        return None
+    return records, count * step, None
+
+
+def _column(table: np.ndarray, at: int) -> np.ndarray:
+    """The little-endian uint32 at byte ``at`` of every row of ``table``."""
+    return np.ascontiguousarray(table[:, at:at + 4]).view("<u4").ravel()
 
 
 def _record_starts(buffered: bytes, raw: np.ndarray) -> np.ndarray:
