@@ -19,7 +19,10 @@ Cases (each timed ``--reps`` times per side; the medians are printed):
   ``tf.train.Saver`` (zmtf: ``write_version=SaverDef.V2``), meta graph written;
 - ``png encode`` / ``decode``, ``jpeg encode`` / ``decode``: a 512x512 RGB image through
   ``tf.image.encode_png`` / ``decode_png`` / ``encode_jpeg`` / ``decode_jpeg`` in a session.
-A side that cannot run a case (an older tree without a JPEG codec) shows "-".
+A side that cannot run a case (an older tree without a JPEG codec) shows "-". Before each
+checkpoint case the driver syncs the file system (untimed): zmtf fsyncs a checkpoint before
+renaming it into place and TF does not, so without it zmtf's fsync would also wait for the
+200 MB that the side before it (TF) left dirty.
 
 Sides: ``zmtf`` is the tree this file is in (or ``--new``), run with this Python;
 ``--base TREE`` adds an older zmtf tree (e.g. /work/main before the change) as ``base``;
@@ -309,6 +312,8 @@ def main() -> None:
         for rep in range(args.reps):
             for case in cases:
                 for label in rotated(list(clients), rep):
+                    if case.startswith("checkpoint"):
+                        os.sync()   # no side's fsync waits on the dirty pages of another's save
                     clients[label].send("case " + case)
                     answer = clients[label].receive(ANSWER_TIMEOUT)
                     if "seconds" in answer:
