@@ -49,30 +49,6 @@ def test_assign_stores_a_private_copy(ctx, run):
     np.testing.assert_array_equal(out, [0, 1, 2])
 
 
-def test_assign_of_the_same_shape_and_dtype_writes_into_the_variable_buffer(ctx, run):
-    """As TF's AssignOp: no new array when the value fits the variable (restores write
-    into warm memory); another shape, another dtype or a read-only buffer gets a new one."""
-    ref = _variable(ctx, "v", [3])
-    run("Assign", [ref, np.zeros(3, np.float32)])
-    buffer = ctx.resources.read("v")
-    value = np.arange(3, dtype=np.float32)
-    (out,) = run("Assign", [ref, value])
-    assert ctx.resources.read("v") is buffer and out is buffer
-    assert not np.shares_memory(buffer, value)
-    np.testing.assert_array_equal(buffer, [0, 1, 2])
-    run("Assign", [ref, np.arange(3, dtype=np.float64)])
-    assert ctx.resources.read("v") is not buffer and ctx.resources.read("v").dtype == np.float64
-    wider = _variable(ctx, "w", None)
-    run("Assign", [wider, np.zeros(2, np.float32)], validate_shape=False)
-    first = ctx.resources.read("w")
-    run("Assign", [wider, np.ones(4, np.float32)], validate_shape=False)
-    assert ctx.resources.read("w") is not first and first.tolist() == [0, 0]
-    first.flags.writeable = False   # a stored buffer others may share
-    ctx.resources.assign("w", first)
-    run("Assign", [wider, np.ones(2, np.float32)], validate_shape=False)
-    assert ctx.resources.read("w") is not first and first.tolist() == [0, 0]
-
-
 def test_identity_of_a_variable_reads_its_current_value(ctx, run):
     ref = _variable(ctx, "v", [2])
     run("Assign", [ref, np.array([1.0, 2.0], np.float32)])

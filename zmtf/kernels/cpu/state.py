@@ -4,7 +4,7 @@ A ``Variable`` op outputs a ``VariableRef``, a handle on one entry of the runtim
 variable store (``ctx.resources``), not a value. Consumers read the value through
 ``Identity``, which returns the stored array itself (TF1 ref reads: no copy inside a step;
 the runtime copies fetched values that alias the store). The store owns its arrays:
-``Assign`` copies into the stored array (or stores a private copy), updates happen in place under
+``Assign`` stores a private copy, updates happen in place under
 ``ctx.resources.lock(name)``, and the outputs of the kernels here are copies.
 
 Registered on CPU for every dtype (the lookup dtype is the variable's dtype).
@@ -90,31 +90,24 @@ def _shape_error(lhs: Sequence[Any], rhs: tuple[int, ...], node_name: str) -> In
 
 @register("Assign")
 def assign(ctx: Any, inputs: list, attrs: dict) -> list:
-    """Assign(ref, value): copy ``value`` into the variable; output the stored array.
+    """Assign(ref, value): store a private copy of ``value``; output another copy of it.
 
     With ``validate_shape`` (default True) the value must match the variable's declared
-    shape and, when initialized, its current shape. As TF's AssignOp, a value of the
-    variable's shape and dtype is copied into the variable's own buffer (no allocation: a
-    checkpoint restore writes 200 MB into warm memory instead of faulting in 200 MB more);
-    otherwise the variable gets a private copy.
+    shape and, when initialized, its current shape.
     """
     node_name = attrs["_node_name"]
     ref, value = _ref(inputs[0], node_name), np.asarray(inputs[1])
+    stored = np.array(value, copy=True, order="C")
     store = ref.store
     with store.lock(ref.name):
-        current = store.values.get(ref.name)
         if attrs.get("validate_shape", True):
             declared = attrs.get("shape", ref.shape)
             if declared is not None and not _shapes_match(declared, value.shape):
                 raise _shape_error(declared, value.shape, node_name)
-            if current is not None and current.shape != value.shape:
-                raise _shape_error(current.shape, value.shape, node_name)
-        if (type(current) is np.ndarray and current.shape == value.shape
-                and current.dtype == value.dtype and current.flags.writeable
-                and current.flags.c_contiguous):
-            np.copyto(current, value)   # reads alias the store: they see it, as in TF1
-            return [current]
-        stored = np.array(value, copy=True, order="C")
+            if store.is_initialized(ref.name):
+                current = store.read(ref.name).shape
+                if current != value.shape:
+                    raise _shape_error(current, value.shape, node_name)
         store.assign(ref.name, stored)
         # The stored (private) array, as TF1 returns the ref: fetches copy what aliases storage.
         return [stored]
