@@ -5,7 +5,8 @@ Why: issue 28 replaced zmtf's hand-written CRC-32C, PNG and WAV with libraries a
 TFRecord files and V2 checkpoints go at least as fast as TensorFlow 2.21. Runs minutes apart
 on a shared 2-vCPU machine differ by more than the differences measured, so every side runs
 in a process of its own, all up at once, and each repetition of a case goes round the sides
-in turn (the side that goes first rotates): drift hits every side alike.
+in turn (the side that goes first rotates with every case and repetition): drift hits every
+side alike. Each call's CPU time (every thread of the side's process) is printed too.
 
 Cases (each timed ``--reps`` times per side; the medians are printed):
 - ``crc <size>``: CRC-32C of 100 B, 64 KiB, 1 MiB and 64 MiB (``zmtf.formats.crc32c``;
@@ -77,6 +78,13 @@ class Side:
         self.record_path = os.path.join(folder, "records.tfrecord")
         self._checkpoint: tuple[Any, Any, Any, str] | None = None
         self._images: dict[str, Callable[[], Any]] | None = None
+
+    def timed(self, case: str) -> dict[str, float]:
+        """The case's seconds (as it measures them) and the CPU seconds this process spent
+        on the whole call (every thread: TF's pools too), the figure to read under load."""
+        cpu = time.process_time()
+        seconds = self.run(case)
+        return {"seconds": seconds, "cpu": time.process_time() - cpu}
 
     def run(self, case: str) -> float:
         group, what = case.split()
@@ -244,7 +252,7 @@ def side_main(kind: str) -> None:
         for words in commands():
             case = " ".join(words[1:])
             try:
-                say({"seconds": side.run(case)})
+                say(side.timed(case))
             except Exception as error:   # this side cannot run the case: "-" in the table
                 say({"error": f"{type(error).__name__}: {error}"[:200]})
     finally:
@@ -308,19 +316,24 @@ def main() -> None:
         for client in clients.values():
             client.wait_ready(ANSWER_TIMEOUT)
         samples: dict[tuple[str, str], list[float]] = {}
+        cpu: dict[tuple[str, str], list[float]] = {}
         errors: dict[tuple[str, str], str] = {}
         for rep in range(args.reps):
-            for case in cases:
-                for label in rotated(list(clients), rep):
+            for index, case in enumerate(cases):
+                # the first side rotates with every case, not only every rep: rotating per rep
+                # alone puts each side right after the same other side every time
+                for label in rotated(list(clients), rep + index):
                     if case.startswith("checkpoint"):
                         os.sync()   # no side's fsync waits on the dirty pages of another's save
                     clients[label].send("case " + case)
                     answer = clients[label].receive(ANSWER_TIMEOUT)
                     if "seconds" in answer:
                         samples.setdefault((label, case), []).append(answer["seconds"])
+                        cpu.setdefault((label, case), []).append(answer["cpu"])
                     else:
                         errors[(label, case)] = answer["error"]
         _report(cases, list(clients), samples, args.reps)
+        _report_cpu(cases, list(clients), cpu)
         for (label, case), error in errors.items():
             print(f"  ({label} cannot run '{case}': {error})")
     finally:
@@ -343,6 +356,22 @@ def _report(cases: list[str], labels: list[str], samples: dict, reps: int) -> No
         print(line)
     print(json.dumps({f"{label}|{case}": statistics.median(values)
                       for (label, case), values in samples.items()}))
+
+
+def _report_cpu(cases: list[str], labels: list[str], cpu: dict) -> None:
+    """CPU ms per call (median), for the cases timed once per call (file formats): on a
+    loaded machine wall time mostly measures the wait for a core."""
+    print("CPU time of the side's process per call (median ms; all its threads)")
+    for case in cases:
+        if case.split()[0] not in ("tfrecord", "checkpoint"):
+            continue
+        medians = {label: statistics.median(cpu[(label, case)]) * 1e3
+                   for label in labels if (label, case) in cpu}
+        line = f"{case:20}" + "".join(f"{medians[label]:>{30}.1f}" if label in medians
+                                      else f"{'-':>30}" for label in labels)
+        if medians.get("tf") and medians.get("zmtf"):
+            line += f"   {medians['tf'] / medians['zmtf']:6.2f}x"
+        print(line)
 
 
 if __name__ == "__main__":
