@@ -163,7 +163,7 @@ def encode_png(pixels: np.ndarray, compression: int = -1) -> bytes:
     out.write(PNG_SIGNATURE)
     PngImagePlugin.putchunk(out, b"IHDR", struct.pack(">IIBBBBB", width, height, depth,
                                                       _COLOR_TYPES[channels], 0, 0, 0))
-    PngImagePlugin.putchunk(out, b"IDAT", zlib.compress(rows.data, compression))
+    PngImagePlugin.putchunk(out, b"IDAT", zlib.compress(rows.tobytes(), compression))
     PngImagePlugin.putchunk(out, b"IEND", b"")
     return out.getvalue()
 
