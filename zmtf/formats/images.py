@@ -1,4 +1,5 @@
-"""PNG and JPEG through Pillow: pixels in, bytes out, and bytes in, the samples as stored out.
+"""PNG and JPEG over Pillow (PNG encoding is zlib's, see encode_png): pixels in, bytes out,
+and bytes in, the samples as stored out.
 
 TF's own conversions (channel counts, libpng's grey weights, 8 <-> 16 bits) are the kernels'
 (kernels/cpu/image_codecs.py); what is here is the codec. Decoding is two steps, so that the
