@@ -5,7 +5,8 @@ Why: issue 28 replaced zmtf's hand-written CRC-32C, PNG and WAV with libraries a
 TFRecord files and V2 checkpoints go at least as fast as TensorFlow 2.21. Runs minutes apart
 on a shared 2-vCPU machine differ by more than the differences measured, so every side runs
 in a process of its own, all up at once, and each repetition of a case goes round the sides
-in turn (the side that goes first rotates): drift hits every side alike.
+in turn (the side that goes first rotates with every case and repetition): drift hits every
+side alike. Each call's CPU time (every thread of the side's process) is printed too.
 
 Cases (each timed ``--reps`` times per side; the medians are printed):
 - ``crc <size>``: CRC-32C of 100 B, 64 KiB, 1 MiB and 64 MiB (``zmtf.formats.crc32c``;
@@ -14,11 +15,15 @@ Cases (each timed ``--reps`` times per side; the medians are printed):
 - ``tfrecord read``: the same file through ``tf.python_io.tf_record_iterator``;
 - ``tfrecord dataset``: the same file through ``tf.data.TFRecordDataset(...).batch(1000)``
   and a one-shot iterator in a graph session (TF: ``tf.compat.v1``, graph mode);
+- ``tfrecord gzip``: as ``dataset``, the records in a GZIP file (``compression_type="GZIP"``);
 - ``checkpoint save`` / ``restore``: 50 float32 variables of 1M elements (200 MB) with a V2
   ``tf.train.Saver`` (zmtf: ``write_version=SaverDef.V2``), meta graph written;
 - ``png encode`` / ``decode``, ``jpeg encode`` / ``decode``: a 512x512 RGB image through
   ``tf.image.encode_png`` / ``decode_png`` / ``encode_jpeg`` / ``decode_jpeg`` in a session.
-A side that cannot run a case (an older tree without a JPEG codec) shows "-".
+A side that cannot run a case (an older tree without a JPEG codec) shows "-". Before each
+checkpoint case the driver syncs the file system (untimed): zmtf fsyncs a checkpoint before
+renaming it into place and TF does not, so without it zmtf's fsync would also wait for the
+200 MB that the side before it (TF) left dirty.
 
 Sides: ``zmtf`` is the tree this file is in (or ``--new``), run with this Python;
 ``--base TREE`` adds an older zmtf tree (e.g. /work/main before the change) as ``base``;
@@ -50,7 +55,7 @@ VARIABLES, VARIABLE_ELEMENTS = 50, 1_000_000        # 50 x 4 MB = 200 MB of floa
 IMAGE_SIDE = 512
 CRC_SIZES = {"100B": 100, "64KiB": 64 << 10, "1MiB": 1 << 20, "64MiB": 64 << 20}
 CASES = ([f"crc {name}" for name in CRC_SIZES]
-         + ["tfrecord write", "tfrecord read", "tfrecord dataset",
+         + ["tfrecord write", "tfrecord read", "tfrecord dataset", "tfrecord gzip",
             "checkpoint save", "checkpoint restore",
             "png encode", "png decode", "jpeg encode", "jpeg decode"])
 ANSWER_TIMEOUT = 600.0
@@ -73,6 +78,13 @@ class Side:
         self.record_path = os.path.join(folder, "records.tfrecord")
         self._checkpoint: tuple[Any, Any, Any, str] | None = None
         self._images: dict[str, Callable[[], Any]] | None = None
+
+    def timed(self, case: str) -> dict[str, float]:
+        """The case's seconds (as it measures them) and the CPU seconds this process spent
+        on the whole call (every thread: TF's pools too), the figure to read under load."""
+        cpu = time.process_time()
+        seconds = self.run(case)
+        return {"seconds": seconds, "cpu": time.process_time() - cpu}
 
     def run(self, case: str) -> float:
         group, what = case.split()
@@ -115,9 +127,22 @@ class Side:
 
     def tfrecord_dataset(self) -> float:
         self._records_file()
+        return self._dataset(self.record_path, "")
+
+    def tfrecord_gzip(self) -> float:
+        """The same records in a GZIP file through TFRecordDataset(..., "GZIP").batch(1000)."""
+        path = self.record_path + ".gz"
+        if not os.path.exists(path):
+            record = os.urandom(RECORD_BYTES)
+            with self.tf.python_io.TFRecordWriter(path, "GZIP") as writer:
+                for _ in range(RECORDS):
+                    writer.write(record)
+        return self._dataset(path, "GZIP")
+
+    def _dataset(self, path: str, compression: str) -> float:
         tf = self.tf
         with tf.Graph().as_default():
-            dataset = tf.data.TFRecordDataset(self.record_path).batch(1000)
+            dataset = tf.data.TFRecordDataset(path, compression).batch(1000)
             batch = tf.data.make_one_shot_iterator(dataset).get_next() if self.kind == "tf" \
                 else dataset.make_one_shot_iterator().get_next()
             with tf.Session() as sess:
@@ -227,7 +252,7 @@ def side_main(kind: str) -> None:
         for words in commands():
             case = " ".join(words[1:])
             try:
-                say({"seconds": side.run(case)})
+                say(side.timed(case))
             except Exception as error:   # this side cannot run the case: "-" in the table
                 say({"error": f"{type(error).__name__}: {error}"[:200]})
     finally:
@@ -291,17 +316,24 @@ def main() -> None:
         for client in clients.values():
             client.wait_ready(ANSWER_TIMEOUT)
         samples: dict[tuple[str, str], list[float]] = {}
+        cpu: dict[tuple[str, str], list[float]] = {}
         errors: dict[tuple[str, str], str] = {}
         for rep in range(args.reps):
-            for case in cases:
-                for label in rotated(list(clients), rep):
+            for index, case in enumerate(cases):
+                # the first side rotates with every case, not only every rep: rotating per rep
+                # alone puts each side right after the same other side every time
+                for label in rotated(list(clients), rep + index):
+                    if case.startswith("checkpoint"):
+                        os.sync()   # no side's fsync waits on the dirty pages of another's save
                     clients[label].send("case " + case)
                     answer = clients[label].receive(ANSWER_TIMEOUT)
                     if "seconds" in answer:
                         samples.setdefault((label, case), []).append(answer["seconds"])
+                        cpu.setdefault((label, case), []).append(answer["cpu"])
                     else:
                         errors[(label, case)] = answer["error"]
         _report(cases, list(clients), samples, args.reps)
+        _report_cpu(cases, list(clients), cpu)
         for (label, case), error in errors.items():
             print(f"  ({label} cannot run '{case}': {error})")
     finally:
@@ -324,6 +356,22 @@ def _report(cases: list[str], labels: list[str], samples: dict, reps: int) -> No
         print(line)
     print(json.dumps({f"{label}|{case}": statistics.median(values)
                       for (label, case), values in samples.items()}))
+
+
+def _report_cpu(cases: list[str], labels: list[str], cpu: dict) -> None:
+    """CPU ms per call (median), for the cases timed once per call (file formats): on a
+    loaded machine wall time mostly measures the wait for a core."""
+    print("CPU time of the side's process per call (median ms; all its threads)")
+    for case in cases:
+        if case.split()[0] not in ("tfrecord", "checkpoint"):
+            continue
+        medians = {label: statistics.median(cpu[(label, case)]) * 1e3
+                   for label in labels if (label, case) in cpu}
+        line = f"{case:20}" + "".join(f"{medians[label]:>{30}.1f}" if label in medians
+                                      else f"{'-':>30}" for label in labels)
+        if medians.get("tf") and medians.get("zmtf"):
+            line += f"   {medians['tf'] / medians['zmtf']:6.2f}x"
+        print(line)
 
 
 if __name__ == "__main__":

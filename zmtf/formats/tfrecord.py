@@ -83,6 +83,15 @@ def read_records(stream: BinaryIO, name: str, size: int | None = None,
     ``size`` (the file's length, if known) bounds every length before anything is read;
     ``max_bytes`` bounds one record too (a compressed file's length is not known, and a small
     one can inflate to a record of gigabytes): ResourceExhaustedError past it."""
+    for block in read_record_blocks(stream, name, size, max_bytes):
+        yield from block
+
+
+def read_record_blocks(stream: BinaryIO, name: str, size: int | None = None,
+                       max_bytes: int | None = None) -> Iterator[list[bytes]]:
+    """read_records' records a list at a time (those of one chunk of the stream, or one large
+    record): for readers that take many records at once (a dataset's batch), with no Python
+    step per record. The good records before a damaged one come as a list, then the error."""
     buffered, base, ended = b"", 0, False   # base: the offset of buffered[0] in the file
     # one read of the underlying stream at a time: a decompressing stream that fails (a
     # truncated file) then fails after the records before the damage have been handed out
@@ -93,14 +102,15 @@ def read_records(stream: BinaryIO, name: str, size: int | None = None,
             ended = not more
             buffered = buffered + more if buffered else more
         records, used, error = _whole_records(buffered, base, name, max_bytes)
-        yield from records
+        if records:
+            yield records
         if error is not None:
             raise error
         buffered, base = buffered[used:], base + used
         if not buffered and ended:
             return
         if ended or _needs_its_own_read(buffered, max_bytes):
-            yield _one_record(buffered, stream, base, name, size, max_bytes)
+            yield [_one_record(buffered, stream, base, name, size, max_bytes)]
             buffered, base = b"", base + _FRAME + _LENGTH.unpack_from(buffered)[0]
 
 
@@ -123,6 +133,9 @@ def _whole_records(buffered: bytes, base: int, name: str, max_bytes: int | None
     at = _record_starts(buffered, raw)
     if not len(at):
         return [], 0, None
+    same = _one_length(buffered, raw, at, max_bytes)
+    if same is not None:
+        return same
     lengths = _words(raw, at, 8).astype(np.int64)
     if max_bytes is not None and (lengths > max_bytes).any():   # left to _one_record
         count = int(np.argmax(lengths > max_bytes))
@@ -137,7 +150,13 @@ def _whole_records(buffered: bytes, base: int, name: str, max_bytes: int | None
     stops = at + _HEADER.size + lengths
     records = [buffered[start:stop] for start, stop in zip(starts, stops.tolist())]
     bad = bad_head | (_crcs(records) != _words(raw, stops))
-    used = int(stops[-1]) + _FOOTER.size
+    return _checked(records, int(stops[-1]) + _FOOTER.size, bad, bad_head, at, base, name)
+
+
+def _checked(records: list[bytes], used: int, bad: np.ndarray, bad_head: np.ndarray,
+             at: np.ndarray, base: int, name: str
+             ) -> tuple[list[bytes], int, DataLossError | None]:
+    """_whole_records' answer once each record's CRCs are compared (``bad``)."""
     if not bad.any():
         return records, used, None
     first = int(np.argmax(bad))
@@ -145,6 +164,34 @@ def _whole_records(buffered: bytes, base: int, name: str, max_bytes: int | None
     error = DataLossError(None, None, f"corrupted record at byte {base + int(at[first])} of "
                           f"{name}: the {what} CRC does not match")
     return records[:first], 0, error
+
+
+def _one_length(buffered: bytes, raw: np.ndarray, at: np.ndarray, max_bytes: int | None
+                ) -> tuple[list[bytes], int, DataLossError | None] | None:
+    """_whole_records for records that all have one length (they start every ``step``
+    bytes): their headers and CRCs are columns of one reshaped view, no gathering. None when
+    the records are not all of one length (or past ``max_bytes``) or one is damaged: the
+    general path then finds and reports it."""
+    count = len(at)
+    step = int(at[1]) if count > 1 else 0
+    length = step - _FRAME
+    if count < 2 or int(at[-1]) != (count - 1) * step or \
+            _LENGTH.unpack_from(buffered, int(at[-1]))[0] != length or \
+            (max_bytes is not None and length > max_bytes):
+        return None
+    table = raw[:count * step].reshape(count, step)
+    want = _FOOTER.unpack_from(_header(length), 8)[0]
+    if (_column(table, 8) != want).any():
+        return None   # the general path names the damaged record
+    records = [buffered[start:start + length] for start in range(_HEADER.size, count * step, step)]
+    if (_crcs(records) != _column(table, step - _FOOTER.size)).any():
+        return None
+    return records, count * step, None
+
+
+def _column(table: np.ndarray, at: int) -> np.ndarray:
+    """The little-endian uint32 at byte ``at`` of every row of ``table``."""
+    return np.ascontiguousarray(table[:, at:at + 4]).view("<u4").ravel()
 
 
 def _record_starts(buffered: bytes, raw: np.ndarray) -> np.ndarray:
@@ -238,13 +285,20 @@ def tf_record_iterator(path: str, options: object = None) -> Iterator[bytes]:
 def file_records(path: str, kind: str, max_bytes: int | None = None) -> Iterator[bytes]:
     """The records of the file at ``path``, compressed as ``kind`` ("", "ZLIB", "GZIP"), each
     at most ``max_bytes`` long (see read_records)."""
+    for block in file_record_blocks(path, kind, max_bytes):
+        yield from block
+
+
+def file_record_blocks(path: str, kind: str, max_bytes: int | None = None
+                       ) -> Iterator[list[bytes]]:
+    """file_records' records a list at a time (see read_record_blocks)."""
     try:
         stream = open(path, "rb")
     except FileNotFoundError:
         raise NotFoundError(None, None, f"{path}; No such file or directory") from None
     with stream:
         size = None if kind else os.fstat(stream.fileno()).st_size
-        yield from read_records(decompressed(stream, kind, path), path, size, max_bytes)
+        yield from read_record_blocks(decompressed(stream, kind, path), path, size, max_bytes)
 
 
 class TFRecordWriter:
@@ -337,5 +391,6 @@ class TFRecordWriter:
         self.close()
 
 
-__all__ = ["TFRecordWriter", "crc32c", "encode_record", "encode_records", "file_records",
-           "masked_crc32c", "read_records", "tf_record_iterator"]
+__all__ = ["TFRecordWriter", "crc32c", "encode_record", "encode_records", "file_record_blocks",
+           "file_records", "masked_crc32c", "read_record_blocks", "read_records",
+           "tf_record_iterator"]

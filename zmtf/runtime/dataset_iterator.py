@@ -31,7 +31,7 @@ from zmtf.runtime.dataset_stages import (
 )
 from zmtf.runtime.dataset_tolerance import Tolerate, applied, tolerated_errors
 from zmtf.runtime.file_access import UNLIMITED, FileAccess
-from zmtf.runtime.file_datasets import fixed_length_records, text_lines, tfrecords
+from zmtf.runtime.file_datasets import RecordSource, fixed_length_records, text_lines, tfrecords
 from zmtf.runtime.functional import run_now
 
 Element = list[np.ndarray]
@@ -260,13 +260,20 @@ def _shuffle(upstream: Callable[[], Iterator[Element]], buffer_size: int, seed: 
 
 
 def _repeat(upstream: Callable[[], Iterator[Element]], count: int) -> Callable[[], Iterator[Element]]:
-    def repeated() -> Iterator[Element]:
+    if isinstance(upstream, RecordSource):   # still a record source: a batch after it cuts blocks
+        return RecordSource(_repeated(upstream.blocks, count))
+    return _repeated(upstream, count)
+
+
+def _repeated(upstream: Callable[[], Iterator[Any]], count: int) -> Callable[[], Iterator[Any]]:
+    """``upstream``'s items ``count`` times over (forever if < 0)."""
+    def repeated() -> Iterator[Any]:
         done = 0
         while count < 0 or done < count:
             empty = True
-            for element in upstream():
+            for item in upstream():
                 empty = False
-                yield element
+                yield item
             done += 1
             if empty:   # an empty dataset repeated forever is still empty
                 return
@@ -276,6 +283,9 @@ def _repeat(upstream: Callable[[], Iterator[Element]], count: int) -> Callable[[
 
 def _batch(upstream: Callable[[], Iterator[Element]], size: int, drop_remainder: bool,
            sparse_starts: Sequence[int] = ()) -> Callable[[], Iterator[Element]]:
+    if isinstance(upstream, RecordSource):
+        return _batched_records(upstream, size, drop_remainder)
+
     def stacked(pending: list[Element]) -> Element:
         columns = list(zip(*pending))
         out: Element = []
@@ -300,6 +310,35 @@ def _batch(upstream: Callable[[], Iterator[Element]], size: int, drop_remainder:
                 pending = []
         if pending and not drop_remainder:
             yield stacked(pending)
+
+    return batched
+
+
+def _batched_records(source: RecordSource, size: int, drop_remainder: bool
+                     ) -> Callable[[], Iterator[Element]]:
+    """batch over a record source: each batch is cut from the lists of records it reads.
+    The batches, the size check and when an error arrives are the element path's."""
+    def vector(records: list[bytes]) -> Element:
+        return [np.fromiter(records, object, len(records))]
+
+    def batched() -> Iterator[Element]:
+        pending: list[bytes] = []
+        for block in source.blocks():
+            at = 0
+            while at < len(block):
+                if not pending:
+                    check_batch_bytes(size, [np.array(block[at], dtype=object)], "Dataset.batch")
+                take = block[at:at + size - len(pending)]
+                at += len(take)
+                if not pending and len(take) == size:
+                    yield vector(take)
+                    continue
+                pending.extend(take)
+                if len(pending) == size:
+                    yield vector(pending)
+                    pending = []
+        if pending and not drop_remainder:
+            yield vector(pending)
 
     return batched
 

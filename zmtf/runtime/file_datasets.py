@@ -20,7 +20,7 @@ import numpy as np
 
 from zmtf.framework.errors import DataLossError, InvalidArgumentError, NotFoundError
 from zmtf.formats.record_compression import KINDS, NONE, decompressed
-from zmtf.formats.tfrecord import file_records
+from zmtf.formats.tfrecord import file_record_blocks
 from zmtf.runtime.record_streams import bounded_lines, fixed_windows, record_limit
 
 Element = list[np.ndarray]
@@ -74,17 +74,31 @@ def _strings(records: Generator[bytes, None, int]) -> Generator[Element, None, i
         yield _string(record)
 
 
-def tfrecords(sources: list[np.ndarray], node: str) -> Callable[[], Iterator[Element]]:
+class RecordSource:
+    """A source whose elements are single strings that also come a list at a time
+    (``blocks()``): a batch stage right after it (dataset_iterator._batch) cuts its batches
+    from those lists, with no 0-d array and no generator step per record — TF's speed for
+    ``TFRecordDataset(...).batch(n)``. Called, it is the usual element source."""
+
+    def __init__(self, blocks: Callable[[], Iterator[list[bytes]]]) -> None:
+        self.blocks = blocks
+
+    def __call__(self) -> Iterator[Element]:
+        for block in self.blocks():
+            for record in block:
+                yield _string(record)
+
+
+def tfrecords(sources: list[np.ndarray], node: str) -> RecordSource:
     """Each record of each file in order, as a 0-d string: a missing file is NotFoundError,
     a damaged record or compressed stream DataLossError, both naming the file."""
     paths, compression = _files(sources, node, "TFRecordDataset")
 
-    def records() -> Iterator[Element]:
+    def blocks() -> Iterator[list[bytes]]:
         for path in paths:
-            for record in file_records(path, compression, record_limit()):
-                yield _string(record)
+            yield from file_record_blocks(path, compression, record_limit())
 
-    return records
+    return RecordSource(blocks)
 
 
 def text_lines(sources: list[np.ndarray], node: str) -> Callable[[], Iterator[Element]]:
