@@ -29,9 +29,12 @@ from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.dead import DEAD
 from zmtf.kernels.fp import quiet_section
 from zmtf.kernels.registry import AnyKernelFn
-from zmtf.placement.plan import StepPlan
+from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.devices import DevicePools
 from zmtf.runtime.gpu_memory import on_gpu_thread
+from zmtf.runtime.fused_kernels import FusedKernel, FusedMemberError
+from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
+from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.step_future import StepFuture
 
 KernelLookup = Callable[[str, str, "str | None"], AnyKernelFn]
@@ -58,7 +61,11 @@ CONSTANT_TIME_OPS = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class BoundStep:
-    """A StepPlan with kernels looked up and everything laid out as flat tuples."""
+    """A StepPlan with kernels looked up and everything laid out as flat tuples.
+
+    ``plan`` is the plan the executor runs: ``planned`` without its plumbing nodes
+    (runtime.plumbing), its elementwise chains fused (runtime.fusion); ``planned`` is the
+    plan as the planner made it (the step's partition graphs show that one)."""
 
     plan: StepPlan
     kernels: tuple[Kernel, ...]
@@ -75,6 +82,7 @@ class BoundStep:
     gpu: tuple[bool, ...]                   # nodes on a GPU: they run on that GPU's thread
     is_async: tuple[bool, ...]              # kernels that finish through ``done`` (Send/Recv...)
     may_offload: tuple[bool, ...]           # nodes whose cost can grow with their inputs
+    planned: StepPlan                       # the plan before bind's rewrites
 
 
 class _StoreOnly:
@@ -86,14 +94,19 @@ class _StoreOnly:
         self.resources = resources
 
 
-def bind(plan: StepPlan, lookup: KernelLookup, resources: Any = None) -> BoundStep:
+def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
+         fuse: bool | None = None) -> BoundStep:
     """Look each node's kernel up once, so steps never touch the registry.
 
-    Nodes that would give the same value in every step (see ``_evaluate_at_bind``) are
-    evaluated here, once, instead of in each step."""
+    The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
+    ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
+    each (``fuse_elementwise``). Nodes that would give the same value in every step (see
+    ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
+    plan = prune_plumbing(planned)
+    if fusion_default() if fuse is None else fuse:
+        plan = fuse_elementwise(plan)
     nodes = plan.nodes
-    kernels = tuple(lookup(n.op_type, n.device.rsplit("device:", 1)[-1].split(":")[0],
-                           n.kernel_dtype) for n in nodes)
+    kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)
     roots = tuple(i for i, n in enumerate(pending) if n == 0 and i not in constant)
     return BoundStep(
@@ -113,7 +126,15 @@ def bind(plan: StepPlan, lookup: KernelLookup, resources: Any = None) -> BoundSt
         tuple("/device:GPU:" in n.device for n in nodes),
         tuple(bool(getattr(k, "is_async", False)) for k in kernels),
         tuple(bool(n.input_slots) and n.op_type not in CONSTANT_TIME_OPS for n in nodes),
+        planned,
     )
+
+
+def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
+    device_type = node.device.rsplit("device:", 1)[-1].split(":")[0]
+    if node.op_type == FUSED_OP:
+        return FusedKernel(node.attrs, device_type, lookup)
+    return lookup(node.op_type, device_type, node.kernel_dtype)
 
 
 def _evaluate_at_bind(plan: StepPlan, kernels: Sequence[Kernel], resources: Any
@@ -446,6 +467,9 @@ class _StepRun:
     def _fail(self, i: int, exc: BaseException) -> None:
         """Fail the step with node i's error, named after the node (first failure wins)."""
         node = self.step.plan.nodes[i]
+        if isinstance(exc, FusedMemberError):   # a fused node's member: name the member
+            self.abort(as_op_error(exc.cause, exc.name, exc.op_type, node.device))
+            return
         self.abort(as_op_error(exc, node.name, node.op_type, node.device,
                                lambda: explain(node.op_type, len(node.input_slots), node.attrs)))
 
