@@ -44,6 +44,10 @@ _EXPRESSIONS: dict[str, Callable[[list[str]], str]] = {
     "AddN": lambda a: "(" + " + ".join(a) + ")" if len(a) < 3 else _left_sum(a),
 }
 _NUMBA_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+#: a fused node's loop compiles on this call of one layout (earlier calls: member by member)
+HOT_CALLS = 3
+#: compiled loops one process keeps at most (numba's compile is ~0.3 s and never freed)
+MAX_LOOPS = 256
 
 
 def _left_sum(args: list[str]) -> str:
@@ -62,49 +66,87 @@ class FusedMemberError(Exception):
         self.name, self.op_type, self.cause = name, op_type, cause
 
 
+class _Layout:
+    """How one (input shapes, dtypes) runs: through ``loop`` once it is hot, else member by
+    member (``loop_key`` None: never, the shapes do not fit one loop)."""
+
+    __slots__ = ("shape", "rows", "cols", "kinds", "dtype", "loop_key", "loop", "calls")
+
+    def __init__(self, shape: tuple[int, ...] = (), rows: int = 0, cols: int = 0,
+                 kinds: tuple[str, ...] = (), dtype: Any = None, loop_key: tuple | None = None) -> None:
+        self.shape, self.rows, self.cols, self.kinds, self.dtype = shape, rows, cols, kinds, dtype
+        self.loop_key = loop_key
+        self.loop: Callable[..., None] | None = None
+        self.calls = 0
+
+
+_MEMBER_BY_MEMBER = _Layout()
+
+
 class FusedKernel:
-    """The kernel of one fused node: ``kernel(ctx, inputs, attrs) -> outputs``."""
+    """The kernel of one fused node: ``kernel(ctx, inputs, attrs) -> outputs``.
+
+    A loop compiles on its HOT_CALLS-th call (a graph run once or twice, as most tests
+    and scripts' one-off runs do, never waits for numba), unless this process has it
+    already; at most MAX_LOOPS loops per process."""
 
     def __init__(self, attrs: dict[str, Any], device_type: str, lookup: KernelLookup) -> None:
         self.ops, self.num_inputs, self.outputs = attrs["program"]
         self.members = attrs["fused_members"]
         self.fallback = [lookup(op, device_type, dtype) for _, op, dtype, _ in self.members]
-        self.layouts: dict[tuple, tuple | None] = {}   # (shapes, dtypes) -> loop layout or None
+        self.layouts: dict[tuple, _Layout] = {}   # (shapes, dtypes) -> how they run
 
     def __call__(self, ctx: Any, inputs: list, attrs: dict) -> list:
         inputs = [x if type(x) is np.ndarray else np.asarray(x) for x in inputs]
         key = tuple([x.shape for x in inputs] + [x.dtype for x in inputs])
-        layout = self.layouts.get(key, False)
-        if layout is False:
-            layout = self.layouts[key] = self._layout(inputs)
+        layout = self.layouts.get(key)
         if layout is None:
-            return self._one_by_one(ctx, inputs)
-        shape, rows, cols, kinds, dtype, loop = layout
-        args = []
-        for x, kind in zip(inputs, kinds):
-            args.append(x.reshape(rows, cols) if kind == "f" else x.reshape(-1))
-        outs = [np.empty((rows, cols), dtype) for _ in self.outputs]
+            layout = self.layouts[key] = self._layout(inputs)
+        loop = layout.loop
+        if loop is None:
+            loop = layout.loop = self._hot_loop(layout)
+            if loop is None:
+                return self._one_by_one(ctx, inputs)
+        rows, cols = layout.rows, layout.cols
+        args = [x.reshape(rows, cols) if kind == "f" else x.reshape(-1)
+                for x, kind in zip(inputs, layout.kinds)]
+        outs = [np.empty((rows, cols), layout.dtype) for _ in self.outputs]
         loop(*args, *outs)
+        shape = layout.shape
         return [o.reshape(shape) for o in outs]
 
-    def _layout(self, inputs: list[np.ndarray]) -> tuple | None:
-        """How to run these inputs' shapes and dtypes through one loop, or None (member by member)."""
+    @staticmethod
+    def _hot_loop(layout: _Layout) -> Callable[..., None] | None:
+        """The layout's loop if it is compiled or due now; None: member by member this time."""
+        key = layout.loop_key
+        if key is None:
+            return None
+        loop = _compiled.get(key)
+        if loop is not None:
+            return loop
+        layout.calls += 1
+        if layout.calls < HOT_CALLS or len(_compiled) >= MAX_LOOPS:
+            return None
+        return compiled(*key)
+
+    def _layout(self, inputs: list[np.ndarray]) -> _Layout:
+        """How these inputs' shapes and dtypes run (one loop, or member by member)."""
         dtype = inputs[0].dtype
         if dtype not in _NUMBA_DTYPES or any(x.dtype != dtype for x in inputs):
-            return None
+            return _MEMBER_BY_MEMBER
         shapes: list[tuple[int, ...]] = []
         inputs_shapes = [x.shape for x in inputs]
         try:
             for op, args in self.ops:
                 arg_shapes = [inputs_shapes[k] if kind == "i" else shapes[k] for kind, k in args]
                 if op == "AddN" and len(set(arg_shapes)) != 1:
-                    return None
+                    return _MEMBER_BY_MEMBER
                 shapes.append(tuple(np.broadcast_shapes(*arg_shapes)))
         except ValueError:
-            return None
+            return _MEMBER_BY_MEMBER
         shape = shapes[-1]
         if any(s != shape for s in shapes):
-            return None
+            return _MEMBER_BY_MEMBER
         cols = shape[-1] if shape else 1
         rows = int(np.prod(shape[:-1])) if shape else 1
         kinds = []
@@ -116,11 +158,11 @@ class FusedKernel:
             elif len(s) >= 1 and s[-1] == cols and int(np.prod(s)) == cols:
                 kinds.append("r")
             else:
-                return None
+                return _MEMBER_BY_MEMBER
         if rows * cols == 0:
-            return None
-        loop = compiled(self.ops, tuple(kinds), self.outputs, _NUMBA_DTYPES[dtype])
-        return shape, rows, cols, tuple(kinds), dtype, loop
+            return _MEMBER_BY_MEMBER
+        return _Layout(shape, rows, cols, tuple(kinds), dtype,
+                       (self.ops, tuple(kinds), self.outputs, _NUMBA_DTYPES[dtype]))
 
     def _one_by_one(self, ctx: Any, inputs: list[np.ndarray]) -> list:
         """Each member's own kernel in turn (shapes or dtypes the loop does not take)."""
