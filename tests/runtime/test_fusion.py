@@ -22,7 +22,8 @@ def _run(graph, fetches, feed, config=None, times=1):
     meta = tf.RunMetadata()
     with tf.Session(graph=graph, config=config) as sess:
         runs = [sess.run(fetches, feed, options=FULL, run_metadata=meta) for _ in range(times)]
-    return (runs[0] if times == 1 else (runs[0], runs[-1])), [t.node_name for t in meta.step_stats]
+    labels = [n.timeline_label for d in meta.step_stats.dev_stats for n in d.node_stats]
+    return (runs[0] if times == 1 else (runs[0], runs[-1])), labels
 
 
 _UNARY = [tf.nn.relu, tf.sigmoid, tf.tanh, tf.negative, tf.square]
@@ -66,8 +67,8 @@ def test_fused_and_unfused_steps_give_the_same_values_and_gradients(dtype):
         graph, fetches, feed = _random_graph(seed, dtype)
         (first, fused), names = _run(graph, fetches, feed, times=3)
         plain, plain_names = _run(graph, fetches, feed, _unfused())
-        assert not [n for n in plain_names if "/fused[" in n]
-        fused_any += any("/fused[" in n for n in names)
+        assert not [n for n in plain_names if "_FusedElementwise[" in n]
+        fused_any += any("_FusedElementwise[" in n for n in names)
         tol = 1e-5 if dtype == tf.float32 else 1e-12
         for got, got_first, want in zip(fused, first, plain):
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
@@ -83,8 +84,9 @@ def test_the_trace_shows_one_node_per_fusion_with_its_ops_and_the_switches_turn_
         y = tf.reduce_sum(tf.nn.relu(a * b + a))
     feed = {a: np.arange(12, dtype=np.float32).reshape(4, 3) - 6, b: np.ones(3, np.float32)}
     (_, value), names = _run(graph, y, feed, times=3)
-    fused = [n for n in names if "/fused[" in n]
-    assert fused == ["Relu/fused[Mul+Add+Relu]"], names
+    fused = [n for n in names if "_FusedElementwise[" in n]
+    # one node, named as the node its value ends in (a graph op), its label listing the ops
+    assert fused == ["Relu = _FusedElementwise[Mul+Add+Relu](mul, add, Relu)"], names
     assert not {"mul", "add", "Relu"} & set(names)
     want = float(np.maximum(feed[a] * feed[b] + feed[a], 0).sum())
     assert value == pytest.approx(want)
@@ -135,8 +137,8 @@ def test_a_fused_lstm_cell_trains_as_the_unfused_one():
             for _ in range(3):
                 sess.run(train, {x: feed_x}, options=FULL, run_metadata=meta)
             results.append(sess.run([loss, w], {x: feed_x}))
-            names = [t.node_name for t in meta.step_stats]
-        fused = [n for n in names if "/fused[" in n]
+            names = [n.timeline_label for d in meta.step_stats.dev_stats for n in d.node_stats]
+        fused = [n for n in names if "_FusedElementwise[" in n]
         assert bool(fused) == (config is None), names
         if config is None:   # the cells' gradient math: SigmoidGrad, TanhGrad and products in one
             assert any("SigmoidGrad" in n and "TanhGrad" in n and "Mul" in n for n in fused), fused

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zmtf.framework import errors
+from zmtf.framework.gc_pause import gc_paused
 from zmtf.framework.memory_budget import Account, charge_to
 from zmtf.framework.op_signatures import explain
 from zmtf.kernels.cpu.state import VariableRef
@@ -102,9 +103,10 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
     each (``fuse_elementwise``). Nodes that would give the same value in every step (see
     ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
-    plan = prune_plumbing(planned)
-    if fusion_default() if fuse is None else fuse:
-        plan = fuse_elementwise(plan)
+    with gc_paused():   # the rewrites' sets and maps all live until they return
+        plan = prune_plumbing(planned)
+        if fusion_default() if fuse is None else fuse:
+            plan = fuse_elementwise(plan)
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)
@@ -179,6 +181,8 @@ class NodeTrace:
     #: (offset, bound) seconds: on a remote task's RunGraph span only, how its clock was
     #: moved onto the master's and how far off that may be (distributed.trace_clock)
     clock: tuple[float, float] | None = None
+    #: TF1's timeline_label when it says more than the name: a fused node lists its ops
+    label: str = ""
 
 
 class Executor:
@@ -316,8 +320,10 @@ class _StepRun:
                 end = perf_counter()
                 self.busy += end - start   # racy across pool threads: an estimate is all it needs
                 if self.trace is not None:
-                    self.trace.append(NodeTrace(step.attrs[i]["_node_name"], step.devices[i], start,
-                                                end, threading.current_thread().name))
+                    attrs = step.attrs[i]
+                    self.trace.append(NodeTrace(attrs["_node_name"], step.devices[i], start, end,
+                                                threading.current_thread().name,
+                                                label=attrs.get("_label", "")))
                 for slot, value in zip(step.output_slots[i], outputs):
                     slots[slot] = value
             self._complete(i, ready)

@@ -46,6 +46,9 @@ _EXPRESSIONS: dict[str, Callable[[list[str]], str]] = {
 _NUMBA_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 #: a fused node's loop compiles on this call of one layout (earlier calls: member by member)
 HOT_CALLS = 3
+#: from this size on the members' own kernels run in parallel (kernels.cpu.elementwise's
+#: large path): a serial loop would be slower, so such steps go member by member
+SERIAL_MAX_ELEMENTS = 1 << 20
 #: compiled loops one process keeps at most (numba's compile is ~0.3 s and never freed)
 MAX_LOOPS = 256
 
@@ -159,7 +162,7 @@ class FusedKernel:
                 kinds.append("r")
             else:
                 return _MEMBER_BY_MEMBER
-        if rows * cols == 0:
+        if rows * cols == 0 or rows * cols >= SERIAL_MAX_ELEMENTS:
             return _MEMBER_BY_MEMBER
         return _Layout(shape, rows, cols, tuple(kinds), dtype,
                        (self.ops, tuple(kinds), self.outputs, _NUMBA_DTYPES[dtype]))

@@ -196,8 +196,10 @@ def _fused_node(nodes: Sequence[PlannedNode], group: list[int], readers: dict[in
     outputs = [k for k, m in enumerate(group)
                if readers.get(nodes[m].output_slots[0], set()) - inside] or [len(group) - 1]
     last = nodes[group[-1]]
-    name = f"{last.name}/fused[{'+'.join(op for op, _ in ops)}]"
-    attrs = {"_node_name": name, "_device": last.device,
+    name = last.name   # as grappler's fused nodes: the name of the node whose value it ends in
+    label = (f"{name} = {FUSED_OP}[{'+'.join(op for op, _ in ops)}]"
+             f"({', '.join(nodes[m].name for m in group)})")
+    attrs = {"_node_name": name, "_device": last.device, "_label": label,
              "program": (tuple(ops), len(inputs), tuple(outputs)),
              "fused_nodes": tuple(nodes[m].name for m in group),
              "fused_members": tuple((nodes[m].name, nodes[m].op_type, nodes[m].kernel_dtype,
