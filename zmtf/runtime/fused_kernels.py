@@ -250,12 +250,12 @@ def _load(text: str) -> Callable[..., None]:
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[name] = module   # numba's cache finds the module by name
                 spec.loader.exec_module(module)
-                return module.fused  # type: ignore[no-any-return]
+                return module.fused
         except OSError:
             pass
     scope: dict[str, Any] = {}
     exec(compile(text.replace("cache=True", "cache=False"), name, "exec"), scope)
-    return scope["fused"]  # type: ignore[no-any-return]
+    return scope["fused"]
 
 
 def describe(attrs: dict[str, Any]) -> Sequence[str]:

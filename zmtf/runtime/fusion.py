@@ -182,7 +182,7 @@ def _fused_node(nodes: Sequence[PlannedNode], group: list[int], readers: dict[in
     inside = set(group)
     temp_of = {nodes[m].output_slots[0]: k for k, m in enumerate(group)}
     inputs: list[int] = []
-    ops = []
+    ops: list[tuple[str, tuple[tuple[str, int], ...]]] = []
     for m in group:
         args = []
         for s in nodes[m].input_slots:
