@@ -12,7 +12,7 @@ Sigmoid and Tanh are not: numba's exp and tanh are scalar libm calls here (no SV
 and 20x slower than numpy's vectorized loops over the same [32,128] array
 (bench figures in the fusion design notes), so fusing them would slow the step down.
 
-A group stays convex (no path leaves it and comes back), so the fused node can wait for
+Plans with tf.cond (Switch/Merge) stay unfused. A group stays convex (no path leaves it and comes back), so the fused node can wait for
 all its members' outside predecessors at once. Off: ``ZMTF_FUSION=0`` in the environment,
 or a session's ``graph_options.optimizer_options.global_jit_level = OptimizerOptions.OFF``.
 """
@@ -32,6 +32,8 @@ FUSIBLE: dict[str, int | None] = {
     "ReluGrad": 2, "SigmoidGrad": 2, "TanhGrad": 2, "AddN": None,
 }
 _DTYPES = frozenset({"float32", "float64"})
+#: plans with tf.cond's dead branches are left unfused (runtime.plumbing keeps them whole too)
+_DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
 #: a group's size cap: a bigger loop body compiles for longer and spills registers
 MAX_MEMBERS = 40
 #: the environment switch (the session's switch is the config's global_jit_level)
@@ -59,6 +61,8 @@ def fuse_elementwise(plan: StepPlan) -> StepPlan:
 
     The result's node order is no longer topological (the executor does not need it)."""
     nodes = plan.nodes
+    if any(n.op_type in _DEADNESS_OPS for n in nodes):
+        return plan   # a node fed a dead value is skipped whole: keep members' deadness their own
     producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
     fetched = {producer[s] for s in plan.fetch_slots if s in producer}
     excluded = fetched | set(plan.targets)
