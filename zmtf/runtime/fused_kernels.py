@@ -15,18 +15,19 @@ once per machine, not once per process.
 from __future__ import annotations
 
 import hashlib
+import logging
 import importlib.util
 import os
 import sys
 import tempfile
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 
-Program = tuple[tuple[tuple[str, tuple[tuple[str, int], ...]], ...], int, tuple[int, ...]]
 KernelLookup = Callable[[str, str, "str | None"], Any]
+logger = logging.getLogger("zmtf.runtime")
 
 #: op type -> the loop body's expression of its arguments (as the unfused kernel computes it)
 _EXPRESSIONS: dict[str, Callable[[list[str]], str]] = {
@@ -44,7 +45,7 @@ _EXPRESSIONS: dict[str, Callable[[list[str]], str]] = {
     "AddN": lambda a: "(" + " + ".join(a) + ")" if len(a) < 3 else _left_sum(a),
 }
 _NUMBA_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
-#: a fused node's loop compiles on this call of one layout (earlier calls: member by member)
+#: a layout's loop starts compiling at this call (until it is ready: member by member)
 HOT_CALLS = 3
 #: from this size on the members' own kernels run in parallel (kernels.cpu.elementwise's
 #: large path): a serial loop would be slower, so such steps go member by member
@@ -89,12 +90,12 @@ _MEMBER_BY_MEMBER = _Layout()
 class FusedKernel:
     """The kernel of one fused node: ``kernel(ctx, inputs, attrs) -> outputs``.
 
-    A loop compiles on its HOT_CALLS-th call (a graph run once or twice, as most tests
-    and scripts' one-off runs do, never waits for numba), unless this process has it
-    already; at most MAX_LOOPS loops per process."""
+    A layout's loop starts compiling, on a thread of its own, at its HOT_CALLS-th call (a
+    graph run once or twice, as most tests and scripts' one-off runs are, never compiles);
+    until it is ready the node runs member by member. At most MAX_LOOPS loops per process."""
 
     def __init__(self, attrs: dict[str, Any], device_type: str, lookup: KernelLookup) -> None:
-        self.ops, self.num_inputs, self.outputs = attrs["program"]
+        self.ops, _, self.outputs = attrs["program"]
         self.members = attrs["fused_members"]
         self.fallback = [lookup(op, device_type, dtype) for _, op, dtype, _ in self.members]
         self.layouts: dict[tuple, _Layout] = {}   # (shapes, dtypes) -> how they run
@@ -107,30 +108,25 @@ class FusedKernel:
             layout = self.layouts[key] = self._layout(inputs)
         loop = layout.loop
         if loop is None:
-            loop = layout.loop = self._hot_loop(layout)
+            loop = layout.loop = _compiled.get(layout.loop_key) if layout.loop_key else None
             if loop is None:
+                if layout.loop_key is not None:
+                    layout.calls += 1
+                    if layout.calls == HOT_CALLS:   # due: compiled off this thread, from these
+                        _compile_later(layout.loop_key, self._arguments(layout, inputs))
                 return self._one_by_one(ctx, inputs)
+        args = self._arguments(layout, inputs)
+        loop(*args)
+        shape = layout.shape
+        return [o.reshape(shape) for o in args[len(inputs):]]
+
+    def _arguments(self, layout: _Layout, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """The loop's arguments: the inputs as its shape classes read them, new outputs."""
         rows, cols = layout.rows, layout.cols
         args = [x.reshape(rows, cols) if kind == "f" else x.reshape(-1)
                 for x, kind in zip(inputs, layout.kinds)]
-        outs = [np.empty((rows, cols), layout.dtype) for _ in self.outputs]
-        loop(*args, *outs)
-        shape = layout.shape
-        return [o.reshape(shape) for o in outs]
-
-    @staticmethod
-    def _hot_loop(layout: _Layout) -> Callable[..., None] | None:
-        """The layout's loop if it is compiled or due now; None: member by member this time."""
-        key = layout.loop_key
-        if key is None:
-            return None
-        loop = _compiled.get(key)
-        if loop is not None:
-            return loop
-        layout.calls += 1
-        if layout.calls < HOT_CALLS or len(_compiled) >= MAX_LOOPS:
-            return None
-        return compiled(*key)
+        args += [np.empty((rows, cols), layout.dtype) for _ in self.outputs]
+        return args
 
     def _layout(self, inputs: list[np.ndarray]) -> _Layout:
         """How these inputs' shapes and dtypes run (one loop, or member by member)."""
@@ -180,20 +176,47 @@ class FusedKernel:
         return [temps[k] for k in self.outputs]
 
 
-_compiled: dict[tuple, Callable[..., None]] = {}
-_compile_lock = threading.Lock()
+_compiled: dict[tuple, Callable[..., None]] = {}   # loop key -> its loop, compiled
+_pending: set[tuple] = set()                       # loop keys being compiled now
+_failed: set[tuple] = set()                        # loop keys numba refused: never again
+_compiling = threading.Condition()
 
 
-def compiled(ops: tuple, kinds: tuple[str, ...], outputs: tuple[int, ...], dtype: str) -> Callable[..., None]:
-    """The numba loop of (program, input shape classes, dtype), generated and compiled once."""
-    key = (ops, kinds, outputs, dtype)
-    loop = _compiled.get(key)
-    if loop is None:
-        with _compile_lock:
-            loop = _compiled.get(key)
-            if loop is None:
-                loop = _compiled[key] = _load(source(ops, kinds, outputs, dtype))
-    return loop
+def _compile_later(key: tuple, sample: list[np.ndarray]) -> None:
+    """Compile the loop of ``key`` on a thread of its own, for the argument types of
+    ``sample`` (its first call): a step never waits for numba (a worker's event loop
+    runs small steps inline and must not stall for a second)."""
+    with _compiling:
+        if (key in _compiled or key in _pending or key in _failed
+                or len(_compiled) + len(_pending) >= MAX_LOOPS):
+            return
+        _pending.add(key)
+    threading.Thread(target=_compile, args=(key, sample), name="zmtf-fusion-compile",
+                     daemon=True).start()
+
+
+def _compile(key: tuple, sample: list[np.ndarray]) -> None:
+    try:
+        loop = _load(source(*key))
+        loop(*sample)   # numba compiles on a first call: these types, here
+    except Exception:  # noqa: BLE001 - a loop numba cannot build stays member by member
+        logger.warning("zmtf fusion: could not compile a fused loop; its nodes run member by "
+                       "member", exc_info=True)
+        with _compiling:
+            _failed.add(key)
+            _pending.discard(key)
+            _compiling.notify_all()
+        return
+    with _compiling:
+        _compiled[key] = loop
+        _pending.discard(key)
+        _compiling.notify_all()
+
+
+def settle(timeout: float) -> bool:
+    """Wait until no fused loop is compiling (tests, benchmarks' warm-up); False on timeout."""
+    with _compiling:
+        return _compiling.wait_for(lambda: not _pending, timeout)
 
 
 def source(ops: tuple, kinds: tuple[str, ...], outputs: tuple[int, ...], dtype: str) -> str:
@@ -256,8 +279,3 @@ def _load(text: str) -> Callable[..., None]:
     scope: dict[str, Any] = {}
     exec(compile(text.replace("cache=True", "cache=False"), name, "exec"), scope)
     return scope["fused"]
-
-
-def describe(attrs: dict[str, Any]) -> Sequence[str]:
-    """The fused ops, as "name (OpType)" (step stats, errors)."""
-    return [f"{name} ({op})" for name, op, _, _ in attrs["fused_members"]]
