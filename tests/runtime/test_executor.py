@@ -42,7 +42,9 @@ def test_a_chain_runs_inline_on_the_calling_thread():
     for _ in range(20):
         x = x + 1.0
     meta = tf.RunMetadata()
-    with tf.Session() as sess:
+    unfused = tf.ConfigProto(graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(
+        global_jit_level=tf.OptimizerOptions.OFF)))   # fused, the 20 adds would be one node
+    with tf.Session(config=unfused) as sess:
         assert sess.run(x, options=tf.RunOptions(trace_level=3), run_metadata=meta) == 20.0
     assert {t.thread for t in meta.step_stats} == {threading.current_thread().name}
     # the 21 constants are evaluated once when the plan is bound, not in every step

@@ -15,7 +15,7 @@ from typing import Any
 
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
-from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
+from zmtf.formats.config_proto import ConfigProto, OptimizerOptions, RunMetadata, RunOptions
 from zmtf.formats.step_stats_proto import StepStats
 from zmtf.client.feeds import Feeds, feed_arrays
 from zmtf.client.fetches import FetchPlans, Rebuild
@@ -75,8 +75,11 @@ class LocalSessionCore:
                               allow_soft_placement=self.config.allow_soft_placement,
                               log_placement=self.config.log_device_placement)
         # keyed by object identity and graph version: emptied now and then, not kept forever
+        # global_jit_level OFF: no elementwise fusion (runtime.fusion); else ZMTF_FUSION decides
+        optimizer = getattr(self.config.graph_options, "optimizer_options", None)
+        jit_off = getattr(optimizer, "global_jit_level", 0) == OptimizerOptions.OFF
         self._bound = BoundSteps(planner, [d.name for d in self.devices], kernel_lookup,
-                                 self.resources, limit=256)
+                                 self.resources, limit=256, fuse=False if jit_off else None)
         self._fetch_plans = FetchPlans(self.graph)
         if self.config.log_device_placement:
             make_placement_log_visible()
@@ -117,7 +120,7 @@ class LocalSessionCore:
                 call.run_metadata.step_stats = StepStats(call.trace, _bound_nodes(call.step, call.trace))
             if call.partition_graphs:
                 call.run_metadata.partition_graphs = partition_graph_defs(
-                    self.graph, local_partitions(call.step.plan.nodes))
+                    self.graph, local_partitions(call.step.planned.nodes))
         return call.rebuild(values)
 
     # ---- plans and feeds ------------------------------------------------------------

@@ -88,8 +88,10 @@ class ThreadPools(list):  # type: ignore[type-arg]
 @_fields_only
 @dataclass(slots=True)
 class OptimizerOptions:
-    """TF1's graph-optimizer settings: accepted and recorded; zmtf runs no graph rewrites
-    (no constant folding pass, no XLA), so they change nothing."""
+    """TF1's graph-optimizer settings: accepted and recorded. zmtf runs no constant folding
+    pass and no XLA; ``global_jit_level = OptimizerOptions.OFF`` turns off its one fusing
+    rewrite, elementwise fusion (zmtf.runtime.fusion; also ZMTF_FUSION=0), in a local
+    session. The other fields change nothing."""
 
     L1 = 0
     L0 = -1

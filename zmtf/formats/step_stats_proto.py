@@ -59,7 +59,8 @@ class StepStats(list):  # type: ignore[type-arg]
             dev.thread_names[tid] = t.thread
             start = int(round(t.start * 1e6))
             length = max(0, int(round(t.end * 1e6)) - start)
-            label = f"{t.node_name} ({t.bytes} bytes)" if t.bytes else t.node_name
+            label = getattr(t, "label", "") or (f"{t.node_name} ({t.bytes} bytes)" if t.bytes
+                                                else t.node_name)
             dev.node_stats.append(NodeExecStats(t.node_name, start, 0, length, length, start, tid,
                                                 label, t.bytes))
         return list(devices.values())

@@ -9,7 +9,7 @@ node its input slots, its consumers and how many predecessors it waits for.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from zmtf.framework.device_spec import DeviceSpec
@@ -45,6 +45,7 @@ class StepPlan:
     fetch_slots: tuple[int, ...]         # slot of each fetched tensor, in fetch order
     roots: tuple[int, ...]               # nodes with nothing to wait for
     placement: Placement
+    targets: tuple[int, ...] = ()        # the nodes the caller named as targets
 
 
 def plan_step(fetches: Sequence[Tensor], feeds: Sequence[Tensor], targets: Sequence[Operation],
@@ -61,7 +62,8 @@ def plan_step(fetches: Sequence[Tensor], feeds: Sequence[Tensor], targets: Seque
     for op in ops:
         builder.add_op(op, fed)
     fetch_slots = tuple(builder.host_slot(t) for t in fetches)
-    return builder.finish(fetch_slots, placement)
+    plan = builder.finish(fetch_slots, placement)
+    return replace(plan, targets=tuple(builder.index[op.name] for op in targets)) if targets else plan
 
 
 placement_log = logging.getLogger("zmtf.placement")

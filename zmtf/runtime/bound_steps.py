@@ -19,16 +19,17 @@ from zmtf.runtime.executor import BoundStep, KernelLookup, bind
 class BoundSteps:
     """Bound steps by signature key. ``steps`` is read directly on the hot path (a hit is a
     dict lookup); ``bind`` plans and binds a miss, under a lock (sessions are shared by
-    threads). ``limit``: the cache is emptied when it grows past it (a caller that keys by
+    threads). ``fuse``: bind's elementwise fusion switch. ``limit``: the cache is emptied when it grows past it (a caller that keys by
     object identity would otherwise keep dead graphs' steps)."""
 
     def __init__(self, planner: StepPlanner, devices: Sequence[str], lookup: KernelLookup,
-                 resources: Any, limit: int | None = None) -> None:
+                 resources: Any, limit: int | None = None, fuse: bool | None = None) -> None:
         self.planner = planner
         self.devices = list(devices)
         self.lookup = lookup
         self.resources = resources
         self.limit = limit
+        self.fuse = fuse   # elementwise fusion (runtime.fusion); None: the ZMTF_FUSION default
         self.steps: dict[Hashable, BoundStep] = {}
         self._lock = threading.Lock()
 
@@ -39,7 +40,7 @@ class BoundSteps:
             step = self.steps.get(key)
             if step is None:
                 plan = self.planner.plan(fetches, feeds, targets, self.devices)
-                step = bind(plan, self.lookup, self.resources)
+                step = bind(plan, self.lookup, self.resources, self.fuse)
                 if self.limit is not None and len(self.steps) > self.limit:
                     self.steps.clear()
                 self.steps[key] = step

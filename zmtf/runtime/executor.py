@@ -23,15 +23,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zmtf.framework import errors
+from zmtf.framework.gc_pause import gc_paused
 from zmtf.framework.memory_budget import Account, charge_to
 from zmtf.framework.op_signatures import explain
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.dead import DEAD
 from zmtf.kernels.fp import quiet_section
 from zmtf.kernels.registry import AnyKernelFn
-from zmtf.placement.plan import StepPlan
+from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.devices import DevicePools
 from zmtf.runtime.gpu_memory import on_gpu_thread
+from zmtf.runtime.fused_kernels import FusedKernel, FusedMemberError
+from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
+from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.step_future import StepFuture
 
 KernelLookup = Callable[[str, str, "str | None"], AnyKernelFn]
@@ -58,7 +62,11 @@ CONSTANT_TIME_OPS = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class BoundStep:
-    """A StepPlan with kernels looked up and everything laid out as flat tuples."""
+    """A StepPlan with kernels looked up and everything laid out as flat tuples.
+
+    ``plan`` is the plan the executor runs: ``planned`` without its plumbing nodes
+    (runtime.plumbing), its elementwise chains fused (runtime.fusion); ``planned`` is the
+    plan as the planner made it (the step's partition graphs show that one)."""
 
     plan: StepPlan
     kernels: tuple[Kernel, ...]
@@ -75,6 +83,7 @@ class BoundStep:
     gpu: tuple[bool, ...]                   # nodes on a GPU: they run on that GPU's thread
     is_async: tuple[bool, ...]              # kernels that finish through ``done`` (Send/Recv...)
     may_offload: tuple[bool, ...]           # nodes whose cost can grow with their inputs
+    planned: StepPlan                       # the plan before bind's rewrites
 
 
 class _StoreOnly:
@@ -86,14 +95,20 @@ class _StoreOnly:
         self.resources = resources
 
 
-def bind(plan: StepPlan, lookup: KernelLookup, resources: Any = None) -> BoundStep:
+def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
+         fuse: bool | None = None) -> BoundStep:
     """Look each node's kernel up once, so steps never touch the registry.
 
-    Nodes that would give the same value in every step (see ``_evaluate_at_bind``) are
-    evaluated here, once, instead of in each step."""
+    The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
+    ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
+    each (``fuse_elementwise``). Nodes that would give the same value in every step (see
+    ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
+    with gc_paused():   # the rewrites' sets and maps all live until they return
+        plan = prune_plumbing(planned)
+        if fusion_default() if fuse is None else fuse:
+            plan = fuse_elementwise(plan)
     nodes = plan.nodes
-    kernels = tuple(lookup(n.op_type, n.device.rsplit("device:", 1)[-1].split(":")[0],
-                           n.kernel_dtype) for n in nodes)
+    kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)
     roots = tuple(i for i, n in enumerate(pending) if n == 0 and i not in constant)
     return BoundStep(
@@ -113,7 +128,15 @@ def bind(plan: StepPlan, lookup: KernelLookup, resources: Any = None) -> BoundSt
         tuple("/device:GPU:" in n.device for n in nodes),
         tuple(bool(getattr(k, "is_async", False)) for k in kernels),
         tuple(bool(n.input_slots) and n.op_type not in CONSTANT_TIME_OPS for n in nodes),
+        planned,
     )
+
+
+def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
+    device_type = node.device.rsplit("device:", 1)[-1].split(":")[0]
+    if node.op_type == FUSED_OP:
+        return FusedKernel(node.attrs, device_type, lookup)
+    return lookup(node.op_type, device_type, node.kernel_dtype)
 
 
 def _evaluate_at_bind(plan: StepPlan, kernels: Sequence[Kernel], resources: Any
@@ -158,6 +181,8 @@ class NodeTrace:
     #: (offset, bound) seconds: on a remote task's RunGraph span only, how its clock was
     #: moved onto the master's and how far off that may be (distributed.trace_clock)
     clock: tuple[float, float] | None = None
+    #: TF1's timeline_label when it says more than the name: a fused node lists its ops
+    label: str = ""
 
 
 class Executor:
@@ -295,8 +320,10 @@ class _StepRun:
                 end = perf_counter()
                 self.busy += end - start   # racy across pool threads: an estimate is all it needs
                 if self.trace is not None:
-                    self.trace.append(NodeTrace(step.attrs[i]["_node_name"], step.devices[i], start,
-                                                end, threading.current_thread().name))
+                    attrs = step.attrs[i]
+                    self.trace.append(NodeTrace(attrs["_node_name"], step.devices[i], start, end,
+                                                threading.current_thread().name,
+                                                label=attrs.get("_label", "")))
                 for slot, value in zip(step.output_slots[i], outputs):
                     slots[slot] = value
             self._complete(i, ready)
@@ -446,6 +473,9 @@ class _StepRun:
     def _fail(self, i: int, exc: BaseException) -> None:
         """Fail the step with node i's error, named after the node (first failure wins)."""
         node = self.step.plan.nodes[i]
+        if isinstance(exc, FusedMemberError):   # a fused node's member: name the member
+            self.abort(as_op_error(exc.cause, exc.name, exc.op_type, node.device))
+            return
         self.abort(as_op_error(exc, node.name, node.op_type, node.device,
                                lambda: explain(node.op_type, len(node.input_slots), node.attrs)))
 

@@ -20,8 +20,9 @@ from zmtf.runtime.executor import NodeTrace
 _WALL_OFFSET = time.time() - time.perf_counter()
 _TEXT_KEYS = ("node", "device", "thread")
 _KEYS = frozenset({*_TEXT_KEYS, "start", "end"})
-#: optional: a _Send's/_Recv's "bytes"; a remote task's RunGraph span: "offset", "bound" (s)
-_OPTIONAL = frozenset({"bytes", "offset", "bound"})
+#: optional: a _Send's/_Recv's "bytes"; a remote task's RunGraph span: "offset", "bound" (s);
+#: a fused node's "label" (its ops)
+_OPTIONAL = frozenset({"bytes", "offset", "bound", "label"})
 
 
 def to_plain(traces: list[Any]) -> list[dict[str, Any]]:
@@ -35,6 +36,8 @@ def to_plain(traces: list[Any]) -> list[dict[str, Any]]:
                 "start": t.start + _WALL_OFFSET, "end": t.end + _WALL_OFFSET}
         if t.bytes:
             item["bytes"] = t.bytes
+        if getattr(t, "label", ""):
+            item["label"] = t.label
         out.append(item)
     return out
 
@@ -73,6 +76,9 @@ def from_plain(items: Any, source: str) -> list[NodeTrace]:
                 raise InvalidArgumentError(None, None, f"step stat {k} from {source}: offset "
                                            f"and bound must be finite seconds, bound >= 0")
             clock = (float(offset), float(bound))
+        label = item.get("label", "")
+        if type(label) is not str:
+            raise InvalidArgumentError(None, None, f"step stat {k} from {source}: label must be a string")
         traces.append(NodeTrace(item["node"], item["device"], float(start), float(end), item["thread"],
-                                size, clock))
+                                size, clock, label))
     return traces
