@@ -180,3 +180,16 @@ def test_gradient_plumbing_does_not_run_but_its_ordering_holds():
             assert got_after == 3.0 and got_seen == 3.0 * k
         names = {t.node_name for t in meta.step_stats}
         assert "after" in names and "gate" not in names
+
+
+def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
+    """Generated kernels are imported from the cache folder: one that another user could
+    have planted files in (group/other writable) is refused, and kernels compile in memory."""
+    from zmtf.runtime import fused_kernels
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    monkeypatch.setenv("ZMTF_FUSION_CACHE", str(folder))
+    assert fused_kernels._cache_dir() is None
+    folder.chmod(0o700)
+    assert fused_kernels._cache_dir() == str(folder)

@@ -18,6 +18,7 @@ import hashlib
 import logging
 import importlib.util
 import os
+import stat
 import sys
 import tempfile
 import threading
@@ -246,13 +247,23 @@ def source(ops: tuple, kinds: tuple[str, ...], outputs: tuple[int, ...], dtype: 
 
 
 def _cache_dir() -> str | None:
+    """The folder of generated kernels and numba's caches of them, or None where it cannot be
+    trusted: its files are imported (and numba's caches unpickled), so a folder in the shared
+    temp folder must be this user's own, a real directory, writable by nobody else (someone
+    who made /tmp/zmtf-fusion-<uid> first could otherwise run code in every zmtf process)."""
     folder = os.environ.get("ZMTF_FUSION_CACHE") or os.path.join(
         tempfile.gettempdir(), f"zmtf-fusion-{os.getuid() if hasattr(os, 'getuid') else 0}")
     try:
-        os.makedirs(folder, exist_ok=True)
-        return folder
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
     except OSError:
         return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o022 or \
+            (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+        logger.warning("fused kernels are compiled in every process: %s is not a directory "
+                       "of this user's that only it can write", folder)
+        return None
+    return folder
 
 
 def _load(text: str) -> Callable[..., None]:
