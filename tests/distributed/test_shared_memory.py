@@ -174,15 +174,18 @@ def _graph():
         with tf.device("/job:worker/task:0"):
             total = tf.reduce_sum(v.read_value())
             doubled = v.read_value() * 2.0
+            fed = tf.placeholder(tf.float32, [None, 4], name="fed")
+            fed_total = tf.reduce_sum(fed * 1.0, axis=0)
+    graph.fed, graph.fed_total = fed, fed_total
     return graph, v, total, doubled
 
 
-def _bytes_out(spec, job):
+def _bytes_out(spec, job, key="bytes_out"):
     done = subprocess.run([sys.executable, "-m", "zmtf.status", "--json", "--cluster",
                            json.dumps(spec.as_dict())], capture_output=True, text=True, timeout=60)
     rows = json.loads(done.stdout)
     rows = rows["tasks"] if isinstance(rows, dict) else rows
-    return next(r["bytes_out"] for r in rows if r["task"].startswith(f"/job:{job}"))
+    return next(r[key] for r in rows if r["task"].startswith(f"/job:{job}"))
 
 
 def _steps(spec):
@@ -193,12 +196,18 @@ def _steps(spec):
             got_total, got = sess.run([total, doubled])
         assert got_total == np.arange(N, dtype=np.float32).sum()
         assert np.array_equal(got, np.arange(N, dtype=np.float32) * 2)
+        feed = np.arange(N, dtype=np.float32).reshape(-1, 4)[::-1]   # a non-contiguous feed
+        assert np.array_equal(sess.run(graph.fed_total, {graph.fed: feed}), feed.sum(axis=0))
 
 
 def test_ps_to_worker_and_worker_to_client_go_through_shared_memory(cluster):
     spec, (ps, worker) = cluster
     _steps(spec)
     assert _bytes_out(spec, "ps") < N   # 3 reads of 4 MiB left it, none over tcp
+    assert _bytes_out(spec, "worker") < N   # nor the doubled values it sent the client
+    # in: the graph's 4 MiB constant (CreateSession: before the client heard where the
+    # worker is), not the feed
+    assert _bytes_out(spec, "worker", "bytes_in") < 5 * N
     _steps(spec)
     assert sent(ps.pid) >= 1
     worker.send_signal(signal.SIGKILL)   # kill -9 of the receiver
@@ -212,6 +221,8 @@ def test_off_falls_back_to_tcp(cluster):
     _steps(spec)
     assert _bytes_out(spec, "ps") > 3 * 4 * N   # a read of 4 MiB per step, over tcp
     assert _bytes_out(spec, "worker") > 3 * 4 * N   # and the doubled value to the client
+    # in: the graph's constant, three reads from the ps and the feed, all of 4 MiB
+    assert _bytes_out(spec, "worker", "bytes_in") > 5 * 4 * N
 
 
 # one side in a child process, killed with -9 while the other holds the segment
