@@ -68,7 +68,8 @@ HEADER_KEYS = frozenset({"v", "kind", "id", "body", "tensors"})
 STREAM_KEY = "stream"   # in a streamed message's header: how many part messages follow
 STREAM_HEADER_KEYS = HEADER_KEYS | {STREAM_KEY}
 HOST_KEY = "host"     # the sender's host identity, when it takes shared-memory tensors
-_HEADER_KEY_SETS = (HEADER_KEYS, STREAM_HEADER_KEYS, HEADER_KEYS | {HOST_KEY},
+_HOST_HEADER_KEYS = HEADER_KEYS | {HOST_KEY}   # every message of a process with the fast path on
+_HEADER_KEY_SETS = (HEADER_KEYS, STREAM_HEADER_KEYS, _HOST_HEADER_KEYS,
                     STREAM_HEADER_KEYS | {HOST_KEY})
 #: Messages whose tensor parts total this much are streamed: the receiver copies each part
 #: into place while the rest is still on the wire. One 64 MiB multipart then a copy took
@@ -169,7 +170,7 @@ def read_header(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS
     header = _unpack_header(frames[0], limits)
     # the envelope: v, kind, id, body and tensors' outer types (written out: every message)
     keys = header.keys()
-    if keys != HEADER_KEYS and keys not in _HEADER_KEY_SETS:
+    if keys != _HOST_HEADER_KEYS and keys != HEADER_KEYS and keys not in _HEADER_KEY_SETS:
         raise InvalidArgumentError(
             f"message header must have exactly the keys {sorted(HEADER_KEYS)} (and "
             f"{STREAM_KEY!r} when streamed, {HOST_KEY!r} optionally), got "
