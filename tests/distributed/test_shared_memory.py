@@ -119,7 +119,7 @@ def _header(host, descriptor):
 
 
 def test_bad_descriptors_are_typed_errors():
-    host = shared_memory.host_identity()
+    host = shared_memory.host_identity() + "/1"
     good = np.ones(BIG // 8)
     frames, decoded = round_trip([good])
     shm = codec.read_header(frames)[1]["tensors"][0]["shm"]
@@ -196,6 +196,7 @@ def _steps(spec):
             got_total, got = sess.run([total, doubled])
         assert got_total == np.arange(N, dtype=np.float32).sum()
         assert np.array_equal(got, np.arange(N, dtype=np.float32) * 2)
+        got[0] = -1.0   # the caller's own array, as TF's (the client did not copy it: unlocked)
         feed = np.arange(N, dtype=np.float32).reshape(-1, 4)[::-1]   # a non-contiguous feed
         assert np.array_equal(sess.run(graph.fed_total, {graph.fed: feed}), feed.sum(axis=0))
 

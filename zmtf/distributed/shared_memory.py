@@ -2,12 +2,15 @@
 
 Two zmtf processes on one machine (same boot, same network namespace, same user: see
 ``host_identity``) that both have shared memory on say so in every message header
-(``"host"``; ``wire/codec.py``). A sender that has heard it from a peer writes each tensor
+(``"host": "<machine>/<pid>"``; ``wire/codec.py``); two servers of one process keep to
+tcp between them (the pid tells), as their memory is shared already. A sender that has heard it from a peer writes each tensor
 of ``THRESHOLD`` bytes or more once into a memfd segment (``SegmentPool.write``) and sends
 the descriptor ``{"dtype", "shape", "parts": 0, "shm": [pid, fd, inode]}`` instead of its
 bytes. The receiver (``attach``) opens ``/proc/<pid>/fd/<fd>``, checks that it is a zmtf
-segment of that inode and big enough, maps it read-only and hands out a read-only array
-over the mapping: no copy on the receiving side.
+segment of that inode and big enough, maps it copy-on-write and hands out a read-only array
+over the mapping: no copy on the receiving side. A consumer that must own a writable array
+(the remote client's fetches) unlocks it instead of copying: a write then copies only the
+pages it touches, into its own private ones.
 
 Lifetimes. A memfd has no name: nothing can be left behind in ``/dev/shm``, and the kernel
 frees a segment when the last descriptor and mapping of it close, whichever process dies.
@@ -46,6 +49,9 @@ THRESHOLD = 1 << 20      # smaller tensors go over the socket: a segment costs t
 HEADER = 4096            # the state page; the tensor starts page-aligned after it
 NAME = "zmtf-shm"        # memfd name: /proc/<pid>/fd/<fd> reads "/memfd:zmtf-shm (deleted)"
 TAKEN, RELEASED = b"\x01", b"\x02"
+#: madvise(MADV_POPULATE_READ), Linux 5.14: map the segment's pages now, in one call, without
+#: breaking copy-on-write (MAP_POPULATE on a private writable mapping would copy every page)
+MADV_POPULATE_READ = 22
 IDLE_SECS = 2.0          # a free segment unused this long is closed
 KEPT_SECS = 2.0          # a receiver keeping the array this long: give up reusing the segment
 UNCLAIMED_SECS = 10.0    # never mapped this long: the receiver died or the message was lost
@@ -64,7 +70,7 @@ def host_identity() -> str | None:
 
 
 def _available() -> bool:
-    if not hasattr(os, "memfd_create") or not hasattr(mmap, "MAP_POPULATE"):
+    if not hasattr(os, "memfd_create") or not hasattr(mmap.mmap, "madvise"):
         return False
     try:
         os.close(os.memfd_create(NAME, os.MFD_CLOEXEC))
@@ -75,9 +81,11 @@ def _available() -> bool:
 
 def set_enabled(on: bool) -> None:
     """Turn the fast path on or off for this process (off: it announces no host identity)."""
-    host = host_identity() if on and _available() else None
-    wire_tensors.SHARED.host = host
-    wire_tensors.SHARED.attach = attach if host is not None else None
+    machine = host_identity() if on and _available() else None
+    shared = wire_tensors.SHARED
+    shared.machine = None if machine is None else f"{machine}/"
+    shared.host = None if machine is None else f"{machine}/{os.getpid()}"
+    shared.attach = attach if machine is not None else None
 
 
 def enabled() -> bool:
@@ -118,8 +126,14 @@ def attach(index: int, shm: Any, dtype: np.dtype, shape: list[int], nbytes: int)
             raise InvalidArgumentError(
                 f"{what}: {path} is not the zmtf shared-memory segment of inode {inode} and "
                 f"{nbytes} bytes the descriptor names")
-        mapping = mmap.mmap(fd, HEADER + nbytes, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE,
-                            prot=mmap.PROT_READ)
+        # private: the sender reuses the segment only once this mapping is gone (state 2),
+        # so it never changes under us, and a consumer's writes stay its own
+        mapping = mmap.mmap(fd, HEADER + nbytes, flags=mmap.MAP_PRIVATE,
+                            prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            mapping.madvise(MADV_POPULATE_READ)
+        except OSError:
+            pass   # an older kernel: the pages are mapped on first touch instead
         os.pwrite(fd, TAKEN, 0)
     except OSError as error:
         os.close(fd)
@@ -133,7 +147,8 @@ def attach(index: int, shm: Any, dtype: np.dtype, shape: list[int], nbytes: int)
                           offset=HEADER).reshape(shape)
     if dtype.kind == "b" and nbytes and array.view(np.uint8).max() > 1:
         raise InvalidArgumentError(f"{what}: bool bytes must be 0 or 1")
-    return array   # read-only: the mapping is
+    array.flags.writeable = False   # a decoded tensor is a value (wire/tensors.py)
+    return array
 
 
 def _release(fd: int) -> None:

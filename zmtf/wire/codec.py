@@ -243,8 +243,9 @@ def message_from(cls: type[Message], header: dict[str, Any], frames: Sequence[An
 def shared_attach(header: dict[str, Any]) -> Any:
     """How to map the shared-memory tensors of a message with this header: only a sender
     on this host (its header says so, and this process has the fast path on) may send them."""
-    host = header.get(HOST_KEY)
-    return SHARED.attach if host is not None and host == SHARED.host else None
+    host, machine = header.get(HOST_KEY), SHARED.machine
+    return (SHARED.attach if type(host) is str and machine is not None and host.startswith(machine)
+            else None)
 
 
 def packed_size(value: Any) -> int:

@@ -72,7 +72,8 @@ class SharedMemory:
     """Filled by ``distributed/shared_memory.py`` when the fast path is on (wire/ opens no
     files): this process's host identity, and how to map a segment."""
 
-    host: str | None = None
+    host: str | None = None      # "<machine token>/<pid>": what this process's headers say
+    machine: str | None = None   # "<machine token>/": a header starting so is from this host
     attach: Attach | None = None
     threshold: int = 1 << 20   # tensors this big go through a segment
 
