@@ -104,7 +104,10 @@ class BlockingChannel:
         call_id = self._calls.new_call(deadline, (timeout, type(message)))
         try:
             shared = self._shared if None in self._streams.local_peers else None
-            for frames in codec.encode_messages(message, id=call_id, shared=shared):
+            sends = codec.encode_messages(message, id=call_id, shared=shared)
+            for copy in shared_memory.take_copies():   # (called from a coroutine: a loop runs)
+                copy.result()
+            for frames in sends:
                 send_frames(self._sock, frames, blocking=True)
             reply = self._poll_reply(deadline)
         except KeyboardInterrupt:

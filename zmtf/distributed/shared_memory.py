@@ -6,20 +6,28 @@ Two zmtf processes on one machine (same boot, same network namespace, same user:
 tcp between them (the pid tells), as their memory is shared already. A sender that has heard it from a peer writes each tensor
 of ``THRESHOLD`` bytes or more once into a memfd segment (``SegmentPool.write``) and sends
 the descriptor ``{"dtype", "shape", "parts": 0, "shm": [pid, fd, inode]}`` instead of its
-bytes. The receiver (``attach``) opens ``/proc/<pid>/fd/<fd>``, checks that it is a zmtf
-segment of that inode and big enough, maps it copy-on-write and hands out a read-only array
-over the mapping: no copy on the receiving side. A consumer that must own a writable array
-(the remote client's fetches) unlocks it instead of copying: a write then copies only the
-pages it touches, into its own private ones.
+bytes. The receiver (``Mappings.attach``) opens ``/proc/<pid>/fd/<fd>``, checks that it is
+a zmtf segment of that inode and big enough, maps it shared and read-only and hands out a
+read-only array over the mapping: no copy on the receiving side. It keeps the mapping while
+the sender keeps the segment: the sender writes the next tensor of that size into the same
+segment, so a step that reads a big variable again costs one copy on the sender and nothing
+else (no open, no page faults, no unmap). A consumer that must own a writable array (the
+remote client's fetches) gets a private copy-on-write mapping instead (``unlocked``): a
+write copies only the pages it touches.
+
+Big tensors are copied into their segments off the event loop (``OFF_LOOP_COPY_BYTES``):
+the message waits in its socket's outbox until the copy is done (``take_copies``,
+``distributed/reactor.py``), so a loop sending 256 MB keeps ticking, as it does over tcp.
 
 Lifetimes. A memfd has no name: nothing can be left behind in ``/dev/shm``, and the kernel
 frees a segment when the last descriptor and mapping of it close, whichever process dies.
-The first 4 KiB of a segment are its state, written by the receiver: 1 once it has mapped
-the segment, 2 once the array over the mapping was dropped. The sender reuses a segment
+The first 4 KiB of a segment are its state, written by the receiver: 1 while an array over
+it is in use, 2 once the last one was dropped. The sender reuses a segment
 whose state is 2 (its pages are already faulted in), closes its own descriptor of one taken
 but kept (state 1) after ``KEPT_SECS`` and of one never taken (its receiver died, or the
 message was lost) after ``UNCLAIMED_SECS``, and closes free segments idle for ``IDLE_SECS``.
-A background thread does that sweep while any segment is open.
+The receiver unmaps a segment unused for ``IDLE_SECS``. A background thread does both
+sweeps while any segment is open or mapped.
 
 Off with ``ZMTF_SHARED_MEMORY=0``, ``set_enabled(False)`` or a server's
 ``--no-shared-memory``: the process then announces no host, so peers send it everything
@@ -36,6 +44,8 @@ import stat
 import threading
 import time
 import weakref
+from asyncio import _get_running_loop as _running_loop
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -49,13 +59,12 @@ THRESHOLD = 1 << 20      # smaller tensors go over the socket: a segment costs t
 HEADER = 4096            # the state page; the tensor starts page-aligned after it
 NAME = "zmtf-shm"        # memfd name: /proc/<pid>/fd/<fd> reads "/memfd:zmtf-shm (deleted)"
 TAKEN, RELEASED = b"\x01", b"\x02"
-#: madvise(MADV_POPULATE_READ), Linux 5.14: map the segment's pages now, in one call, without
-#: breaking copy-on-write (MAP_POPULATE on a private writable mapping would copy every page)
-MADV_POPULATE_READ = 22
 IDLE_SECS = 2.0          # a free segment unused this long is closed
 KEPT_SECS = 2.0          # a receiver keeping the array this long: give up reusing the segment
 UNCLAIMED_SECS = 10.0    # never mapped this long: the receiver died or the message was lost
 MAX_FREE_BYTES = 1 << 30
+#: a copy this big (~2 ms and up) into a segment leaves the event loop for a thread
+OFF_LOOP_COPY_BYTES = 16 << 20
 
 
 def host_identity() -> str | None:
@@ -70,7 +79,7 @@ def host_identity() -> str | None:
 
 
 def _available() -> bool:
-    if not hasattr(os, "memfd_create") or not hasattr(mmap.mmap, "madvise"):
+    if not hasattr(os, "memfd_create"):
         return False
     try:
         os.close(os.memfd_create(NAME, os.MFD_CLOEXEC))
@@ -101,16 +110,110 @@ def writer_for(endpoint: str) -> Any:
 
 
 # ---- receiving ---------------------------------------------------------------------------
-def attach(index: int, shm: Any, dtype: np.dtype, shape: list[int], nbytes: int) -> np.ndarray:
-    """A read-only array over the segment ``shm`` = [pid, fd, inode] names; every fact the
-    descriptor states is checked first (InvalidArgumentError otherwise)."""
-    what = f"tensor {index} ({dtype.name}{shape})"
-    if (type(shm) is not list or len(shm) != 3
-            or any(type(v) is not int or not 0 <= v < 2**31 for v in shm[:2])
-            or type(shm[2]) is not int or not 0 <= shm[2] < 2**63):
-        raise InvalidArgumentError(f"{what}: shm must be [pid, fd, inode] ints, got "
-                                   f"{wire_tensors.short_repr(shm)}")
-    pid, number, inode = shm
+class _Mapped:
+    """A sender's segment as mapped here. It stays mapped between uses: the sender writes
+    its next tensor of that size into the same segment, which then costs no open, no page
+    faults and no unmap here (about half of a 64 MiB step's time otherwise)."""
+
+    __slots__ = ("fd", "mapping", "size", "uses", "since")
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd, self.size = fd, size
+        # shared and read-only: every use sees what the sender wrote for it; nobody here can
+        # write to it (a consumer that needs a writable array gets a private mapping)
+        self.mapping = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        self.uses, self.since = 0, 0.0
+
+
+class Mappings:
+    """The segments this process has mapped, by (sender pid, inode); one lock for the loop
+    threads that decode and the threads where arrays are dropped."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()   # reentrant: a release may run from GC inside attach
+        self._kept: dict[tuple[int, int], _Mapped] = {}
+        self._uses: dict[int, tuple[weakref.ref[np.ndarray], _Mapped]] = {}  # by id(flat)
+        self._closing: list[_Mapped] = []   # unmapped once the last array over them is gone
+
+    def attach(self, index: int, shm: Any, dtype: np.dtype, shape: list[int],
+               nbytes: int) -> np.ndarray:
+        """A read-only array over the segment ``shm`` = [pid, fd, inode] names; every fact the
+        descriptor states is checked first (InvalidArgumentError otherwise)."""
+        what = f"tensor {index} ({dtype.name}{shape})"
+        if (type(shm) is not list or len(shm) != 3
+                or any(type(v) is not int or not 0 <= v < 2**31 for v in shm[:2])
+                or type(shm[2]) is not int or not 0 <= shm[2] < 2**63):
+            raise InvalidArgumentError(f"{what}: shm must be [pid, fd, inode] ints, got "
+                                       f"{wire_tensors.short_repr(shm)}")
+        pid, number, inode = shm
+        with self._lock:
+            segment = self._kept.get((pid, inode))
+            if segment is None:
+                segment = self._kept[pid, inode] = _open(what, pid, number, inode, nbytes)
+                _SWEEPER.start()
+            elif segment.size < HEADER + nbytes:
+                raise _not_the_segment(what, f"/proc/{pid}/fd/{number}", inode, nbytes)
+            segment.uses += 1
+            if segment.uses == 1:
+                _mark(segment.fd, TAKEN)
+            flat = np.frombuffer(segment.mapping, dtype=dtype, count=nbytes // dtype.itemsize,
+                                 offset=HEADER)
+            self._uses[id(flat)] = (weakref.ref(flat), segment)
+        # every view of the array keeps ``flat`` (its base) alive: the use ends with the last
+        weakref.finalize(flat, self._release, segment, id(flat))
+        array = flat.reshape(shape)
+        if dtype.kind == "b" and nbytes and flat.view(np.uint8).max() > 1:
+            raise InvalidArgumentError(f"{what}: bool bytes must be 0 or 1")
+        return array
+
+    def unlocked(self, array: np.ndarray) -> np.ndarray:
+        """A writable array of the same value: over a segment, a private (copy-on-write)
+        mapping of it, no copy; the segment stays taken while that mapping lives."""
+        base = array.base
+        entry = self._uses.get(id(base))
+        if (not isinstance(base, np.ndarray) or entry is None or entry[0]() is not base
+                or not array.flags.c_contiguous
+                or array.ctypes.data != base.ctypes.data):
+            return array.copy()
+        segment = entry[1]
+        with self._lock:
+            mapping = mmap.mmap(segment.fd, segment.size, flags=mmap.MAP_PRIVATE,
+                                prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            segment.uses += 1
+        weakref.finalize(mapping, self._release, segment, None)
+        return np.frombuffer(mapping, dtype=array.dtype, count=array.size,
+                             offset=HEADER).reshape(array.shape)
+
+    def _release(self, segment: _Mapped, key: int | None) -> None:
+        """A use is over; the last one tells the sender it may write the segment again."""
+        with self._lock:
+            if key is not None:
+                self._uses.pop(key, None)
+            segment.uses -= 1
+            if segment.uses == 0:
+                segment.since = time.monotonic()
+                _mark(segment.fd, RELEASED)
+
+    def collect(self, now: float) -> int:
+        """Unmap segments unused for IDLE_SECS (their sender has closed them by then or
+        will); the number still mapped."""
+        with self._lock:
+            idle = [key for key, s in self._kept.items()
+                    if not s.uses and now - s.since >= IDLE_SECS]
+            gone, self._closing = self._closing + [self._kept.pop(key) for key in idle], []
+        for segment in gone:   # munmap outside the lock (ms for big ones; no GIL held)
+            try:
+                segment.mapping.close()
+            except BufferError:   # an array over it is still being torn down: next sweep
+                with self._lock:
+                    self._closing.append(segment)
+                continue
+            os.close(segment.fd)
+        with self._lock:
+            return len(self._kept) + len(self._closing)
+
+
+def _open(what: str, pid: int, number: int, inode: int, nbytes: int) -> _Mapped:
     path = f"/proc/{pid}/fd/{number}"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
@@ -123,18 +226,8 @@ def attach(index: int, shm: Any, dtype: np.dtype, shape: list[int], nbytes: int)
         if (info.st_ino != inode or not stat.S_ISREG(info.st_mode)
                 or info.st_size < HEADER + nbytes
                 or not os.readlink(path).startswith(f"/memfd:{NAME}")):
-            raise InvalidArgumentError(
-                f"{what}: {path} is not the zmtf shared-memory segment of inode {inode} and "
-                f"{nbytes} bytes the descriptor names")
-        # private: the sender reuses the segment only once this mapping is gone (state 2),
-        # so it never changes under us, and a consumer's writes stay its own
-        mapping = mmap.mmap(fd, HEADER + nbytes, flags=mmap.MAP_PRIVATE,
-                            prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        try:
-            mapping.madvise(MADV_POPULATE_READ)
-        except OSError:
-            pass   # an older kernel: the pages are mapped on first touch instead
-        os.pwrite(fd, TAKEN, 0)
+            raise _not_the_segment(what, path, inode, nbytes)
+        return _Mapped(fd, info.st_size)
     except OSError as error:
         os.close(fd)
         raise InvalidArgumentError(f"{what}: cannot map shared-memory segment {path}: "
@@ -142,22 +235,18 @@ def attach(index: int, shm: Any, dtype: np.dtype, shape: list[int], nbytes: int)
     except BaseException:
         os.close(fd)
         raise
-    weakref.finalize(mapping, _release, fd)
-    array = np.frombuffer(mapping, dtype=dtype, count=nbytes // dtype.itemsize,
-                          offset=HEADER).reshape(shape)
-    if dtype.kind == "b" and nbytes and array.view(np.uint8).max() > 1:
-        raise InvalidArgumentError(f"{what}: bool bytes must be 0 or 1")
-    array.flags.writeable = False   # a decoded tensor is a value (wire/tensors.py)
-    return array
 
 
-def _release(fd: int) -> None:
-    """The array over a segment is gone: tell the sender it may reuse it, close ours."""
+def _not_the_segment(what: str, path: str, inode: int, nbytes: int) -> InvalidArgumentError:
+    return InvalidArgumentError(f"{what}: {path} is not the zmtf shared-memory segment of "
+                                f"inode {inode} and {nbytes} bytes the descriptor names")
+
+
+def _mark(fd: int, state: bytes) -> None:
     try:
-        os.pwrite(fd, RELEASED, 0)
+        os.pwrite(fd, state, 0)
     except OSError:
         pass
-    os.close(fd)
 
 
 # ---- sending -----------------------------------------------------------------------------
@@ -191,10 +280,10 @@ class SegmentPool:
         self._lock = threading.Lock()
         self._free: list[_Segment] = []
         self._lent: list[_Segment] = []
-        self._sweeper: threading.Thread | None = None
 
     def write(self, array: np.ndarray) -> list[int]:
-        """Copy ``array`` (any layout) into a segment; its [pid, fd, inode] for the descriptor."""
+        """Copy ``array`` (any layout) into a segment; its [pid, fd, inode] for the descriptor.
+        On an event loop a big copy runs on a thread: see ``take_copies``."""
         nbytes = array.nbytes
         with self._lock:
             self._collect(time.monotonic())
@@ -206,20 +295,24 @@ class SegmentPool:
         if segment is None:
             segment = _Segment(nbytes)
         segment.mapping[0] = 0
-        out = np.frombuffer(segment.mapping, dtype=array.dtype, count=array.size, offset=HEADER)
-        np.copyto(out.reshape(array.shape), array)   # one pass, non-contiguous sources too
-        del out
+        if nbytes >= OFF_LOOP_COPY_BYTES and _running_loop() is not None:
+            copies = _pending.__dict__.setdefault("copies", [])
+            copies.append(_copier().submit(_copy, segment, array))
+        else:
+            _copy(segment, array)
         with self._lock:
             segment.since = time.monotonic()
             self._lent.append(segment)
-            if self._sweeper is None:
-                self._sweeper = threading.Thread(target=self._sweep, name="zmtf-shm-sweep",
-                                                 daemon=True)
-                self._sweeper.start()
+        _SWEEPER.start()
         return [os.getpid(), segment.fd, segment.inode]
 
     def open_segments(self) -> int:
         with self._lock:
+            return len(self._free) + len(self._lent)
+
+    def collect(self, now: float) -> int:
+        with self._lock:
+            self._collect(now)
             return len(self._free) + len(self._lent)
 
     def _collect(self, now: float) -> None:
@@ -244,19 +337,60 @@ class SegmentPool:
                 free.append(segment)
         self._free = free
 
-    def _sweep(self) -> None:
+
+def _copy(segment: _Segment, array: np.ndarray) -> None:
+    out = np.frombuffer(segment.mapping, dtype=array.dtype, count=array.size, offset=HEADER)
+    np.copyto(out.reshape(array.shape), array)   # one pass, non-contiguous sources too
+
+
+_pending = threading.local()   # .copies: big copies started by this thread, not yet sent
+_copier_pool: list[ThreadPoolExecutor] = []
+
+
+def _copier() -> ThreadPoolExecutor:
+    if not _copier_pool:
+        _copier_pool.append(ThreadPoolExecutor(2, thread_name_prefix="zmtf-shm-copy"))
+    return _copier_pool[0]
+
+
+def take_copies() -> list[Future[None]]:
+    """The copies into segments this thread started since it last asked: the messages that
+    name those segments must wait for them (a socket's outbox does)."""
+    copies: list[Future[None]] | None = _pending.__dict__.pop("copies", None)
+    return copies or []
+
+
+class _Sweeper:
+    """One daemon thread that sweeps both sides every 0.5 s while any segment is open."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        with self._lock:   # (not racing a sweeper that found nothing and is leaving)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="zmtf-shm-sweep",
+                                                daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
         while True:
             time.sleep(0.5)
             with self._lock:
-                self._collect(time.monotonic())
-                if not self._free and not self._lent:
-                    self._sweeper = None
+                now = time.monotonic()
+                if not POOL.collect(now) + MAPPINGS.collect(now):
+                    self._thread = None
                     return
 
 
 POOL = SegmentPool()
+MAPPINGS = Mappings()
+attach = MAPPINGS.attach
+unlocked = MAPPINGS.unlocked
+_SWEEPER = _Sweeper()
 set_enabled(os.environ.get("ZMTF_SHARED_MEMORY", "1").strip().lower() not in
             {"0", "false", "no", "off"})
 
-__all__ = ["POOL", "THRESHOLD", "attach", "enabled", "host_identity", "set_enabled",
-           "writer_for"]
+__all__ = ["MAPPINGS", "POOL", "THRESHOLD", "attach", "enabled", "host_identity",
+           "set_enabled", "take_copies", "unlocked", "writer_for"]
