@@ -3,17 +3,18 @@
 Two zmtf processes on one machine (same boot, same network namespace, same user: see
 ``host_identity``) that both have shared memory on say so in every message header
 (``"host": "<machine>/<pid>"``; ``wire/codec.py``); two servers of one process keep to
-tcp between them (the pid tells), as their memory is shared already. A sender that has heard it from a peer writes each tensor
-of ``THRESHOLD`` bytes or more once into a memfd segment (``SegmentPool.write``) and sends
-the descriptor ``{"dtype", "shape", "parts": 0, "shm": [pid, fd, inode]}`` instead of its
-bytes. The receiver (``Mappings.attach``) opens ``/proc/<pid>/fd/<fd>``, checks that it is
-a zmtf segment of that inode and big enough, maps it shared and read-only and hands out a
-read-only array over the mapping: no copy on the receiving side. It keeps the mapping while
-the sender keeps the segment: the sender writes the next tensor of that size into the same
-segment, so a step that reads a big variable again costs one copy on the sender and nothing
-else (no open, no page faults, no unmap). A consumer that must own a writable array (the
-remote client's fetches) gets a private copy-on-write mapping instead (``unlocked``): a
-write copies only the pages it touches.
+tcp between them (the pid tells), as their memory is shared already. A sender that has
+heard it from a peer writes each tensor of ``THRESHOLD`` bytes or more once into a memfd
+segment (``SegmentPool.write``) and sends the descriptor ``{"dtype", "shape", "parts": 0,
+"shm": [pid, fd, inode]}`` instead of its bytes. The receiver (``Mappings.attach``) opens
+``/proc/<pid>/fd/<fd>``, checks that it is a zmtf segment of that inode and big enough,
+maps it shared and read-only and hands out a read-only array over the mapping: no copy on
+the receiving side. It keeps the mapping while the sender keeps the segment: the sender
+writes its next tensor of that size into the same segment, so a step that reads a big
+variable again costs one copy on the sender and nothing else (no open, no page faults, no
+unmap). A consumer that must own a writable array (the remote client's fetches) gets a
+private copy-on-write mapping instead (``unlocked``): a write copies only the pages it
+touches.
 
 Big tensors are copied into their segments off the event loop (``OFF_LOOP_COPY_BYTES``):
 the message waits in its socket's outbox until the copy is done (``take_copies``,
@@ -22,12 +23,12 @@ the message waits in its socket's outbox until the copy is done (``take_copies``
 Lifetimes. A memfd has no name: nothing can be left behind in ``/dev/shm``, and the kernel
 frees a segment when the last descriptor and mapping of it close, whichever process dies.
 The first 4 KiB of a segment are its state, written by the receiver: 1 while an array over
-it is in use, 2 once the last one was dropped. The sender reuses a segment
-whose state is 2 (its pages are already faulted in), closes its own descriptor of one taken
-but kept (state 1) after ``KEPT_SECS`` and of one never taken (its receiver died, or the
-message was lost) after ``UNCLAIMED_SECS``, and closes free segments idle for ``IDLE_SECS``.
-The receiver unmaps a segment unused for ``IDLE_SECS``. A background thread does both
-sweeps while any segment is open or mapped.
+it is in use, 2 once the last one was dropped. The sender rewrites a segment only in state
+2 (so a value never changes under its reader; its pages are faulted in already), closes
+its own descriptor of one taken but kept (state 1) after ``KEPT_SECS`` and of one never
+taken (its receiver died, or the message was lost) after ``UNCLAIMED_SECS``, and closes
+free segments idle for ``IDLE_SECS``. The receiver unmaps a segment unused for
+``IDLE_SECS``. A background thread does both sweeps while any segment is open or mapped.
 
 Off with ``ZMTF_SHARED_MEMORY=0``, ``set_enabled(False)`` or a server's
 ``--no-shared-memory``: the process then announces no host, so peers send it everything
@@ -148,9 +149,9 @@ class Mappings:
         pid, number, inode = shm
         with self._lock:
             segment = self._kept.get((pid, inode))
-            if segment is None:
+            opened = segment is None
+            if opened:
                 segment = self._kept[pid, inode] = _open(what, pid, number, inode, nbytes)
-                _SWEEPER.start()
             elif segment.size < HEADER + nbytes:
                 raise _not_the_segment(what, f"/proc/{pid}/fd/{number}", inode, nbytes)
             segment.uses += 1
@@ -159,6 +160,8 @@ class Mappings:
             flat = np.frombuffer(segment.mapping, dtype=dtype, count=nbytes // dtype.itemsize,
                                  offset=HEADER)
             self._uses[id(flat)] = (weakref.ref(flat), segment)
+        if opened:
+            _SWEEPER.start()
         # every view of the array keeps ``flat`` (its base) alive: the use ends with the last
         weakref.finalize(flat, self._release, segment, id(flat))
         array = flat.reshape(shape)
@@ -361,27 +364,34 @@ def take_copies() -> list[Future[None]]:
 
 
 class _Sweeper:
-    """One daemon thread that sweeps both sides every 0.5 s while any segment is open."""
+    """One daemon thread that sweeps both sides every 0.5 s while any segment is open. It
+    holds no lock while it sweeps, so ``start`` may be called under any lock."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._started_again = False   # something opened since the last sweep counted
 
     def start(self) -> None:
-        with self._lock:   # (not racing a sweeper that found nothing and is leaving)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="zmtf-shm-sweep",
-                                                daemon=True)
-                self._thread.start()
+        with self._lock:
+            if self._thread is not None:
+                self._started_again = True
+                return
+            self._thread = threading.Thread(target=self._run, name="zmtf-shm-sweep",
+                                            daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         while True:
             time.sleep(0.5)
-            with self._lock:
-                now = time.monotonic()
-                if not POOL.collect(now) + MAPPINGS.collect(now):
+            now = time.monotonic()
+            if POOL.collect(now) + MAPPINGS.collect(now):
+                continue
+            with self._lock:   # nothing open: leave, unless a segment came meanwhile
+                if not self._started_again:
                     self._thread = None
                     return
+                self._started_again = False
 
 
 POOL = SegmentPool()
