@@ -150,9 +150,9 @@ class Mappings:
         with self._lock:
             segment = self._kept.get((pid, inode))
             opened = segment is None
-            if opened:
+            if segment is None:
                 segment = self._kept[pid, inode] = _open(what, pid, number, inode, nbytes)
-            elif segment.size < HEADER + nbytes:
+            if segment.size < HEADER + nbytes:
                 raise _not_the_segment(what, f"/proc/{pid}/fd/{number}", inode, nbytes)
             segment.uses += 1
             if segment.uses == 1:
