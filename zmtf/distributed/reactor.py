@@ -164,9 +164,15 @@ class Reactor:
 
     def _copied(self, _: Future[None]) -> None:
         try:
-            self.loop.call_soon_threadsafe(self._flush)
+            self.loop.call_soon_threadsafe(self._send_copied)
         except RuntimeError:   # the loop has closed: nothing is sent any more
             pass
+
+    def _send_copied(self) -> None:
+        self._flush()
+        # as after any send: it may have consumed the FD's edge, so look for input again
+        if not self._closed and not self.sock.closed and poll([(self.sock, POLLIN)], 0):
+            self.drain()
 
     def _unreachable(self, error: zmq.ZMQError, frames: list[Any]) -> bool:
         """True when a ROUTER's reply is addressed to a peer that has disconnected (a client
