@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -108,6 +109,31 @@ def test_segments_are_freed_when_both_sides_are_done():
     del decoded
     gc.collect()
     assert wait_until(lambda: segments() == (0, 0), 15)   # released, then idle: closed
+
+
+def _read_mappings(pid=None):
+    """Inodes of the zmtf segments a process has mapped read-only (a receiver's)."""
+    with open(f"/proc/{pid or os.getpid()}/maps") as f:
+        return [line.split()[4] for line in f if "memfd:zmtf-shm" in line and " r--s " in line]
+
+
+def test_the_receiver_keeps_its_mapping_for_the_senders_next_tensor():
+    """A variable read every step: the sender rewrites the segment the receiver released,
+    and the receiver reads it through the mapping it kept (no open, faults or unmap)."""
+    gc.collect()
+    assert wait_until(lambda: segments() == (0, 0))
+    _, first = round_trip([np.full(BIG, 1.0)])
+    kept = _read_mappings()
+    assert len(kept) == 1
+    del first
+    gc.collect()
+    assert _read_mappings() == kept   # released, not unmapped
+    frames, second = round_trip([np.full(BIG, 2.0)])
+    assert _read_mappings() == kept and second.tensors[0][-1] == 2.0   # the same segment
+    assert codec.read_header(frames)[1]["tensors"][0]["shm"][2] == int(kept[0])
+    del second
+    gc.collect()
+    assert wait_until(lambda: segments() == (0, 0), 15)   # idle: unmapped and closed
 
 
 def _header(host, descriptor):
@@ -284,6 +310,8 @@ async def test_an_async_clients_loop_keeps_ticking_during_256MB_through_shared_m
                     break
         assert await sess.run(big[:1]) == 2.0   # the fetched copy's write stayed the caller's
     assert min(gaps["fetch"]) < bound and min(gaps["feed"]) < bound, gaps
+    # the feed's 256 MB copy into its segment ran on a copy thread, not on the loop
+    assert any(t.name.startswith("zmtf-shm-copy") for t in threading.enumerate())
     assert _bytes_out(spec, "worker") < 2**20   # the 256 MB fetches did not cross tcp
     assert _bytes_out(spec, "worker", "bytes_in") < 2**20   # nor the feeds
 
