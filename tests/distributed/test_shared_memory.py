@@ -131,9 +131,6 @@ def test_the_receiver_keeps_its_mapping_for_the_senders_next_tensor():
     frames, second = round_trip([np.full(BIG, 2.0)])
     assert _read_mappings() == kept and second.tensors[0][-1] == 2.0   # the same segment
     assert codec.read_header(frames)[1]["tensors"][0]["shm"][2] == int(kept[0])
-    del second
-    gc.collect()
-    assert wait_until(lambda: segments() == (0, 0), 15)   # idle: unmapped and closed
 
 
 def _header(host, descriptor):
