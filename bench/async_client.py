@@ -1,7 +1,9 @@
 """Async client benchmark: requests/s of N concurrent AsyncSession runs against one
 cluster, against the same count of sequential sync Session runs, in one run; and the
-client loop's worst stall (a 1 ms heartbeat's longest gap) during a 256 MB feed and during
-1,000 runs submitted at once (target: under 20 ms; the median of --stall-tries tries).
+client loop's worst stall (a 1 ms heartbeat's longest gap) during a 256 MB feed, a 256 MB
+fetch and 1,000 runs submitted at once (target: under 20 ms; the median of --stall-tries
+tries). Client and servers are on one host: the 256 MB tensors go through shared memory
+(``ZMTF_SHARED_MEMORY=0`` in the environment: over tcp).
 
 The cluster (1 ps + 1 worker, tcp on 127.0.0.1) runs in subprocesses (python -m
 zmtf.server), so client and servers do not share a GIL. The graph is `b = a + x` with `a`
@@ -81,6 +83,8 @@ async def loop_stalls(target: str, tries: int) -> dict[str, list[float]]:
     memory) and as int32 (converted to the placeholder's float32 first), 1,000 runs at once."""
     x = tf.placeholder(tf.float32, [None], name="stall_x")
     y = tf.placeholder(tf.float32, [], name="stall_y")
+    with tf.device("/job:ps/task:0"):
+        big = tf.Variable(tf.fill([64 * 2**20], 1.0), name="stall_big")
     with tf.device("/job:worker/task:0"):
         total = tf.reduce_sum(x)
         doubled = y * 2.0
@@ -95,6 +99,9 @@ async def loop_stalls(target: str, tries: int) -> dict[str, list[float]]:
         for name, feed in feeds.items():
             await sess.run(total, {x: feed})   # warm: first-touch pages, server buffers
             gaps[name] = [await worst_gap(lambda: sess.run(total, {x: feed})) for _ in range(tries)]
+        await sess.run(big.initializer)
+        await sess.run(big)   # warm
+        gaps["256 MB fetch"] = [await worst_gap(lambda: sess.run(big)) for _ in range(tries)]
 
         async def burst():
             await asyncio.gather(*[sess.run(doubled, {y: float(i)}) for i in range(1000)])

@@ -7,6 +7,9 @@ Three clusters of the same shape run side by side, each task a subprocess on loc
          them as TF1 scripts do instead (``server = tf.train.Server(...); server.join()``,
          bench/_cluster_task.py zmtf-tf1); ``--start both`` measures both, "zmtf" (CLI) and
          "zmtf-tf1" side by side;
+- zmtf-tcp: the same with shared memory off (``ZMTF_SHARED_MEMORY=0`` in the tasks; also
+         zmtf-tf1-tcp): every tensor over loopback tcp (zmtf's tasks on one host otherwise
+         hand big tensors over in shared memory);
 - raw:   the floor: blocking pyzmq only (bench/_cluster_task.py raw-ps / raw-worker); the
          client DEALER asks the worker ROUTER, which asks the ps and answers when it has.
 - TF:    ``tf.distribute.Server`` tasks (bench/_cluster_task.py tf), ``tf.compat.v1.Session
@@ -16,7 +19,8 @@ Cases (``a`` lives on the ps, the fetched op on the worker, the client talks to 
 
 1. step latency of ``b = a + 2`` with a scalar float32 ``a``: median and p90 of single runs;
 2. transfer: ``reduce_sum(a)`` with ``a`` a float32 variable of 4 KiB .. 256 MiB, so ``a``
-   crosses ps->worker and only a scalar returns; GB/s = bytes / median step time.
+   crosses ps->worker and only a scalar returns; GB/s = bytes / median step time;
+3. fetch: the 64 MiB ``a`` fetched whole by the client (ps -> worker -> client; zmtf and TF).
 
 "CPU per step" is the CPU time (all threads, from /proc/<pid>/task/*/schedstat; Linux only)
 each process of a system spent during that system's timed runs, divided by the runs: where
@@ -144,6 +148,7 @@ class GraphSystem:
                 a = tf.Variable(1.0, dtype=tf.float32, name="a")
                 # fill, not ones(): a small graph whatever the size (zmtf's ones() is a constant)
                 big = {n: tf.Variable(tf.fill([n // 4], 1.0), name=f"v{n}") for n in sizes}
+            self.big = big
             with tf.device(WORKER):
                 self.b = a + 2.0
                 self.sums = {n: tf.reduce_sum(v) for n, v in big.items()}
@@ -157,6 +162,10 @@ class GraphSystem:
 
     def transfer_step(self, nbytes: int) -> float:
         return float(self.sess.run(self.sums[nbytes]))
+
+    def fetch_step(self, nbytes: int) -> float:
+        value = self.sess.run(self.big[nbytes])
+        return float(value.size) if value[-1] == 1.0 else -1.0
 
     def close(self) -> None:
         if self.sess is not None:
@@ -226,15 +235,18 @@ def measure_latency(systems: list, args) -> dict[str, dict[str, Any]]:
     return results
 
 
-def measure_transfer(systems: list, sizes: list[int], args) -> dict[int, dict[str, dict[str, Any]]]:
+def measure_transfer(systems: list, sizes: list[int], args,
+                     case: str = "transfer") -> dict[int, dict[str, dict[str, Any]]]:
+    """``case`` "transfer": reduce_sum on the worker; "fetch": the variable to the client."""
     results = {}
+    systems = [s for s in systems if hasattr(s, f"{case}_step")]
     for nbytes in sizes:
         expected = nbytes // 4
         for system in systems:  # the first run of a fetch sets up partitions; not timed
             for _ in range(2):
-                got = system.transfer_step(nbytes)
+                got = getattr(system, f"{case}_step")(nbytes)
                 if abs(got - expected) > 1e-3 * expected:
-                    raise RuntimeError(f"{system.name}: reduce_sum over {nbytes} bytes of ones gave {got}, "
+                    raise RuntimeError(f"{system.name}: {case} over {nbytes} bytes of ones gave {got}, "
                                        f"expected {expected}")
         samples: dict[str, list[float]] = {s.name: [] for s in systems}
         meters = {s.name: CpuMeter() for s in systems}
@@ -242,16 +254,32 @@ def measure_transfer(systems: list, sizes: list[int], args) -> dict[int, dict[st
             for system in rotated(systems, r):
                 spent, count = 0.0, 0
                 while count < args.max_steps and (count == 0 or spent < args.round_budget):
-                    got = meters[system.name].measure(system, lambda: timed(lambda: system.transfer_step(nbytes), 1))
+                    step = getattr(system, f"{case}_step")
+                    got = meters[system.name].measure(system, lambda: timed(lambda: step(nbytes), 1))
                     samples[system.name] += got
                     spent += got[0]
                     count += 1
         results[nbytes] = {name: summary(got, meters[name]) for name, got in samples.items()}
-        print(f"  measured transfer {human(nbytes)}", flush=True)
+        print(f"  measured {case} {human(nbytes)}", flush=True)
     return results
 
 
 # ---- reporting --------------------------------------------------------------------------------
+def report_fetch(fetch: dict) -> None:
+    """Case 3: the 64 MiB variable fetched whole by the client (target: >= 5x TF in shared
+    memory, as the client is on the ps's host)."""
+    for nbytes, row in fetch.items():
+        print(f"\n3. fetch ps -> client: sess.run(a), a: a {human(nbytes)} float32 variable on ps (GB/s)")
+        for name, r in row.items():
+            line = f"  {name:<14}{nbytes / r['median'] / 1e9:>8.3f} GB/s   {r['median'] * 1e3:8.2f} ms"
+            if "tf" in row and name.startswith("zmtf"):
+                ratio = row["tf"]["median"] / r["median"]
+                line += f"   {name}/TF {ratio:.2f}" + ("" if name.endswith("-tcp") else
+                                                      f" (target >= 5): {'met' if ratio >= 5 else 'NOT met'}")
+            print(line + f"   CPU ms {cpu_text(r['cpu'], 1e3, '.1f')}")
+
+
+
 def human(nbytes: int) -> str:
     return f"{nbytes // MiB} MiB" if nbytes >= MiB else f"{nbytes // KiB} KiB"
 
@@ -313,13 +341,16 @@ def report(latency: dict, transfer: dict, names: list[str]) -> None:
 
     print("\ntargets:")
     for zname in zmtfs:
+        tcp = zname.endswith("-tcp")
         if 64 * MiB in transfer:
             row = transfer[64 * MiB]
             ratio = row["raw"]["median"] / row[zname]["median"]
             print(f"  transfer 64 MiB: {zname}/raw {ratio:.2f} (target >= 0.80): {'met' if ratio >= 0.8 else 'NOT met'}")
             if "tf" in row:
+                goal = 2 if tcp else 5
                 ratio = row["tf"]["median"] / row[zname]["median"]
-                print(f"  transfer 64 MiB: {zname}/TF {ratio:.2f} (target >= 2): {'met' if ratio >= 2 else 'NOT met'}")
+                print(f"  transfer 64 MiB: {zname}/TF {ratio:.2f} (target >= {goal}{'' if tcp else ', shared memory'}): "
+                      f"{'met' if ratio >= goal else 'NOT met'}")
         if "tf" in latency:
             ratio = latency[zname]["median"] / latency["tf"]["median"]
             print(f"  step latency: {zname}/TF {ratio:.2f} (target <= 0.50): {'met' if ratio <= 0.5 else 'NOT met'}")
@@ -378,11 +409,12 @@ def main() -> None:
     started = time.monotonic()
     try:
         systems.append(RawSystem(procs))
-        if args.start in ("cli", "both"):
-            systems.append(GraphSystem("zmtf", zmtf, procs, zmtf_argv))
-        if args.start in ("tf1", "both"):
-            systems.append(GraphSystem("zmtf-tf1" if args.start == "both" else "zmtf", zmtf, procs,
-                                       zmtf_tf1_argv))
+        for start, argv in (("cli", zmtf_argv), ("tf1", zmtf_tf1_argv)):
+            if args.start in (start, "both"):
+                name = "zmtf-tf1" if start == "tf1" and args.start == "both" else "zmtf"
+                systems.append(GraphSystem(name, zmtf, procs, argv))
+                systems.append(GraphSystem(name + "-tcp", zmtf, procs, argv,
+                                           env=dict(os.environ, ZMTF_SHARED_MEMORY="0")))
         if args.untuned:
             systems.append(GraphSystem("zmtf-untuned", zmtf, procs, zmtf_tf1_argv,
                                        env=dict(os.environ, ZMTF_TUNE_PROCESS="0")))
@@ -394,8 +426,10 @@ def main() -> None:
         latency = measure_latency(systems, args)
         print("  measured latency", flush=True)
         transfer = measure_transfer(systems, sizes, args)
+        fetch = measure_transfer(systems, [n for n in sizes if n == 64 * MiB], args, "fetch")
         procs.check_alive()
         report(latency, transfer, [s.name for s in systems])
+        report_fetch(fetch)
         print(f"\n(total {time.monotonic() - started:.1f} s)")
     finally:
         for system in systems:

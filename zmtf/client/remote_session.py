@@ -17,7 +17,7 @@ from zmtf.client.fetches import FetchPlans
 from zmtf.client.partition_graphs import partition_graph_defs
 from zmtf.client.feeds import Feeds, feed_arrays
 from zmtf.client.session_core import make_placement_log_visible
-from zmtf.distributed import inproc, security, transit
+from zmtf.distributed import inproc, security, shared_memory, transit
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.channel import Channel
 from zmtf.distributed.trace_clock import STEP_SPAN_NODE, onto_master
@@ -75,13 +75,15 @@ def _checked_partitions(reply: Any) -> list[dict[str, Any]]:
 
 def _writable(value: Any) -> Any:
     """Decoded arrays arrive read-only; one assembled in our own buffer can simply be unlocked
-    (O(1), no 256 MB copy on the event loop); one that views a sender's memory cannot, and
-    ``fetched`` then copies it."""
+    (O(1), no 256 MB copy on the event loop); one in a same-host sender's shared memory gets a
+    copy-on-write mapping of its own (O(1) too); one that views a sender's memory otherwise
+    cannot, and ``fetched`` then copies it."""
     if isinstance(value, np.ndarray) and not value.flags.writeable:
         try:
             value.setflags(write=True)
         except ValueError:
-            pass
+            if value.nbytes >= shared_memory.THRESHOLD:
+                return shared_memory.unlocked(value)
     return value
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import zmq
 
-from zmtf.distributed import liveness, security
+from zmtf.distributed import liveness, security, shared_memory
 from zmtf.distributed.channel import (
     CALL_IDS, lost_error, no_reply_error, stuck_error, unreachable_error,
 )
@@ -66,6 +66,7 @@ class BlockingChannel:
         self._outcome: tuple[Any, BaseException | None] | None = None   # (reply, error) of it
         # replies big enough to come streamed; one stalled for IDLE_SECONDS fails its call
         self._streams = new_streams(on_expired=self._stream_expired)
+        self._shared = shared_memory.writer_for(endpoint)   # None: off, or inproc://
         self._state = threading.Lock()   # guards busy/closed: close() may come from another thread
         self._busy = False
         self._close_requested = False
@@ -102,7 +103,11 @@ class BlockingChannel:
                 self._wait_connected(time.monotonic() + connect_timeout, connect_timeout, message)
         call_id = self._calls.new_call(deadline, (timeout, type(message)))
         try:
-            for frames in codec.encode_messages(message, id=call_id):
+            shared = self._shared if None in self._streams.local_peers else None
+            sends = codec.encode_messages(message, id=call_id, shared=shared)
+            for copy in shared_memory.take_copies():   # (called from a coroutine: a loop runs)
+                copy.result()
+            for frames in sends:
                 send_frames(self._sock, frames, blocking=True)
             reply = self._poll_reply(deadline)
         except KeyboardInterrupt:

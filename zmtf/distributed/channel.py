@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import zmq
 
-from zmtf.distributed import faults, liveness, security
+from zmtf.distributed import faults, liveness, security, shared_memory
 from zmtf.distributed.operator_log import connection_changed
 from zmtf.distributed.futures import Deferred, then
 from zmtf.distributed.reactor import DeadlineTimer, IdleSweep, Reactor, receive
@@ -108,6 +108,7 @@ class Channel:
         self._streams = new_streams(
             lambda _, error, message_id: self._deliver(None, error, message_id), self._sweep.arm)
         self._sweep.streams = self._streams
+        self._shared = shared_memory.writer_for(endpoint)   # None: off, or inproc://
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock)
         identify_client(sock)
@@ -209,7 +210,7 @@ class Channel:
         calls = self._calls
         call_id = calls.new_call(when, (outcome, unwrap, timeout, type(message)))
         try:   # a closed socket refuses it: no ``closed`` check before each request
-            sends = codec.encode_messages(message, id=call_id)
+            sends = codec.encode_messages(message, id=call_id, shared=self._writer())
             if self.meter is not None:
                 self.meter.sent(sends)
             self._reactor.send(sends)
@@ -246,7 +247,7 @@ class Channel:
         call_id = self._calls.new_call(when, (future, None, timeout, type(message)))
         sent = False
         try:
-            sends = codec.encode_messages(message, id=call_id)
+            sends = codec.encode_messages(message, id=call_id, shared=self._writer())
             if self.meter is not None:
                 self.meter.sent(sends)
             self._reactor.send(sends)
@@ -294,6 +295,11 @@ class Channel:
         finally:
             self._pinging = False
 
+    def _writer(self) -> Any:
+        """The shared-memory writer, once the peer's replies said it is on this host."""
+        return self._shared if self._shared is not None and None in self._streams.local_peers \
+            else None
+
     @property
     def connected(self) -> bool:
         """Whether its connection is up now (an inproc:// one always is)."""
@@ -302,7 +308,7 @@ class Channel:
     def send_only(self, message: Any) -> None:
         """Send a message whose reply nobody waits for (its reply is dropped on arrival)."""
         # an id from the same source, registered nowhere: a reply to it matches no call
-        sends = codec.encode_messages(message, id=next(CALL_IDS))
+        sends = codec.encode_messages(message, id=next(CALL_IDS), shared=self._writer())
         if self.meter is not None:
             self.meter.sent(sends)
         self._reactor.send(sends)

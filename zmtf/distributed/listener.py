@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 import zmq
 
-from zmtf.distributed import identities, operator_log, security
+from zmtf.distributed import identities, operator_log, security, shared_memory
 from zmtf.distributed.bind_errors import bind_failure
 from zmtf.distributed.connection_guard import ConnectionGuard
 from zmtf.distributed.futures import Deferred, is_outcome, outcome
@@ -176,6 +176,7 @@ class Listener:
         self._streams = new_streams(self._stream_expired, self._sweep.arm,   # by peer identity
                                     budget, stream_idle_secs)
         self._sweep.streams = self._streams
+        self._shared = shared_memory.writer_for(endpoint)   # None: off, or inproc://
         # in-process peers (inproc://) leave with this process: no connections to watch
         self._peers: _PeerWatch | None = None
         if not endpoint.startswith("inproc://"):
@@ -307,7 +308,10 @@ class Listener:
         if self._prepare_reply is not None:
             reply = self._prepare_reply(reply)
         try:
-            sends = codec.encode_messages(reply)
+            shared = self._shared
+            sends = codec.encode_messages(
+                reply, shared=shared if shared is not None and identity in self._streams.local_peers
+                else None)
         except Exception as error:  # noqa: BLE001 - a reply that cannot travel fails its request
             sends = codec.encode_messages(messages.error_reply(reply.id, error))  # (or it hangs)
         if self._meter is not None:

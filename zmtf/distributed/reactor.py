@@ -18,10 +18,12 @@ import math
 import time
 import weakref
 from collections import deque
+from concurrent.futures import Future
 from typing import Any, Callable
 
 import zmq
 
+from zmtf.distributed import shared_memory
 from zmtf.distributed.sockets import (
     NOBLOCK, OFF_LOOP_DECODE_BYTES, POLLIN, decode, poll, recv_frames, send_frames,
 )
@@ -56,7 +58,8 @@ class Reactor:
         self.loop = loop
         self._on_frames = on_frames
         self._on_lost = on_lost
-        self._outbox: deque[list[Any]] = deque()
+        # frames to send, and the copies into shared memory they wait for (Futures)
+        self._outbox: deque[Any] = deque()
         self._gone = b""   # the last peer found disconnected (one log line for its replies)
         self._closed = False
         self._fd = sock.FD
@@ -111,8 +114,13 @@ class Reactor:
         for frames in messages:   # counted as queued: one dropped later for a gone peer too
             traffic.messages_out += 1
             traffic.bytes_out += sum(map(len, frames))
-        if self._outbox:
+        copies = shared_memory.take_copies()   # of big tensors, on threads: sent once copied
+        if copies or self._outbox:
+            idle = not self._outbox
+            self._outbox.extend(copies)
             self._outbox.extend(messages)
+            if idle:
+                self._flush()
         else:
             for k, frames in enumerate(messages):
                 try:
@@ -135,6 +143,15 @@ class Reactor:
 
     def _flush(self) -> None:
         while self._outbox and not self._closed:
+            if isinstance(self._outbox[0], Future):
+                copy = self._outbox[0]
+                if not copy.done():
+                    copy.add_done_callback(self._copied)
+                    return
+                self._outbox.popleft()
+                if copy.exception() is not None:   # (a bug: copying an array cannot fail)
+                    log.error("copying a tensor into shared memory failed: %s", copy.exception())
+                continue
             try:
                 send_frames(self.sock, self._outbox[0])
             except zmq.Again:
@@ -144,6 +161,18 @@ class Reactor:
                 if not self._unreachable(error, self._outbox[0]):
                     log.warning("dropped a message that could not be sent: %s", error)
             self._outbox.popleft()
+
+    def _copied(self, _: Future[None]) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self._send_copied)
+        except RuntimeError:   # the loop has closed: nothing is sent any more
+            pass
+
+    def _send_copied(self) -> None:
+        self._flush()
+        # as after any send: it may have consumed the FD's edge, so look for input again
+        if not self._closed and not self.sock.closed and poll([(self.sock, POLLIN)], 0):
+            self.drain()
 
     def _unreachable(self, error: zmq.ZMQError, frames: list[Any]) -> bool:
         """True when a ROUTER's reply is addressed to a peer that has disconnected (a client

@@ -27,7 +27,7 @@ from zmtf.formats.config_proto import ConfigProto
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_from_dict
-from zmtf.distributed import faults, identities, inproc, liveness, operator_log, security, transit
+from zmtf.distributed import faults, identities, inproc, liveness, operator_log, security, shared_memory, transit
 from zmtf.distributed.bind_policy import check_may_listen, is_local_only
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, bound_address, \
     check_addresses, endpoint
@@ -84,6 +84,8 @@ class ServerCore:
         self.cluster = ClusterSpec(cluster)
         check_addresses(self.cluster)   # TF's rule: a server checks its cluster's addresses
         self.options = with_environment(options or ServerOptions(), os.environ)
+        if self.options.no_shared_memory:   # process-wide: its channels and clients too
+            shared_memory.set_enabled(False)
         self._collector: SessionCollector | None = None
         self._clients: ClientSessions | None = None   # sessions by client process (while started)
         if job_name not in self.cluster.jobs:

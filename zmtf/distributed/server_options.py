@@ -86,6 +86,9 @@ class ServerOptions:
         0, "refuse (ResourceExhaustedError) a step output or an inbound stream that would take "
         "the bytes held for requests in flight past this (0: half of this machine's memory)",
         "BYTES")
+    no_shared_memory: bool = _setting(
+        False, "send big tensors to tasks and clients on this machine over tcp, not through "
+        "shared memory (for the whole process; also ZMTF_SHARED_MEMORY=0)")
     stream_idle_secs: float = _setting(
         30.0, "drop an inbound stream, and free its buffers, when no part of it came for "
         "this long", "SECONDS")

@@ -12,6 +12,10 @@ one-frame messages, the parts in order, from the same peer and with nothing betw
 ZeroMQ delivers a multipart only once all of it has arrived; separate messages let the
 receiver copy each part into place while the next is still on the wire
 (``wire/streams.py`` does the bookkeeping, sans-io, and checks every part as it comes).
+A process with the same-host fast path on adds ``"host": token`` (its machine, network
+namespace and user; ``distributed/shared_memory.py``) to every header: a peer that hears
+its own token may send it big tensors as shared-memory descriptors, which ``decode``
+accepts only from a header naming this host.
 ``"v"`` changes whenever a message's fields do (2: RunStep/RunGraph carry ``trace_level``
 and their results ``step_stats``); peers of different versions refuse each other's messages
 with an error that says to upgrade the older side.
@@ -48,9 +52,11 @@ from zmtf.wire.messages import (
 )
 from zmtf.wire.tensors import (
     DEFAULT_LIMITS,
+    SHARED,
     Allocate,
     Limits,
     decode_tensors,
+    Write,
     encode_tensors,
     frame_view,
     short_repr,
@@ -61,6 +67,10 @@ SUPPORTED_VERSIONS = (2,)
 HEADER_KEYS = frozenset({"v", "kind", "id", "body", "tensors"})
 STREAM_KEY = "stream"   # in a streamed message's header: how many part messages follow
 STREAM_HEADER_KEYS = HEADER_KEYS | {STREAM_KEY}
+HOST_KEY = "host"     # the sender's host identity, when it takes shared-memory tensors
+_HOST_HEADER_KEYS = HEADER_KEYS | {HOST_KEY}   # every message of a process with the fast path on
+_HEADER_KEY_SETS = (HEADER_KEYS, STREAM_HEADER_KEYS, _HOST_HEADER_KEYS,
+                    STREAM_HEADER_KEYS | {HOST_KEY})
 #: Messages whose tensor parts total this much are streamed: the receiver copies each part
 #: into place while the rest is still on the wire. One 64 MiB multipart then a copy took
 #: 46-48 ms over tcp here, 64 one-part messages copied as they came 37-40 ms (raw: 34-38).
@@ -90,11 +100,13 @@ _NEVER = 1 << 62   # a stream_min_bytes no message reaches
 
 def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
                     id: int | None = None,  # noqa: A002 (the message field)
-                    stream_min_bytes: int = STREAM_MIN_BYTES) -> list[list[bytes | memoryview]]:
+                    stream_min_bytes: int = STREAM_MIN_BYTES,
+                    shared: Write | None = None) -> list[list[bytes | memoryview]]:
     """A message -> the ZeroMQ messages to send, in order, each a list of frames.
 
     One multipart normally; a message whose tensor parts total ``stream_min_bytes`` or more is
     streamed (see the module docstring): its header alone, then one message per part.
+    ``shared`` (for a peer known to be on this host) writes big tensors to shared memory.
     """
     cls = type(message)
     if KINDS.get(cls.__name__) is not cls:
@@ -106,9 +118,11 @@ def encode_messages(message: Message, limits: Limits = DEFAULT_LIMITS, *,
                                        f"{short_repr(id)}")
     message_id = message.id if id is None else id
     tensors: list[Any] = getattr(message, "tensors") if CARRIES_TENSORS[cls] else []
-    descriptors, parts = encode_tensors(tensors, limits) if tensors else ([], [])
+    descriptors, parts = encode_tensors(tensors, limits, shared) if tensors else ([], [])
     header = {"v": VERSION, "kind": cls.__name__, "id": message_id, "body": BODY_OF[cls](message),
               "tensors": descriptors}
+    if SHARED.host is not None:
+        header[HOST_KEY] = SHARED.host
     streamed = bool(parts) and sum(map(len, parts)) >= stream_min_bytes  # parts: flat bytes
     if streamed:
         header[STREAM_KEY] = len(parts)
@@ -156,10 +170,11 @@ def read_header(frames: Sequence[Any], limits: Limits = DEFAULT_LIMITS
     header = _unpack_header(frames[0], limits)
     # the envelope: v, kind, id, body and tensors' outer types (written out: every message)
     keys = header.keys()
-    if keys != HEADER_KEYS and keys != STREAM_HEADER_KEYS:
+    if keys != _HOST_HEADER_KEYS and keys != HEADER_KEYS and keys not in _HEADER_KEY_SETS:
         raise InvalidArgumentError(
             f"message header must have exactly the keys {sorted(HEADER_KEYS)} (and "
-            f"{STREAM_KEY!r} when streamed), got {short_repr(sorted(map(str, header)))}"
+            f"{STREAM_KEY!r} when streamed, {HOST_KEY!r} optionally), got "
+            f"{short_repr(sorted(map(str, header)))}"
         )
     version = header["v"]
     if type(version) is not int or version not in SUPPORTED_VERSIONS:
@@ -212,7 +227,8 @@ def message_from(cls: type[Message], header: dict[str, Any], frames: Sequence[An
             fields["tensors"] = []
         else:
             try:
-                fields["tensors"] = decode_tensors(descriptors, frames[1:], limits, allocate)
+                fields["tensors"] = decode_tensors(descriptors, frames[1:], limits, allocate,
+                                                   shared_attach(header))
             except InvalidArgumentError as exc:
                 raise InvalidArgumentError(
                     f"{cls.__name__} (id {message_id}): {exc.message}") from None
@@ -222,6 +238,14 @@ def message_from(cls: type[Message], header: dict[str, Any], frames: Sequence[An
             f"{short_repr(header['tensors'])} and the message has {len(frames) - 1} extra frames"
         )
     return cls(id=message_id, **fields)  # the constructor checks every field's type
+
+
+def shared_attach(header: dict[str, Any]) -> Any:
+    """How to map the shared-memory tensors of a message with this header: only a sender
+    on this host (its header says so, and this process has the fast path on) may send them."""
+    host, machine = header.get(HOST_KEY), SHARED.machine
+    return (SHARED.attach if type(host) is str and machine is not None and host.startswith(machine)
+            else None)
 
 
 def packed_size(value: Any) -> int:
@@ -272,7 +296,7 @@ def _unpack_header(frame: Any, limits: Limits) -> dict[str, Any]:
 
 
 __all__ = [
-    "HEADER_KEYS", "STREAM_HEADER_KEYS", "STREAM_KEY", "STREAM_MIN_BYTES", "SUPPORTED_VERSIONS",
+    "HEADER_KEYS", "HOST_KEY", "STREAM_HEADER_KEYS", "STREAM_KEY", "STREAM_MIN_BYTES", "SUPPORTED_VERSIONS",
     "VERSION", "check_body", "decode", "encode", "encode_messages", "message_from", "peek_id",
-    "read_header",
+    "read_header", "shared_attach",
 ]

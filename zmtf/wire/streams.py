@@ -33,7 +33,9 @@ from zmtf.framework.errors import DeadlineExceededError, InvalidArgumentError, R
 from zmtf.framework.memory_budget import Account, MemoryBudget
 from zmtf.wire import codec
 from zmtf.wire.messages import CARRIES_TENSORS, Message
-from zmtf.wire.tensors import DEFAULT_LIMITS, Allocate, Limits, StreamedTensors, short_repr
+from zmtf.wire.tensors import (
+    DEFAULT_LIMITS, SHARED, Allocate, Limits, StreamedTensors, short_repr,
+)
 
 Deliver = Callable[["Message | None", "BaseException | None", int], None]
 Expired = Callable[[Hashable, BaseException, int], None]   # (peer, error, id) of a dropped stream
@@ -85,6 +87,9 @@ class Streams:
         self._on_open = on_open         # called when a stream opens (to arm a sweep timer)
         self._open: dict[Hashable, _Stream] = {}
         self._swept = 0.0
+        #: peers whose messages said they are on this host and take shared memory
+        self.local_peers: set[Hashable] = set()
+        self._heard: set[Hashable] = set()   # peers whose host this socket has checked
 
     def __len__(self) -> int:
         return len(self._open)
@@ -113,6 +118,8 @@ class Streams:
                         f"were due, then came a {len(frames)}-frame message"), stream.id)
         try:
             cls, header = codec.read_header(frames, self._limits)
+            if codec.HOST_KEY in header and peer not in self._heard:
+                self._learn_host(peer, header)
             if codec.STREAM_KEY in header:
                 self._start(peer, cls, header, frames, self._clock())
                 return
@@ -122,8 +129,16 @@ class Streams:
             return
         deliver(message, None, message.id)
 
+    def _learn_host(self, peer: Hashable, header: dict[str, Any]) -> None:
+        """A peer on this host, but not this very process (its memory is ours already)."""
+        self._heard.add(peer)
+        if codec.shared_attach(header) is not None and header[codec.HOST_KEY] != SHARED.host:
+            self.local_peers.add(peer)
+
     def forget(self, peer: Hashable) -> None:
         """Drop ``peer``'s open stream, if any, without a word (the peer has gone)."""
+        self.local_peers.discard(peer)
+        self._heard.discard(peer)
         stream = self._open.pop(peer, None)
         if stream is not None:
             stream.release()
@@ -157,7 +172,8 @@ class Streams:
                 raise InvalidArgumentError(f"{cls.__name__} carries no tensors: nothing to stream")
             fields = codec.check_body(cls, header)
             try:
-                tensors = StreamedTensors(header["tensors"], self._limits, self._allocate)
+                tensors = StreamedTensors(header["tensors"], self._limits, self._allocate,
+                                          codec.shared_attach(header))
             except InvalidArgumentError as error:
                 raise InvalidArgumentError(
                     f"{cls.__name__} (id {message_id}): {error.message}") from None

@@ -22,6 +22,11 @@ element, that no length exceeds the data and that they sum to the data's byte co
 lengths plus data under ``max_tensor_bytes``; the elements come back as ``bytes`` objects
 (one copy: they must outlive the frames). No pickle, no per-element framing to parse.
 
+A tensor written to shared memory by a sender on this host (``distributed/shared_memory.py``)
+has the descriptor ``{"dtype", "shape", "parts": 0, "shm": [pid, fd, inode]}`` and no
+frames; it is decoded by ``SHARED.attach``, and only from a message whose header names this
+host (``wire/codec.py``): from anyone else such a descriptor is an error.
+
 Decoded arrays are **read-only**: a view of a received frame may alias the sender's own
 memory (inproc is zero-copy end to end), so a decoded tensor is a value, not a buffer.
 Consumers that need to write copy first, as the state kernels already do.
@@ -56,6 +61,24 @@ _LENGTHS = np.dtype("<u8")
 Frame = Any  # bytes | bytearray | memoryview | zmq.Frame (anything with .buffer)
 Allocate = Callable[[np.dtype, tuple[int, ...]], np.ndarray]  # (dtype, shape) -> buffer
 Descriptor = dict[str, Any]
+#: (index, shm, dtype, shape, nbytes) -> a read-only array over the segment ``shm`` names
+Attach = Callable[[int, Any, np.dtype, list[int], int], np.ndarray]
+#: (array) -> the ``shm`` of the segment it was copied into
+Write = Callable[[np.ndarray], list[int]]
+
+
+@dataclass(slots=True)
+class SharedMemory:
+    """Filled by ``distributed/shared_memory.py`` when the fast path is on (wire/ opens no
+    files): this process's host identity, and how to map a segment."""
+
+    host: str | None = None      # "<machine token>/<pid>": what this process's headers say
+    machine: str | None = None   # "<machine token>/": a header starting so is from this host
+    attach: Attach | None = None
+    threshold: int = 1 << 20   # tensors this big go through a segment
+
+
+SHARED = SharedMemory()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +165,10 @@ def _encode_strings(array: np.ndarray, index: int,
     return descriptor, [lengths.view(np.uint8).data, *parts]
 
 
-def encode_tensors(arrays: Sequence[Any],
-                   limits: Limits = DEFAULT_LIMITS) -> tuple[list[Descriptor], list[memoryview]]:
-    """Many arrays -> (descriptors, all their parts in order)."""
+def encode_tensors(arrays: Sequence[Any], limits: Limits = DEFAULT_LIMITS,
+                   shared: Write | None = None) -> tuple[list[Descriptor], list[memoryview]]:
+    """Many arrays -> (descriptors, all their parts in order); with ``shared``, those of
+    ``SHARED.threshold`` bytes or more are written to shared memory instead."""
     if len(arrays) > limits.max_tensors:
         raise InvalidArgumentError(
             f"{len(arrays)} tensors in one message, over the limit of {limits.max_tensors}"
@@ -152,10 +176,19 @@ def encode_tensors(arrays: Sequence[Any],
     descriptors: list[Descriptor] = []
     frames: list[memoryview] = []
     for index, array in enumerate(arrays):
+        if shared is not None and _goes_shared(array, limits):
+            descriptors.append({"dtype": array.dtype.str, "shape": list(array.shape), "parts": 0,
+                                "shm": shared(array)})
+            continue
         descriptor, parts = encode_tensor(array, index, limits)
         descriptors.append(descriptor)
         frames.extend(parts)
     return descriptors, frames
+
+
+def _goes_shared(array: Any, limits: Limits) -> bool:
+    return (type(array) is np.ndarray and array.nbytes >= SHARED.threshold
+            and array.dtype.str in WIRE_DTYPES and array.nbytes <= limits.max_tensor_bytes)
 
 
 # ---- decoding -------------------------------------------------------------------------
@@ -176,13 +209,22 @@ def frame_view(frame: Frame) -> memoryview:
 
 _Spec = tuple[np.dtype, list[int], int, int]  # dtype, shape, parts, nbytes
 _DESCRIPTOR_KEYS = frozenset({"dtype", "shape", "parts"})
+_SHARED_KEYS = _DESCRIPTOR_KEYS | {"shm"}
 _NP_DTYPES = {name: np.dtype(name) for name in WIRE_DTYPES}
 _OBJECT = np.dtype(object)
 
 
 def _check_descriptor(index: int, descriptor: Any, limits: Limits) -> _Spec:
     """Validate one descriptor; return (dtype, shape, parts, nbytes)."""
+    shared = False
     if not isinstance(descriptor, dict) or descriptor.keys() != _DESCRIPTOR_KEYS:
+        shared = isinstance(descriptor, dict) and descriptor.keys() == _SHARED_KEYS
+    if shared:
+        if descriptor["dtype"] == STRING_DTYPE or descriptor["parts"] != 0:
+            raise InvalidArgumentError(
+                f"tensor {index}: a shared-memory descriptor has parts 0 and a numeric dtype, "
+                f"got {short_repr(descriptor)}")
+    elif not isinstance(descriptor, dict) or descriptor.keys() != _DESCRIPTOR_KEYS:
         raise InvalidArgumentError(
             f"tensor {index}: descriptor must be a map with exactly the keys dtype, shape, parts; "
             f"got {short_repr(descriptor)}"
@@ -219,7 +261,7 @@ def _check_descriptor(index: int, descriptor: Any, limits: Limits) -> _Spec:
         raise InvalidArgumentError(  # an empty array whose other dims would overflow numpy
             f"tensor {index} ({_describe(dtype, shape)}): dimensions too large"
         )
-    least = 2 if dtype is _OBJECT else 1
+    least = 2 if dtype is _OBJECT else 0 if shared else 1
     if type(parts) is not int or parts < least:
         raise InvalidArgumentError(
             f"tensor {index} ({_describe(dtype, shape)}): parts must be an int >= {least}, "
@@ -359,12 +401,14 @@ class TensorParts:
 class StreamedTensors:
     """The tensors of one message, filled part by part (every descriptor checked up front)."""
 
-    __slots__ = ("_tensors", "_current", "remaining", "nbytes", "_limits")
+    __slots__ = ("_tensors", "_current", "remaining", "nbytes", "_limits", "_shared")
 
     def __init__(self, descriptors: Any, limits: Limits = DEFAULT_LIMITS,
-                 allocate: Allocate | None = None) -> None:
+                 allocate: Allocate | None = None, attach: Attach | None = None) -> None:
         specs = _check_descriptors(descriptors, limits)
         self._tensors = [TensorParts(i, spec, allocate) for i, spec in enumerate(specs)]
+        self._shared = {i: _attached(i, spec, descriptors[i], attach)
+                        for i, spec in enumerate(specs) if spec[2] == 0}
         self._current = 0
         self.remaining = sum(spec[2] for spec in specs)   # parts still to come
         self.nbytes = sum(spec[3] for spec in specs)      # what the parts declare, in all
@@ -375,13 +419,18 @@ class StreamedTensors:
         if not self.remaining:
             raise InvalidArgumentError("more parts than the tensors' descriptors list")
         tensor = self._tensors[self._current]
+        while tensor.complete:   # a shared-memory tensor: no parts
+            self._current += 1
+            tensor = self._tensors[self._current]
         tensor.add(frame)
         self.remaining -= 1
         if tensor.complete:
             self._current += 1
 
     def arrays(self) -> list[np.ndarray]:
-        return [tensor.result(self._limits) for tensor in self._tensors]
+        shared = self._shared
+        return [shared[i] if i in shared else tensor.result(self._limits)
+                for i, tensor in enumerate(self._tensors)]
 
 
 def decode_tensor(index: int, descriptor: Any, frames: Sequence[Frame],
@@ -406,7 +455,7 @@ def decode_parts(index: int, descriptor: Any, frames: Sequence[Frame],
     only reduces (sum, max, a checksum) can work over the parts and skip the assembly copy.
     """
     dtype, shape, parts, nbytes = _check_descriptor(index, descriptor, limits)
-    if parts != len(frames):
+    if parts != len(frames) or parts == 0:
         raise InvalidArgumentError(
             f"tensor {index} ({_describe(dtype, shape)}) has {parts} parts, "
             f"{len(frames)} frames given"
@@ -432,11 +481,13 @@ def _check_descriptors(descriptors: Any, limits: Limits) -> list[_Spec]:
 
 
 def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = DEFAULT_LIMITS,
-                   allocate: Allocate | None = None) -> list[np.ndarray]:
+                   allocate: Allocate | None = None,
+                   attach: Attach | None = None) -> list[np.ndarray]:
     """Descriptors and all the tensor frames of a message (in order) -> read-only arrays.
 
     Every frame must belong to exactly one tensor: missing or extra frames are errors.
-    ``allocate`` is used for multi-part tensors only (see ``decode_tensor``).
+    ``allocate`` is used for multi-part tensors only (see ``decode_tensor``); ``attach``
+    maps shared-memory tensors (None: the sender is not on this host, and they are errors).
     """
     checked = _check_descriptors(descriptors, limits)
     needed = 0
@@ -452,19 +503,32 @@ def decode_tensors(descriptors: Any, frames: Sequence[Frame], limits: Limits = D
         dtype, shape, parts, nbytes = spec
         if parts == 1 and dtype is not _OBJECT:   # the usual tensor: a view of its one frame
             arrays.append(_one_part(index, dtype, shape, nbytes, frame_view(frames[start])))
+        elif parts == 0:
+            arrays.append(_attached(index, spec, descriptors[index], attach))
         else:
             arrays.append(_assemble(index, spec, frames[start:start + parts], allocate, limits))
         start += parts
     return arrays
 
 
+def _attached(index: int, spec: _Spec, descriptor: Descriptor,
+              attach: Attach | None) -> np.ndarray:
+    dtype, shape, _, nbytes = spec
+    if attach is None:
+        raise InvalidArgumentError(
+            f"tensor {index} ({_describe(dtype, shape)}) is in shared memory, but its sender "
+            f"is not on this host or shared memory is off here; such a peer must send it "
+            f"over the socket")
+    return attach(index, descriptor["shm"], dtype, shape, nbytes)
+
+
 def _assemble(index: int, spec: _Spec, frames: Sequence[Frame],
               allocate: Allocate | None, limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
     dtype, shape, parts, nbytes = spec
-    if parts != len(frames):
+    if parts != len(frames) or parts == 0:
         raise InvalidArgumentError(
             f"tensor {index} ({_describe(dtype, shape)}) has {parts} parts, "
-            f"{len(frames)} frames given"
+            f"{len(frames)} frames given (a shared-memory tensor decodes with its message)"
         )
     if parts == 1 and dtype is not _OBJECT:
         return _one_part(index, dtype, shape, nbytes, frame_view(frames[0]))
