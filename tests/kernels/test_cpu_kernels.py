@@ -212,6 +212,23 @@ def test_sum_to_shape_inverts_broadcasting(run, dtype, x_shape, target):
     assert_matches(out, expected, dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("x_shape,target", [((64, 13, 13, 16), (16,)), ((40, 9, 30), (9, 30)),
+                                            ((3000, 4), (1, 4)), ((2, 9000), (9000,))], ids=str)
+def test_sum_over_leading_axes_adds_rows_in_numpys_order(run, dtype, x_shape, target):
+    """A bias's gradient takes reduce.py's row-add loop (big, few columns): the same floats
+    as numpy's sum, which adds rows one after another along a leading axis."""
+    x = np.random.default_rng(7).standard_normal(x_shape).astype(dtype) * 100
+    (out,) = run("SumToShape", [x, np.array(target, np.int32)])
+    lead = len(x_shape) - len(target) + (1 if target[0] == 1 and len(target) > 1 else 0)
+    expected = np.add.reduce(x, axis=tuple(range(lead))).reshape(target)
+    assert out.dtype == np.dtype(dtype)
+    if x_shape[-1] <= 4096:
+        np.testing.assert_array_equal(out, expected)
+    else:   # too wide for the loop: numpy's own sum
+        np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
 def test_sum_to_shape_rejects_non_broadcast_target(run):
     with pytest.raises(InvalidArgumentError, match=r"cannot reduce shape \[2,3\] to \[4\]"):
         run("SumToShape", [np.ones((2, 3), np.float32), np.array([4], np.int32)])

@@ -60,8 +60,11 @@ def max_pool(ctx: Any, inputs: list, attrs: dict) -> list:
     plan = _pool_plan(x.shape, attrs)
     out = empty(ctx, (x.shape[0], plan.rows.size, plan.cols.size, x.shape[3]), x.dtype)
     if x.dtype in NUMBA_NP_DTYPES:
-        _max_pool_kernel(np.ascontiguousarray(x), out, *plan.window, *plan.strides,
-                         plan.rows.pad_before, plan.cols.pad_before)
+        if _tiles(plan):
+            _tiled_max_pool_kernel(np.ascontiguousarray(x), out, *plan.window)
+        else:
+            _max_pool_kernel(np.ascontiguousarray(x), out, *plan.window, *plan.strides,
+                             plan.rows.pad_before, plan.cols.pad_before)
         return [out]
     windows = window_view(plan.padded(x, -np.inf), plan)
     for index, row, col in plan.taps():
@@ -155,10 +158,80 @@ def max_pool_grad(ctx: Any, inputs: list, attrs: dict) -> list:
         raise InvalidArgumentError(f"grad must have shape {shape_str(expected)}, got "
                                    f"{shape_str(grad.shape)} (node '{attrs['_node_name']}')")
     work = compute_dtype(x.dtype)
-    dx = np.zeros(x.shape, work)
-    _max_pool_grad_kernel(np.ascontiguousarray(x, work), np.ascontiguousarray(grad, work), dx,
-                          *plan.window, *plan.strides, plan.rows.pad_before, plan.cols.pad_before)
-    return [dx.astype(x.dtype, copy=False)]
+    x, grad = np.ascontiguousarray(x, work), np.ascontiguousarray(grad, work)
+    if _tiles(plan):   # every element in one window at most: written once, not added to
+        dx = np.empty(x.shape, work)
+        _tiled_max_pool_grad_kernel(x, grad, dx, *plan.window)
+        dx[:, plan.rows.size * plan.strides[0]:] = 0   # rows and columns no window covers
+        dx[:, :, plan.cols.size * plan.strides[1]:] = 0
+    else:
+        dx = np.zeros(x.shape, work)
+        _max_pool_grad_kernel(x, grad, dx, *plan.window, *plan.strides, plan.rows.pad_before,
+                              plan.cols.pad_before)
+    return [dx.astype(inputs[0].dtype, copy=False)]
+
+
+def _tiles(plan: WindowPlan) -> bool:
+    """Whether the windows tile the input without overlap or padding (2x2, stride 2, VALID):
+    the kernels then skip bounds checks, and the gradient writes each element once."""
+    return (plan.strides == plan.window and not plan.rows.pad_before and not plan.rows.pad_after
+            and not plan.cols.pad_before and not plan.cols.pad_after)
+
+
+@jit()
+def _tiled_max_pool_kernel(x, out, f_h, f_w):  # type: ignore[no-untyped-def]
+    """MaxPool where window (i, j) is x[:, i*f_h:(i+1)*f_h, j*f_w:(j+1)*f_w]: np.maximum's
+    rule from the first tap, without bounds checks."""
+    batch, channels = x.shape[0], x.shape[3]
+    out_h, out_w = out.shape[1], out.shape[2]
+    for b in range(batch):
+        for i in range(out_h):
+            for j in range(out_w):
+                best = out[b, i, j]
+                first = x[b, i * f_h, j * f_w]
+                for c in range(channels):
+                    best[c] = first[c]
+                for a in range(f_h):
+                    for e in range(f_w):
+                        if a + e > 0:
+                            row = x[b, i * f_h + a, j * f_w + e]
+                            for c in range(channels):
+                                best[c] = np.maximum(best[c], row[c])
+
+
+@jit()
+def _tiled_max_pool_grad_kernel(x, grad, dx, f_h, f_w):  # type: ignore[no-untyped-def]
+    """MaxPoolGrad for tiling windows: dx[window tap] = grad where the tap won (the first
+    strictly greater, as _max_pool_grad_kernel), 0 elsewhere in the window."""
+    batch, channels = x.shape[0], x.shape[3]
+    out_h, out_w = grad.shape[1], grad.shape[2]
+    best = np.empty(channels, x.dtype)
+    winner = np.empty(channels, np.int64)
+    for b in range(batch):
+        for i in range(out_h):
+            for j in range(out_w):
+                first = x[b, i * f_h, j * f_w]
+                for c in range(channels):
+                    best[c] = first[c]
+                    winner[c] = 0
+                tap = 0
+                for a in range(f_h):
+                    for e in range(f_w):
+                        if tap > 0:
+                            row = x[b, i * f_h + a, j * f_w + e]
+                            for c in range(channels):
+                                value = row[c]
+                                better = value > best[c]
+                                best[c] = value if better else best[c]
+                                winner[c] = tap if better else winner[c]
+                        tap += 1
+                tap = 0
+                for a in range(f_h):
+                    for e in range(f_w):
+                        target = dx[b, i * f_h + a, j * f_w + e]
+                        for c in range(channels):
+                            target[c] = grad[b, i, j, c] if winner[c] == tap else 0
+                        tap += 1
 
 
 @register("AvgPool", dtypes=FLOATS)
