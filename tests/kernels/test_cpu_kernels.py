@@ -194,6 +194,23 @@ def test_activation_gradients(run, dtype):
     assert_matches(run("TanhGrad", [y, dy])[0], (dy64 * (1 - y64 * y64)).astype(dtype), dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_relu_grad_of_a_big_tensor_keeps_numpys_nan_and_inf_rules(run, dtype):
+    """From 16K elements ReluGrad is one numba pass (elementwise.py): a NaN or inf gradient
+    where the feature is not positive still gives NaN (x * 0), a NaN feature stops it."""
+    rng = np.random.default_rng(8)
+    shape = (8, 26, 26, 16)
+    gradients = rng.standard_normal(shape).astype(dtype)
+    features = np.round(rng.standard_normal(shape)).astype(dtype)   # many exact zeros
+    gradients.flat[::97], gradients.flat[::101] = np.nan, -np.inf
+    features.flat[::89] = np.nan
+    (out,) = run("ReluGrad", [gradients, features])
+    with np.errstate(invalid="ignore"):
+        expected = gradients * (features > 0).astype(dtype)
+    assert out.dtype == np.dtype(dtype) and out.shape == shape
+    np.testing.assert_array_equal(out, expected)
+
+
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize(
     "x_shape,target",

@@ -435,8 +435,29 @@ def _np_squared_difference(x: _Array, y: _Array) -> _Array:
     return np.multiply(d, d, out=d)
 
 
+#: From this many elements ReluGrad runs ``_serial_relu_grad``: numpy's form builds a bool
+#: array and multiplies through a cast (a CNN's 64x26x26x16 gradient: 236 vs 107 us; 7 vs 2
+#: us at 16K elements). Serial: the parallel kernel takes over at PARALLEL_MIN_ELEMENTS.
+SERIAL_RELU_GRAD_MIN_ELEMENTS = 1 << 14
+_RELU_GRAD_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
 def _np_relu_grad(gradients: _Array, features: _Array) -> _Array:
+    if (gradients.size >= SERIAL_RELU_GRAD_MIN_ELEMENTS and gradients.shape == features.shape
+            and gradients.dtype in _RELU_GRAD_DTYPES and features.dtype == gradients.dtype
+            and gradients.flags.c_contiguous and features.flags.c_contiguous):
+        out = np.empty(gradients.shape, gradients.dtype)
+        _serial_relu_grad(gradients.reshape(-1), features.reshape(-1), out.reshape(-1))
+        return out
     return np.multiply(gradients, features > 0, out=..., dtype=gradients.dtype)
+
+
+@jit()
+def _serial_relu_grad(gradients, features, out):  # type: ignore[no-untyped-def]
+    """out = gradients * (features > 0), one pass; a NaN or inf gradient times 0 is NaN, as
+    in numpy's form and TF's."""
+    for i in range(out.shape[0]):
+        out[i] = gradients[i] * np.float32(features[i] > 0)
 
 
 def _np_sigmoid_grad(y: _Array, dy: _Array) -> _Array:
