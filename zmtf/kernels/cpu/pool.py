@@ -3,8 +3,10 @@
 MaxPool and MaxPoolGrad are serial numba loops over the windows, channels innermost
 (float16's MaxPool keeps numpy's per-tap maxima over the window view, windows.py).
 MaxPoolGrad finds each window's first maximum per channel with selects, not branches, so
-the channel loop vectorizes, and then adds the gradient to every tap where it won: a
-64x26x26x16 input's gradient 900 -> ~430 us, its MaxPool 350 -> ~105 us (2x2, stride 2).
+the channel loop vectorizes, and then adds the gradient to every tap where it won. Windows
+that tile the input (stride = window, no padding) skip bounds checks and write each
+gradient element once; 2-wide ones (2x2 above all) run in long loops over a whole row of
+windows: a 64x26x26x16 input's MaxPool 350 -> ~105 us, its gradient 900 -> ~210 us.
 No parallel region: these run between BLAS calls, where numba's OpenMP threads would spin
 against OpenBLAS's (i29-design.md). AvgPool visits the taps with whole-array numpy ops;
 AvgPoolGrad shares each gradient among the real (unpadded) elements of its window, the
@@ -148,6 +150,48 @@ def _max_pool_grad_kernel(x, grad, dx, f_h, f_w, s_h, s_w, top,  # type: ignore[
                         tap += 1
 
 
+@jit()
+def _paired_max_pool_grad_kernel(x, grad, dx, f_h):  # type: ignore[no-untyped-def]
+    """_tiled_max_pool_grad_kernel for windows 2 wide, in long loops over a row of windows
+    instead of a short one per window. The scan's winner is found row by row: row 0 as the
+    scan starts it (its first element, NaN or not, then strictly greater), each later row's
+    own first strict maximum ignoring NaNs (which never win), taken when strictly greater
+    than the best so far: the same winner as one scan of the window in row-major order."""
+    batch, channels = x.shape[0], x.shape[3]
+    out_h, out_w = grad.shape[1], grad.shape[2]
+    width = out_w * channels
+    best = np.empty(width, x.dtype)
+    winner = np.empty(width, np.int64)
+    for b in range(batch):
+        for i in range(out_h):
+            for a in range(f_h):
+                row = x[b, i * f_h + a].reshape(-1)
+                for j in range(out_w):
+                    start, done = 2 * j * channels, j * channels
+                    for c in range(channels):
+                        left, right = row[start + c], row[start + channels + c]
+                        if a == 0:
+                            take = right > left
+                            best[done + c] = right if take else left
+                            winner[done + c] = 1 if take else 0
+                        else:
+                            pick = (right > left) | (left != left)   # NaNs never win
+                            top = right if pick else left
+                            better = top > best[done + c]
+                            best[done + c] = top if better else best[done + c]
+                            winner[done + c] = 2 * a + pick if better else winner[done + c]
+            g = grad[b, i].reshape(-1)
+            for a in range(f_h):
+                target = dx[b, i * f_h + a].reshape(-1)
+                for j in range(out_w):
+                    start, done = 2 * j * channels, j * channels
+                    for c in range(channels):
+                        tap = winner[done + c] - 2 * a
+                        share = g[done + c]
+                        target[start + c] = share if tap == 0 else 0
+                        target[start + channels + c] = share if tap == 1 else 0
+
+
 @register("MaxPoolGrad", dtypes=FLOATS)
 def max_pool_grad(ctx: Any, inputs: list, attrs: dict) -> list:
     """MaxPoolGrad(orig_input, orig_output, grad): each output's gradient goes to the input
@@ -163,7 +207,10 @@ def max_pool_grad(ctx: Any, inputs: list, attrs: dict) -> list:
     x, grad = np.ascontiguousarray(x, work), np.ascontiguousarray(grad, work)
     if _tiles(plan):   # every element in one window at most: written once, not added to
         dx = np.empty(x.shape, work)
-        _tiled_max_pool_grad_kernel(x, grad, dx, *plan.window)
+        if plan.window[1] == 2:
+            _paired_max_pool_grad_kernel(x, grad, dx, plan.window[0])
+        else:
+            _tiled_max_pool_grad_kernel(x, grad, dx, *plan.window)
         dx[:, plan.rows.size * plan.strides[0]:] = 0   # rows and columns no window covers
         dx[:, :, plan.cols.size * plan.strides[1]:] = 0
     else:
