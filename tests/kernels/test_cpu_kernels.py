@@ -211,6 +211,20 @@ def test_relu_grad_of_a_big_tensor_keeps_numpys_nan_and_inf_rules(run, dtype):
     np.testing.assert_array_equal(out, expected)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+def test_relu_of_a_big_tensor_is_numpys_maximum_bit_for_bit(run, dtype):
+    """From 16K elements float Relu is one numba pass (elementwise.py): NaN stays NaN and
+    -0.0 becomes +0.0, as np.maximum(x, 0) gives."""
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((8, 26, 26, 16)) * 10).astype(dtype)
+    if x.dtype.kind == "f":
+        x.flat[::7], x.flat[::11], x.flat[::13] = -0.0, np.nan, -np.inf
+    (out,) = run("Relu", [x])
+    expected = np.maximum(x, x.dtype.type(0))
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(out.view(np.uint8), expected.view(np.uint8))
+
+
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize(
     "x_shape,target",
