@@ -211,6 +211,24 @@ def test_relu_grad_of_a_big_tensor_keeps_numpys_nan_and_inf_rules(run, dtype):
     np.testing.assert_array_equal(out, expected)
 
 
+@pytest.mark.parametrize("op", ["Add", "AddV2"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+def test_a_bias_added_to_a_big_activation_is_numpys_sum_in_either_order(run, op, dtype):
+    """From 16K elements x[..., C] + b[C] is one numba pass (elementwise.py _np_add)."""
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((8, 26, 26, 16)) * 10).astype(dtype)
+    bias = (rng.standard_normal(16) * 10).astype(dtype)
+    if x.dtype.kind == "f":
+        x.flat[::13], bias[3] = np.nan, np.inf
+    expected = x + bias
+    for inputs in ([x, bias], [bias, x]):
+        (out,) = run(op, inputs)
+        assert out.dtype == x.dtype and out.shape == x.shape
+        np.testing.assert_array_equal(out, expected)
+    column = rng.standard_normal((8, 26, 26, 1)).astype(dtype)   # not a last-axis bias
+    np.testing.assert_array_equal(run(op, [x, column])[0], x + column)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
 def test_relu_of_a_big_tensor_is_numpys_maximum_bit_for_bit(run, dtype):
     """From 16K elements float Relu is one numba pass (elementwise.py): NaN stays NaN and
