@@ -8,6 +8,8 @@
 
 (zmtf's servers are ``python -m zmtf.server``, started by train.py directly, or zmtf-server.)
 
+``--model cnn`` is bench/models.py's small CNN (2x conv 3x3 + relu + max_pool 2x2, dense
+800-128-10, Adam) on 28x28x1 images: the example's 784-feature batches reshaped.
 ``--model big`` is the MLP 784-4096-4096-10 (20.1M parameters, 80 MB of float32) whose
 parameters dominate a step: each step reads all of them from the ps tasks and sends their
 gradients back. Its variables are made weights first (w0, w1, w2, then the biases) so that
@@ -117,6 +119,23 @@ def big_worker_graph(tf, task: int, num_ps: int, learning_rate: float):
     return graph, images, labels, loss, train_op, init, ready
 
 
+def cnn_worker_graph(tf, task: int, num_ps: int):
+    """bench/models.py's CNN, between-graph: variables (and Adam's slots) on the ps tasks by
+    replica_device_setter, the tower on this worker."""
+    from models import cnn_train_op   # bench/ is on sys.path (run as a script)
+
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device(tf.train.replica_device_setter(ps_tasks=num_ps, worker_device=f"/job:worker/task:{task}")):
+            global_step = tf.train.get_or_create_global_step()
+            images = tf.placeholder(tf.float32, [None, 784], name="images")
+            labels = tf.placeholder(tf.int64, [None], name="labels")
+            loss, train_op = cnn_train_op(tf, tf.reshape(images, [-1, 28, 28, 1]), labels, global_step)
+        init = tf.global_variables_initializer()
+        ready = [v.is_initialized() for v in tf.global_variables()]
+    return graph, images, labels, loss, train_op, init, ready
+
+
 def serve_zmtf(cluster: str, job: str, task: int) -> None:
     """A zmtf task as TF1 scripts start theirs: ``tf.train.Server(...)``, then ``join()``."""
     import zmtf as tf
@@ -150,6 +169,8 @@ def run_client(args) -> None:
         if args.model == "big":
             graph, images, labels, loss, train_op, init, ready = big_worker_graph(
                 tf, args.task, args.ps, args.learning_rate)
+        elif args.model == "cnn":
+            graph, images, labels, loss, train_op, init, ready = cnn_worker_graph(tf, args.task, args.ps)
         else:
             graph, images, labels, loss, _acc, train_op, init, ready, _saver, _sync = \
                 mlp.build_worker_graph(args.task, args.ps, args.learning_rate)
@@ -203,8 +224,9 @@ def main() -> None:
     parser.add_argument("role", choices=["tf-server", "zmtf-server", "client"])
     parser.add_argument("--cluster", help="cluster spec as JSON")
     parser.add_argument("--job", help="the job (tf-server, zmtf-server)")
-    parser.add_argument("--model", choices=["small", "big"], default="small",
-                        help="small: the example's 784-256-10; big: 784-4096-4096-10 (80 MB)")
+    parser.add_argument("--model", choices=["small", "big", "cnn"], default="small",
+                        help="small: the example's 784-256-10; big: 784-4096-4096-10 (80 MB); "
+                        "cnn: bench/models.py's CNN")
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--framework", choices=["zmtf", "tf"], default="zmtf")
     parser.add_argument("--mode", choices=["local", "cluster"], default="cluster")

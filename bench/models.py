@@ -11,6 +11,8 @@ driver alternates the two children round by round (rotating who goes first), so 
 noisy machine hits both, and prints the median steps/s of the rounds and the zmtf/TF ratio.
 
 Run: python bench/models.py [--rounds 3] [--seconds 3] [--only cnn,lstm] [--no-tf]
+The CNN trained by 2 workers on a ps (between-graph, replica_device_setter), TF beside it:
+     python bench/train.py --model cnn --only 2
 """
 
 from __future__ import annotations
@@ -44,6 +46,26 @@ DESCRIPTIONS = {
 # ---- the workloads: each returns (graph, init, fetch, feed, config) -----------------------------
 
 
+def cnn_train_op(tf, images, labels, global_step=None):
+    """The CNN on a [batch, 28, 28, 1] image tensor, its loss and Adam's training op:
+    2x (conv2d 3x3 VALID + relu + max_pool 2x2) with 16 and 32 filters, dense 800-128-10.
+    bench/_train_task.py builds the same model between-graph (variables on the ps)."""
+    h = images
+    for cin, cout in ((1, 16), (16, 32)):
+        w = tf.Variable(tf.truncated_normal([3, 3, cin, cout], stddev=0.1))
+        b = tf.Variable(tf.zeros([cout]))
+        h = tf.nn.relu(tf.nn.conv2d(h, w, strides=[1, 1, 1, 1], padding="VALID") + b)
+        h = tf.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+    h = tf.reshape(h, [-1, 5 * 5 * 32])
+    w1 = tf.Variable(tf.truncated_normal([800, 128], stddev=0.05))
+    b1 = tf.Variable(tf.zeros([128]))
+    h = tf.nn.relu(tf.matmul(h, w1) + b1)
+    w2 = tf.Variable(tf.truncated_normal([128, 10], stddev=0.05))
+    logits = tf.matmul(h, w2) + tf.Variable(tf.zeros([10]))
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    return loss, tf.train.AdamOptimizer(1e-3).minimize(loss, global_step=global_step)
+
+
 def build_cnn(tf, np, threads: int | None):
     rng = np.random.default_rng(0)
     graph = tf.Graph()
@@ -51,20 +73,7 @@ def build_cnn(tf, np, threads: int | None):
         tf.set_random_seed(0)
         x = tf.placeholder(tf.float32, [64, 28, 28, 1])
         y = tf.placeholder(tf.int32, [64])
-        h = x
-        for cin, cout in ((1, 16), (16, 32)):
-            w = tf.Variable(tf.truncated_normal([3, 3, cin, cout], stddev=0.1))
-            b = tf.Variable(tf.zeros([cout]))
-            h = tf.nn.relu(tf.nn.conv2d(h, w, strides=[1, 1, 1, 1], padding="VALID") + b)
-            h = tf.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
-        h = tf.reshape(h, [64, 5 * 5 * 32])
-        w1 = tf.Variable(tf.truncated_normal([800, 128], stddev=0.05))
-        b1 = tf.Variable(tf.zeros([128]))
-        h = tf.nn.relu(tf.matmul(h, w1) + b1)
-        w2 = tf.Variable(tf.truncated_normal([128, 10], stddev=0.05))
-        logits = tf.matmul(h, w2) + tf.Variable(tf.zeros([10]))
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+        loss, train = cnn_train_op(tf, x, y)
         init = tf.global_variables_initializer()
     feed = {x: rng.random((64, 28, 28, 1), dtype=np.float32),
             y: rng.integers(0, 10, 64).astype(np.int32)}

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import zmtf.kernels.cpu.conv as conv_kernels
+import zmtf.kernels.cpu.pool as pool_kernels
 from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
 
 
@@ -95,6 +96,10 @@ CONV_CASES = [
     ((1, 2, 3, 1), (5, 5, 2), (1, 1), "SAME", (1, 1)),          # filter bigger than the input
     ((1, 9, 9, 2), (3, 3, 2), (1, 1), "SAME", (2, 2)),          # dilated
     ((2, 8, 7, 2), (2, 3, 3), (2, 1), "VALID", (1, 2)),         # dilated and strided
+    # one input channel: the columns are stored transposed, a row per filter tap (conv.py)
+    ((3, 9, 8, 1), (3, 3, 4), (2, 1), "SAME", (1, 1)),
+    ((2, 9, 9, 1), (3, 2, 3), (1, 2), "VALID", (2, 1)),
+    ((2, 6, 7, 1), (1, 1, 2), (1, 1), "SAME", (1, 1)),          # depth 1
 ]
 CONV_IDS = [f"{s}-{f}-s{st}-{p}-d{d}" for s, f, st, p, d in CONV_CASES]
 
@@ -162,6 +167,21 @@ def test_batches_split_into_several_column_chunks_give_the_same_result(run, monk
     np.testing.assert_allclose(whole[0], reference_conv(x, w, (1, 1), "SAME"), rtol=1e-11)
 
 
+def test_one_channel_columns_in_several_chunks_give_the_same_result(run, monkeypatch):
+    case = ((5, 7, 6, 1), (3, 3, 3), (1, 2), "SAME", (1, 1))
+    x, w = conv_inputs(case, "float32")
+    dy = np.random.default_rng(5).standard_normal((5, 7, 3, 3)).astype(np.float32)
+    ops = [("Conv2D", [x, w]), ("Conv2DBackpropFilter", [x, np.array(w.shape), dy]),
+           ("Conv2DBackpropInput", [np.array(x.shape), w, dy])]
+    whole = [run(op, inputs, **conv_attrs(case))[0] for op, inputs in ops]
+    monkeypatch.setattr(conv_kernels, "_COLUMN_BUDGET", 100)  # 9 x 21 per image: 1 per chunk
+    chunked = [run(op, inputs, **conv_attrs(case))[0] for op, inputs in ops]
+    for a, b in zip(whole, chunked):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(whole[0], reference_conv(x, w, (1, 2), "SAME"), rtol=1e-4,
+                               atol=1e-4)
+
+
 def test_conv2d_errors_name_the_problem(run):
     x, w = np.zeros((1, 4, 4, 3)), np.zeros((2, 2, 2, 1))
     with pytest.raises(InvalidArgumentError, match=r"filter's input depth: 3 vs 2"):
@@ -187,6 +207,10 @@ POOL_CASES = [
     ((1, 6, 5, 2), (2, 3), (1, 2), "SAME"),
     ((2, 7, 7, 2), (3, 2), (3, 1), "VALID"),
     ((1, 3, 3, 1), (1, 1), (2, 2), "SAME"),
+    # windows that tile the input (stride = window, no padding): pool.py's _tiled_* kernels
+    ((2, 7, 9, 3), (2, 2), (2, 2), "VALID"),    # a last row and column no window covers
+    ((1, 6, 9, 2), (3, 3), (3, 3), "SAME"),     # SAME that needs no padding
+    ((2, 6, 4, 17), (2, 1), (2, 1), "VALID"),
 ]
 POOL_IDS = [f"{s}-k{k}-s{st}-{p}" for s, k, st, p in POOL_CASES]
 
@@ -262,3 +286,32 @@ def test_avg_pool_with_same_padding_divides_by_the_real_elements_only(run):
     (y,) = run("AvgPool", [x], ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="SAME")
     # windows at (0,0), (0,1), (1,0), (1,1) cover 4, 2, 2 and 1 real elements
     np.testing.assert_allclose(y[0, :, :, 0], [[2.5, 3.0], [3.5, 4.0]])
+
+
+@pytest.mark.parametrize("shape, window", [((2, 6, 8, 5), (2, 2)), ((2, 7, 7, 3), (3, 2))])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_pool_nan_and_ties_match_in_tiled_and_general_kernels(run, shape, window, dtype):
+    """A NaN is its window's maximum (np.maximum's rule) in the forward; in the gradient the
+    first strictly greater element wins, so a NaN wins only as its window's first real one.
+    The tiling kernels agree with the general ones, run here with SAME's padding off."""
+    rng = np.random.default_rng(6)
+    x = np.round(rng.standard_normal(shape)).astype(dtype)
+    x[rng.random(shape) < 0.1] = np.nan
+    attrs = pool_attrs((shape, window, window, "VALID"))
+    (y,) = run("MaxPool", [x], **attrs)
+    grad = rng.standard_normal(y.shape).astype(dtype)
+    (dx,) = run("MaxPoolGrad", [x, y, grad], **attrs)
+    out_h, out_w = y.shape[1:3]
+    general_y = np.empty_like(y)
+    pool_kernels._max_pool_kernel(x, general_y, *window, *window, 0, 0)
+    general_dx = np.zeros_like(x)
+    pool_kernels._max_pool_grad_kernel(x, grad, general_dx, *window, *window, 0, 0)
+    np.testing.assert_array_equal(y, general_y)
+    np.testing.assert_array_equal(dx, general_dx)
+    for n, i, j, c in np.ndindex(y.shape):   # the forward against the definition
+        values = x[n, i * window[0]:(i + 1) * window[0], j * window[1]:(j + 1) * window[1], c]
+        if np.isnan(values).any():
+            assert np.isnan(y[n, i, j, c])
+        else:
+            assert y[n, i, j, c] == values.max()
+    assert not dx[:, out_h * window[0]:].any() and not dx[:, :, out_w * window[1]:].any()

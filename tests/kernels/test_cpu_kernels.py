@@ -194,6 +194,55 @@ def test_activation_gradients(run, dtype):
     assert_matches(run("TanhGrad", [y, dy])[0], (dy64 * (1 - y64 * y64)).astype(dtype), dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_relu_grad_of_a_big_tensor_keeps_numpys_nan_and_inf_rules(run, dtype):
+    """From 16K elements ReluGrad is one numba pass (elementwise.py): a NaN or inf gradient
+    where the feature is not positive still gives NaN (x * 0), a NaN feature stops it."""
+    rng = np.random.default_rng(8)
+    shape = (8, 26, 26, 16)
+    gradients = rng.standard_normal(shape).astype(dtype)
+    features = np.round(rng.standard_normal(shape)).astype(dtype)   # many exact zeros
+    gradients.flat[::97], gradients.flat[::101] = np.nan, -np.inf
+    features.flat[::89] = np.nan
+    (out,) = run("ReluGrad", [gradients, features])
+    with np.errstate(invalid="ignore"):
+        expected = gradients * (features > 0).astype(dtype)
+    assert out.dtype == np.dtype(dtype) and out.shape == shape
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("op", ["Add", "AddV2"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+def test_a_bias_added_to_a_big_activation_is_numpys_sum_in_either_order(run, op, dtype):
+    """From 16K elements x[..., C] + b[C] is one numba pass (elementwise.py _np_add)."""
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((8, 26, 26, 16)) * 10).astype(dtype)
+    bias = (rng.standard_normal(16) * 10).astype(dtype)
+    if x.dtype.kind == "f":
+        x.flat[::13], bias[3] = np.nan, np.inf
+    expected = x + bias
+    for inputs in ([x, bias], [bias, x]):
+        (out,) = run(op, inputs)
+        assert out.dtype == x.dtype and out.shape == x.shape
+        np.testing.assert_array_equal(out, expected)
+    column = rng.standard_normal((8, 26, 26, 1)).astype(dtype)   # not a last-axis bias
+    np.testing.assert_array_equal(run(op, [x, column])[0], x + column)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+def test_relu_of_a_big_tensor_is_numpys_maximum_bit_for_bit(run, dtype):
+    """From 16K elements float Relu is one numba pass (elementwise.py): NaN stays NaN and
+    -0.0 becomes +0.0, as np.maximum(x, 0) gives."""
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((8, 26, 26, 16)) * 10).astype(dtype)
+    if x.dtype.kind == "f":
+        x.flat[::7], x.flat[::11], x.flat[::13] = -0.0, np.nan, -np.inf
+    (out,) = run("Relu", [x])
+    expected = np.maximum(x, x.dtype.type(0))
+    assert out.dtype == x.dtype
+    np.testing.assert_array_equal(out.view(np.uint8), expected.view(np.uint8))
+
+
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize(
     "x_shape,target",
@@ -210,6 +259,23 @@ def test_sum_to_shape_inverts_broadcasting(run, dtype, x_shape, target):
     )
     expected = x.astype(np.float64).sum(axis=axes).reshape(target).astype(dtype)
     assert_matches(out, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("x_shape,target", [((64, 13, 13, 16), (16,)), ((40, 9, 30), (9, 30)),
+                                            ((3000, 4), (1, 4)), ((2, 9000), (9000,))], ids=str)
+def test_sum_over_leading_axes_adds_rows_in_numpys_order(run, dtype, x_shape, target):
+    """A bias's gradient takes reduce.py's row-add loop (big, few columns): the same floats
+    as numpy's sum, which adds rows one after another along a leading axis."""
+    x = np.random.default_rng(7).standard_normal(x_shape).astype(dtype) * 100
+    (out,) = run("SumToShape", [x, np.array(target, np.int32)])
+    lead = len(x_shape) - len(target) + (1 if target[0] == 1 and len(target) > 1 else 0)
+    expected = np.add.reduce(x, axis=tuple(range(lead))).reshape(target)
+    assert out.dtype == np.dtype(dtype)
+    if x_shape[-1] <= 4096:
+        np.testing.assert_array_equal(out, expected)
+    else:   # too wide for the loop: numpy's own sum
+        np.testing.assert_allclose(out, expected, rtol=1e-5)
 
 
 def test_sum_to_shape_rejects_non_broadcast_target(run):

@@ -29,6 +29,7 @@ from zmtf.runtime.context import KernelContext
 from zmtf.runtime.devices import SHARED_POOLS, DevicePools, LocalDevice, local_devices
 from zmtf.runtime.bound_steps import BoundSteps
 from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, fetched
+from zmtf.runtime.heap import keep_freed_memory_for_steps
 from zmtf.runtime.resources import ResourceContainer
 from zmtf.runtime.step_stats import wall_now
 
@@ -69,6 +70,7 @@ class LocalSessionCore:
         self.resources = ResourceContainer()
         intra = self.config.intra_op_parallelism_threads or self._pools.threads
         set_blas_threads(self.config.intra_op_parallelism_threads)
+        keep_freed_memory_for_steps()   # a step's activations reuse the heap (runtime/heap.py)
         self.context = KernelContext(self.resources, intra)
         self.context.executor = self.executor
         planner = StepPlanner(_supports, LOCAL_TASK,

@@ -27,9 +27,9 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from zmtf.runtime.heap import keep_freed_memory
+from zmtf.runtime.heap import TUNE_ENV, keep_freed_memory
 
-ENV = "ZMTF_TUNE_PROCESS"
+ENV = TUNE_ENV   # one name for the opt-out: runtime/heap.py
 GC_THRESHOLD = (20_000, 20, 20)
 
 log = logging.getLogger("zmtf.distributed")

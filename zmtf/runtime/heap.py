@@ -7,9 +7,14 @@ glibc returns the freed top of the heap to the OS once it exceeds ``M_TRIM_THRES
 the same 2-vCPU VM (TF keeps its memory in its own BFC allocator for the same reason).
 
 ``keep_freed_memory()`` raises the trim threshold (and keeps allocations below the mmap
-threshold on the heap). It is for server processes (``python -m zmtf.server`` calls it):
-the cost is that the process's RSS stays at its peak. Only glibc has ``mallopt``; on other
-C libraries it does nothing.
+threshold on the heap). It is for server processes (``python -m zmtf.server`` calls it),
+and ``keep_freed_memory_for_steps()`` applies it when a process opens its first local
+Session: a training step frees and mallocs the same few-MB activations every step (a
+64x26x26x16 float32 is 2.7 MB), and with glibc's dynamic thresholds each came back as fresh
+pages. The small CNN of bench/models.py: 20-22 ms of CPU per step with glibc's defaults,
+13 ms with memory kept. The cost is that the process's RSS stays at its peak, as TF's does
+under its BFC allocator. ``ZMTF_TUNE_PROCESS=0`` opts out (the test suite sets it). Only
+glibc has ``mallopt``; on other C libraries it does nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import logging
+import os
 import sys
 from typing import Any, Iterator
 
@@ -50,6 +56,23 @@ def keep_freed_memory() -> bool:
 
 
 _kept = False   # whether keep_freed_memory() applied in this process
+
+#: the environment variable that opts a process out of tuning (distributed/process_tuning.py)
+TUNE_ENV = "ZMTF_TUNE_PROCESS"
+
+
+def keep_freed_memory_for_steps() -> bool:
+    """keep_freed_memory() once per process for local steps, unless ZMTF_TUNE_PROCESS=0;
+    True if the process keeps freed memory (now or already)."""
+    global _asked
+    if not _asked:
+        _asked = True
+        if os.environ.get(TUNE_ENV, "1").strip() != "0":
+            keep_freed_memory()
+    return _kept
+
+
+_asked = False   # whether keep_freed_memory_for_steps() has decided already
 
 
 @contextlib.contextmanager

@@ -193,9 +193,45 @@ def _np_sum_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
+#: A sum over the leading axes down to at most this many trailing elements (a bias's
+#: gradient: [64,26,26,16] -> [16]) runs ``_leading_sum_kernel``. numpy calls its inner
+#: loop once per row there, on 16 elements: 890 us against ~60 us for that gradient.
+#: Below this many elements numpy's call is as quick.
+LEADING_SUM_MAX_COLUMNS = 4096
+LEADING_SUM_MIN_ELEMENTS = 1 << 13
+
+
+def _leading_sum(x: _Array, axes: tuple[int, ...]) -> _Array | None:
+    """The sum over x's leading ``axes`` by one serial pass of row adds (numpy's own order,
+    so the same float result), or None where it does not apply."""
+    if x.size < LEADING_SUM_MIN_ELEMENTS or x.dtype not in _LEADING_SUM_DTYPES:
+        return None
+    if len(axes) >= x.ndim or axes != tuple(range(len(axes))) or not x.flags.c_contiguous:
+        return None
+    cols = math.prod(x.shape[len(axes):])
+    if cols > LEADING_SUM_MAX_COLUMNS:
+        return None
+    out = np.zeros(cols, x.dtype)
+    _leading_sum_kernel(x.reshape(-1, cols), out)
+    return out.reshape(x.shape[len(axes):])
+
+
+_LEADING_SUM_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
+@jit()
+def _leading_sum_kernel(rows, out):  # type: ignore[no-untyped-def]
+    """out[c] = sum of rows[:, c], added row by row (the columns vectorize)."""
+    for r in range(rows.shape[0]):
+        for c in range(rows.shape[1]):
+            out[c] += rows[r, c]
+
+
 def wide_sum(ctx: Any, x: _Array, axes: tuple[int, ...]) -> _Array:
     """Sum over ``axes`` (dropped), in an accumulator dtype at least as wide as x's."""
     out = _numba_reduce("sum", ctx, x, axes)
+    if out is None:
+        out = _leading_sum(x, axes)
     if out is None:
         out = quietly(np.add.reduce, x, axis=axes, dtype=_np_sum_dtype(x.dtype), out=...)
     return out
