@@ -34,6 +34,7 @@ from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, bound_addr
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
+from zmtf.distributed.off_loop import node_count, off_loop_for, set_up, start_off_loop
 from zmtf.distributed.peers import LOCAL_RESET, WorkerPeer
 from zmtf.distributed.quotas import check_graph_size, inflight_budget
 from zmtf.distributed.session_cluster import check_session_cluster
@@ -338,7 +339,7 @@ class ServerCore:
         filters = _device_filters(msg.config)
         if type(msg.timeout_ms) is not int:
             raise InvalidArgumentError(None, None, "CreateSession's timeout_ms must be an int")
-        graph = graph_from_dict(msg.graph, msg.tensors)
+        graph = await set_up(node_count(msg.graph), graph_from_dict, msg.graph, msg.tensors)
         named = self._tasks_named(graph, filters)
         if named:
             limit = (msg.timeout_ms / 1000.0 if msg.timeout_ms > 0
@@ -357,10 +358,18 @@ class ServerCore:
         if self._clients is not None:
             self._clients.gone(peer)
 
-    def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
+    def _extend_session(self, msg: m.ExtendSession) -> Any:
         self._admit_graph("ExtendSession", msg.graph, msg.tensors)
         assert self.master is not None
-        self.master.extend_session(msg.session, msg.graph, msg.tensors)
+        if off_loop_for(node_count(msg.graph)):   # a big graph is parsed on a thread (off_loop)
+            return self._extend_off_loop(msg)
+        self.master.extend_session(msg.session, graph_from_dict(msg.graph, msg.tensors))
+        return m.Ok(id=msg.id)
+
+    async def _extend_off_loop(self, msg: m.ExtendSession) -> m.Ok:
+        graph = await start_off_loop(graph_from_dict, msg.graph, msg.tensors)
+        assert self.master is not None
+        self.master.extend_session(msg.session, graph)
         return m.Ok(id=msg.id)
 
     def _run_step(self, msg: m.RunStep) -> Any:
@@ -535,11 +544,19 @@ class ServerCore:
         return {task for task, channel in self._channels.items()
                 if channel.remote and not channel.connected}
 
-    def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
+    def _register_graph(self, msg: m.RegisterGraph) -> Any:
         self._admit_graph("RegisterGraph", msg.graph, msg.tensors)
         assert self.worker is not None
+        if off_loop_for(node_count(msg.graph)):   # a big graph is parsed on a thread (off_loop)
+            return self._register_off_loop(msg)
         self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors,
                                    msg.isolated == 1)
+        return m.Ok(id=msg.id)
+
+    async def _register_off_loop(self, msg: m.RegisterGraph) -> m.Ok:
+        graph = await start_off_loop(graph_from_dict, msg.graph, msg.tensors)
+        assert self.worker is not None
+        self.worker.keep_graph(msg.session, msg.graph_key, graph, msg.isolated == 1)
         return m.Ok(id=msg.id)
 
     def _deregister_graph(self, msg: m.DeregisterGraph) -> m.Ok:
