@@ -7,13 +7,22 @@ are set up once, and a setup that fails there fails with the same typed error as
 One child process (setup_off_loop_child.py) runs it all, with its own small liveness bound:
 the bound is read once per process, at its first server's start."""
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import zmtf as tf
+from zmtf.distributed.off_loop import OFF_LOOP_NODES
+from zmtf.framework.graph_io import graph_to_dict
+from zmtf.testing import local_cluster
+
+PS = "/job:ps/replica:0/task:0"
 
 CHILD = Path(__file__).with_name("setup_off_loop_child.py")
 LIVENESS = 1.0    # s: setting up the chain below on the loop stalls it longer than this
@@ -58,3 +67,31 @@ def test_a_failed_setup_off_the_loop_is_the_same_typed_error(seen):
     assert "Cannot assign a device to node 'lost'" in seen["lost_message"]
     assert "/job:worker/task:3" in seen["lost_message"]
     assert seen["after_error"] == 2.0   # the session goes on
+
+
+def _chain_graph(nodes):
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.constant(np.float32(1.0), name="x")
+        for _ in range(nodes):
+            x = x + 1.0
+        tf.identity(x, name="y")
+    return graph_to_dict(graph)
+
+
+async def test_a_big_graph_deregistered_while_it_is_parsed_off_the_loop_is_not_kept():
+    async with local_cluster({"ps": 1, "worker": 1}, "inproc") as cluster:
+        peer = cluster.servers[("worker", 0)].peer(PS)
+        ps = cluster.servers[("ps", 0)]
+        graph, arrays = _chain_graph(10 * OFF_LOOP_NODES)   # ~0.1 s to parse
+        registering = asyncio.ensure_future(peer.register_graph("s", "k", graph, arrays))
+        for _ in range(5000):   # until the ps serves it: the session closes while it is parsed
+            if ps.requests_in_flight():
+                break
+            await asyncio.sleep(0.001)
+        await peer.deregister_session("s")
+        await registering
+        assert "s" not in ps.worker.registered_sessions()
+        # a later registration of the session (a master after a restart of this task) is kept
+        await peer.register_graph("s", "k", graph, arrays)
+        assert "s" in ps.worker.registered_sessions()

@@ -332,8 +332,9 @@ class MasterService:
     async def _register_here(self, session: MasterSession, graph_key: str, part: TaskPartition,
                              isolated: bool) -> None:
         """This task's own partition, parsed on a thread when it is big (off_loop)."""
+        began = self.worker.deregistrations   # the session closed meanwhile: not kept
         graph = await set_up(node_count(part.graph), graph_from_dict, part.graph, part.arrays)
-        self.worker.keep_graph(session.handle, graph_key, graph, isolated)
+        self.worker.keep_graph(session.handle, graph_key, graph, isolated, began)
 
 
 def _isolated(session: MasterSession) -> bool:

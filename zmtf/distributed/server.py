@@ -562,9 +562,10 @@ class ServerCore:
         return m.Ok(id=msg.id)
 
     async def _register_off_loop(self, msg: m.RegisterGraph) -> m.Ok:
-        graph = await start_off_loop(self._read_graph, "RegisterGraph", msg.graph, msg.tensors)
         assert self.worker is not None
-        self.worker.keep_graph(msg.session, msg.graph_key, graph, msg.isolated == 1)
+        began = self.worker.deregistrations   # a DeregisterGraph meanwhile: not kept
+        graph = await start_off_loop(self._read_graph, "RegisterGraph", msg.graph, msg.tensors)
+        self.worker.keep_graph(msg.session, msg.graph_key, graph, msg.isolated == 1, began)
         return m.Ok(id=msg.id)
 
     def _deregister_graph(self, msg: m.DeregisterGraph) -> m.Ok:

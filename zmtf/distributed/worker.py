@@ -50,6 +50,7 @@ CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are ke
 # partitions costs more than their kernels. The price: the loop serves nothing else for that
 # long, so the bound stays a few milliseconds (its measurement: notes, docs/design.md).
 INLINE_SECONDS = 0.005
+CLOSED_MEMORY = 4096       # deregistered sessions remembered (a late off-loop registration)
 
 
 class StepContext:
@@ -136,6 +137,10 @@ class WorkerService:
         # (dst task, step id) -> (keys, values, done callbacks) of pushes not yet sent
         self._outgoing: dict[tuple[str, int], tuple[list, list, list]] = {}
         self._graphs: dict[tuple[str, str], _Registered] = {}
+        # session -> the ``deregistrations`` count at its latest deregistration (the latest
+        # CLOSED_MEMORY sessions): a graph parsed off the loop meanwhile is not kept
+        self._closed: dict[str, int] = {}
+        self.deregistrations = 0
         # (id(BoundSteps), signature) -> its binding on a thread (a big partition's first run)
         self._binding: dict[tuple[int, tuple], asyncio.Future] = {}
         self._last_compute: dict[int, float] = {}   # id(BoundStep) -> kernel seconds of its last run
@@ -153,10 +158,15 @@ class WorkerService:
         """Keep a partition to run (parsed here: see ``keep_graph`` for one parsed already)."""
         self.keep_graph(session, graph_key, graph_from_dict(graph, arrays), isolated)
 
-    def keep_graph(self, session: str, graph_key: str, graph: Graph, isolated: bool = False) -> None:
+    def keep_graph(self, session: str, graph_key: str, graph: Graph, isolated: bool = False,
+                   parsed_from: int | None = None) -> None:
         """Keep a parsed partition to run (on the loop thread); an ``isolated`` session's
         variables, queues and tables live in a container of its own (TF's
-        isolate_session_state), dropped when it closes."""
+        isolate_session_state), dropped when it closes. ``parsed_from``: the
+        ``deregistrations`` count when its parse began on a thread (off_loop); a session
+        deregistered since gets nothing kept, since nobody would deregister it again."""
+        if parsed_from is not None and self._closed.get(session, -1) >= parsed_from:
+            return
         # the master placed every node: the worker's plan only adds its host<->GPU copies
         planner = StepPlanner(supports, self.task_spec, allow_soft_placement=True, sticky=False)
         resources = self.resources
@@ -177,6 +187,10 @@ class WorkerService:
         private = self._isolated.pop(session, None)
         if private is not None:
             private.clear()
+        self._closed[session] = self.deregistrations
+        self.deregistrations += 1
+        while len(self._closed) > CLOSED_MEMORY:
+            del self._closed[next(iter(self._closed))]
 
     # ---- steps -----------------------------------------------------------------------
     def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
