@@ -20,6 +20,7 @@ from zmtf.client.session_core import make_placement_log_visible
 from zmtf.distributed import inproc, security, shared_memory, transit
 from zmtf.distributed.blocking import BlockingChannel
 from zmtf.distributed.channel import Channel
+from zmtf.distributed.off_loop import node_count, set_up
 from zmtf.distributed.trace_clock import STEP_SPAN_NODE, onto_master
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
 from zmtf.formats.step_stats_proto import StepStats
@@ -107,6 +108,17 @@ class SessionNeeded:
     limit: float
 
 
+@dataclass(frozen=True, slots=True)
+class Encode:
+    """The protocol needs the graph encoded for the wire (``graph_to_dict``): seconds for a
+    big graph, which an AsyncSession does on a thread so that its loop runs on (off_loop)."""
+
+    graph: Graph
+
+    def __call__(self) -> tuple[dict, list]:
+        return graph_to_dict(self.graph)
+
+
 class RemoteSessionCore:
     """The client side of a master session; lives on one event loop."""
 
@@ -149,13 +161,14 @@ class RemoteSessionCore:
         return self._channel
 
     # ---- the protocol, written once: generators that yield Calls and get replies back ----
-    def _session_calls(self, connect_timeout: float, limit: float) -> Generator[Call, Any, str]:
+    def _session_calls(self, connect_timeout: float, limit: float
+                       ) -> Generator[Call | Encode, Any, str]:
         """Create the master session, or extend it when the graph grew since it was sent.
         The master may wait up to ``limit`` s for tasks of the graph that are not up yet."""
         version = self.graph.version
         if self._handle is not None and version == self._sent_version:
             return self._handle
-        graph, arrays = graph_to_dict(self.graph)
+        graph, arrays = yield Encode(self.graph)
         if self._handle is None:
             config = {"log_device_placement": bool(self.config.log_device_placement),
                       "allow_soft_placement": bool(self.config.allow_soft_placement),
@@ -233,6 +246,8 @@ class RemoteSessionCore:
                     assert self._lock is not None
                     async with self._lock:
                         reply = await self._drive(self._session_calls(step.timeout, step.limit))
+                elif isinstance(step, Encode):
+                    reply = await set_up(node_count(step.graph), step)
                 else:
                     reply = await self._chan().call(step.message, step.timeout, step.on_cancel,
                                                     step.connect_timeout)
@@ -269,6 +284,8 @@ class RemoteSessionCore:
                 if isinstance(step, SessionNeeded):
                     with self._session_lock:
                         reply = self._drive_blocking(self._session_calls(step.timeout, step.limit))
+                elif isinstance(step, Encode):
+                    reply = step()
                 else:
                     reply = self._blocking_chan().call(step.message, step.timeout, step.on_cancel,
                                                        step.connect_timeout)

@@ -33,6 +33,7 @@ from zmtf.runtime.executor import NodeTrace
 from zmtf.distributed.futures import Deferred
 from zmtf.distributed.master_session import MasterSession, StepSetup
 from zmtf.distributed.master_step import MasterStep
+from zmtf.distributed.off_loop import node_count, set_up
 from zmtf.distributed.operator_log import StepFailures
 from zmtf.distributed.peers import WorkerPeer
 from zmtf.distributed.trace_clock import SPAN_THREAD
@@ -78,10 +79,11 @@ class MasterService:
         self._sessions[handle] = MasterSession(handle, graph, dict(config), planner)
         return handle
 
-    def extend_session(self, handle: str, graph: dict, arrays: list) -> None:
+    def extend_session(self, handle: str, graph: Graph) -> None:
+        """The session's graph is now ``graph`` (read from an ExtendSession already)."""
         session = self._session(handle)
         session.last_used = time.monotonic()
-        session.graph = graph_from_dict(graph, arrays)
+        session.graph = graph
         session.setups.clear()
 
     async def close_session(self, handle: str, reset: bool = False) -> None:
@@ -238,33 +240,50 @@ class MasterService:
         setup = session.setups.get(key)
         if setup is not None:
             return setup
-        async with session.lock:
+        async with session.lock:   # one setup per signature: a second first run waits for it
             setup = session.setups.get(key)
             if setup is None:
                 if self._learn_devices is not None:   # the tasks this session may use only
                     await self._learn_devices(session.config.get("device_filters"))
-                setup = self._plan(session, feeds, fetches, targets)
+                graph = session.graph
+                devices = self._session_devices(session)   # the server's tables: read here
+                # a big graph is planned and partitioned on a thread (off_loop): the loop
+                # answers pings and other sessions' steps meanwhile
+                parts, placed = await set_up(node_count(graph), self._plan, session, graph,
+                                             devices, feeds, fetches, targets)
+                peers = {task: self.peer(task) for task in parts if task != self.task}
+                setup = StepSetup(uuid.uuid4().hex[:12], parts, fetches, feeds, peers, placed)
                 if self._wait_for is not None:   # tasks that start late: waited for, and logged
                     await self._wait_for(list(setup.peers), timeout)
                 await self._register(session, setup)
-                session.setups[key] = setup
+                if session.graph is graph:   # else ExtendSession came meanwhile: plan that next
+                    session.setups[key] = setup
         return setup
 
-    def _plan(self, session: MasterSession, feeds: list[str], fetches: list[str],
-              targets: list[str]) -> StepSetup:
-        with gc_paused():   # plan and partitions all live on: no heap rescans while they grow
-            return self._plan_and_partition(session, feeds, fetches, targets)
-
-    def _plan_and_partition(self, session: MasterSession, feeds: list[str], fetches: list[str],
-                            targets: list[str]) -> StepSetup:
-        graph = session.graph
-        feed_t = [_tensor(graph, n) for n in feeds]
-        fetch_t = [_tensor(graph, n) for n in fetches]
-        target_ops = [graph.get_operation_by_name(n) for n in targets]
+    def _session_devices(self, session: MasterSession) -> list[str]:
+        """The devices a session may place on: the cluster's, less what its device_filters
+        leave out (its own task's always)."""
         devices = self._cluster_devices()
         filters = session.config.get("device_filters")
         if filters:   # the session sees only what its filters name, and its own task
             devices = [d for d in devices if d.startswith(self.task + "/") or device_matches(d, filters)]
+        return devices
+
+    def _plan(self, session: MasterSession, graph: Graph, devices: list[str], feeds: list[str],
+              fetches: list[str], targets: list[str]
+              ) -> tuple[dict[str, TaskPartition], dict[str, str]]:
+        """(partitions by task, remote ones first; node -> device). Touches the session's
+        graph and planner only (under its lock): it may run on a thread."""
+        with gc_paused():   # plan and partitions all live on: no heap rescans while they grow
+            return self._plan_and_partition(session, graph, devices, feeds, fetches, targets)
+
+    def _plan_and_partition(self, session: MasterSession, graph: Graph, devices: list[str],
+                            feeds: list[str], fetches: list[str], targets: list[str]
+                            ) -> tuple[dict[str, TaskPartition], dict[str, str]]:
+        feed_t = [_tensor(graph, n) for n in feeds]
+        fetch_t = [_tensor(graph, n) for n in fetches]
+        target_ops = [graph.get_operation_by_name(n) for n in targets]
+        filters = session.config.get("device_filters")
         try:
             plan = session.planner.plan(fetch_t, feed_t, target_ops, devices)
         except InvalidArgumentError as error:
@@ -277,10 +296,8 @@ class MasterService:
         parts = partition(ops, plan.placement.devices, master_task=self.task, feeds=feed_t,
                           fetches=fetch_t, targets=target_ops)
         # remote partitions first: their requests are on the wire while ours starts running
-        ordered = dict(sorted(parts.items(), key=lambda item: item[0] == self.task))
-        peers = {task: self.peer(task) for task in ordered if task != self.task}
-        return StepSetup(uuid.uuid4().hex[:12], ordered, fetches, feeds, peers,
-                         plan.placement.devices)
+        return dict(sorted(parts.items(), key=lambda item: item[0] == self.task)), \
+            plan.placement.devices
 
     def partition_graphs(self, handle: str, feeds: list[str], fetches: list[str],
                          targets: list[str]) -> list[dict[str, Any]]:
@@ -305,13 +322,19 @@ class MasterService:
         for task, part in setup.parts.items():
             isolated = _isolated(session)
             if task == self.task:
-                self.worker.register_graph(session.handle, setup.graph_key, part.graph, part.arrays,
-                                           isolated)
+                calls.append(self._register_here(session, setup.graph_key, part, isolated))
             else:
                 calls.append(self.peer(task).register_graph(session.handle, setup.graph_key,
                                                             part.graph, part.arrays, isolated))
             session.registered.add((task, setup.graph_key))
         await _first_error(calls)
+
+    async def _register_here(self, session: MasterSession, graph_key: str, part: TaskPartition,
+                             isolated: bool) -> None:
+        """This task's own partition, parsed on a thread when it is big (off_loop)."""
+        began = self.worker.deregistrations   # the session closed meanwhile: not kept
+        graph = await set_up(node_count(part.graph), graph_from_dict, part.graph, part.arrays)
+        self.worker.keep_graph(session.handle, graph_key, graph, isolated, began)
 
 
 def _isolated(session: MasterSession) -> bool:

@@ -34,6 +34,7 @@ from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, bound_addr
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
+from zmtf.distributed.off_loop import node_count, off_loop_for, set_up, start_off_loop
 from zmtf.distributed.peers import LOCAL_RESET, WorkerPeer
 from zmtf.distributed.quotas import check_graph_size, inflight_budget
 from zmtf.distributed.session_cluster import check_session_cluster
@@ -231,6 +232,11 @@ class ServerCore:
                          self.options.max_graph_bytes)
         check_graph(graph, self.op_policy)
 
+    def _read_graph(self, what: str, graph: Any, arrays: Any) -> Graph:
+        """A graph off the wire, admitted (``_admit_graph``) and parsed: may run on a thread."""
+        self._admit_graph(what, graph, arrays)
+        return graph_from_dict(graph, arrays)
+
     def _serve_in_process(self, loop: asyncio.AbstractEventLoop, worker: WorkerService,
                           bound: str) -> None:
         """Also listen on a private inproc:// endpoint, the alias of the tcp one for Sessions
@@ -333,14 +339,17 @@ class ServerCore:
                               sender: identities.Sender | None = None) -> m.SessionCreated:
         """Open a session; first wait for the tasks its graph places ops on that are not up
         yet (TF1 waits at CreateSession too), so that their devices are known when it is
-        placed: a late GPU ps gets its variables on its GPU, not on a guessed CPU:0."""
-        self._admit_graph("CreateSession", msg.graph, msg.tensors)
+        placed: a late GPU ps gets its variables on its GPU, not on a guessed CPU:0.
+        A big graph is checked, measured and parsed on a thread (off_loop)."""
+        nodes = node_count(msg.graph)
+        await set_up(nodes, self._admit_graph, "CreateSession", msg.graph, msg.tensors)
         check_session_cluster(msg.config, self.cluster)
         _check_flags(msg.config)
         filters = _device_filters(msg.config)
         if type(msg.timeout_ms) is not int:
             raise InvalidArgumentError(None, None, "CreateSession's timeout_ms must be an int")
-        graph = graph_from_dict(msg.graph, msg.tensors)
+        graph = await set_up(nodes, graph_from_dict, msg.graph, msg.tensors)
+        size = await set_up(nodes, operator_log.graph_size, msg.graph, msg.tensors)
         named = self._tasks_named(graph, filters)
         if named:
             limit = (msg.timeout_ms / 1000.0 if msg.timeout_ms > 0
@@ -352,17 +361,25 @@ class ServerCore:
         if self._clients is not None:   # closed when that client is gone
             self._clients.created(peer, handle)
         self._session_clients[handle] = str(sender) if sender is not None else ""
-        self._session_lines.created(handle, sender, operator_log.graph_size(msg.graph, msg.tensors))
+        self._session_lines.created(handle, sender, size)
         return m.SessionCreated(id=msg.id, session=handle)
 
     def _peer_gone(self, peer: bytes) -> None:
         if self._clients is not None:
             self._clients.gone(peer)
 
-    def _extend_session(self, msg: m.ExtendSession) -> m.Ok:
+    def _extend_session(self, msg: m.ExtendSession) -> Any:
+        if off_loop_for(node_count(msg.graph)):   # a big graph: checked and parsed on a thread
+            return self._extend_off_loop(msg)
         self._admit_graph("ExtendSession", msg.graph, msg.tensors)
         assert self.master is not None
-        self.master.extend_session(msg.session, msg.graph, msg.tensors)
+        self.master.extend_session(msg.session, graph_from_dict(msg.graph, msg.tensors))
+        return m.Ok(id=msg.id)
+
+    async def _extend_off_loop(self, msg: m.ExtendSession) -> m.Ok:
+        graph = await start_off_loop(self._read_graph, "ExtendSession", msg.graph, msg.tensors)
+        assert self.master is not None
+        self.master.extend_session(msg.session, graph)
         return m.Ok(id=msg.id)
 
     def _run_step(self, msg: m.RunStep) -> Any:
@@ -537,11 +554,20 @@ class ServerCore:
         return {task for task, channel in self._channels.items()
                 if channel.remote and not channel.connected}
 
-    def _register_graph(self, msg: m.RegisterGraph) -> m.Ok:
+    def _register_graph(self, msg: m.RegisterGraph) -> Any:
+        if off_loop_for(node_count(msg.graph)):   # a big graph: checked and parsed on a thread
+            return self._register_off_loop(msg)
         self._admit_graph("RegisterGraph", msg.graph, msg.tensors)
         assert self.worker is not None
         self.worker.register_graph(msg.session, msg.graph_key, msg.graph, msg.tensors,
                                    msg.isolated == 1)
+        return m.Ok(id=msg.id)
+
+    async def _register_off_loop(self, msg: m.RegisterGraph) -> m.Ok:
+        assert self.worker is not None
+        began = self.worker.deregistrations   # a DeregisterGraph meanwhile: not kept
+        graph = await start_off_loop(self._read_graph, "RegisterGraph", msg.graph, msg.tensors)
+        self.worker.keep_graph(msg.session, msg.graph_key, graph, msg.isolated == 1, began)
         return m.Ok(id=msg.id)
 
     def _deregister_graph(self, msg: m.DeregisterGraph) -> m.Ok:

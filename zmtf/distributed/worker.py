@@ -20,6 +20,7 @@ import numpy as np
 
 from zmtf.distributed.reactor import deadlines_for
 from zmtf.distributed.futures import Deferred, chain, outcome, resolved
+from zmtf.distributed.off_loop import node_count, off_loop_for, start_off_loop
 from zmtf.framework.memory_budget import Account, MemoryBudget
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.errors import (
@@ -49,6 +50,7 @@ CLEANUP_DELAY = 5.0        # seconds a finished step's rendezvous entries are ke
 # partitions costs more than their kernels. The price: the loop serves nothing else for that
 # long, so the bound stays a few milliseconds (its measurement: notes, docs/design.md).
 INLINE_SECONDS = 0.005
+CLOSED_MEMORY = 4096       # deregistered sessions remembered (a late off-loop registration)
 
 
 class StepContext:
@@ -111,6 +113,7 @@ class _Registered:
     graph: Graph
     steps: BoundSteps
     resources: ResourceContainer   # the worker's, or its session's own (isolate_session_state)
+    nodes: int                     # its size: a big one is bound on a thread (off_loop)
 
 
 class WorkerService:
@@ -134,6 +137,12 @@ class WorkerService:
         # (dst task, step id) -> (keys, values, done callbacks) of pushes not yet sent
         self._outgoing: dict[tuple[str, int], tuple[list, list, list]] = {}
         self._graphs: dict[tuple[str, str], _Registered] = {}
+        # session -> the ``deregistrations`` count at its latest deregistration (the latest
+        # CLOSED_MEMORY sessions): a graph parsed off the loop meanwhile is not kept
+        self._closed: dict[str, int] = {}
+        self.deregistrations = 0
+        # (id(BoundSteps), signature) -> its binding on a thread (a big partition's first run)
+        self._binding: dict[tuple[int, tuple], asyncio.Future] = {}
         self._last_compute: dict[int, float] = {}   # id(BoundStep) -> kernel seconds of its last run
         self._running: dict[int, Any] = {}   # step_id -> executor Future, for abort_step
         self.copy_aliases = True   # the server turns it off unless it serves inproc://
@@ -146,8 +155,18 @@ class WorkerService:
     # ---- graphs --------------------------------------------------------------------
     def register_graph(self, session: str, graph_key: str, graph: dict, arrays: list,
                        isolated: bool = False) -> None:
-        """Keep a partition to run; an ``isolated`` session's variables, queues and tables
-        live in a container of its own (TF's isolate_session_state), dropped when it closes."""
+        """Keep a partition to run (parsed here: see ``keep_graph`` for one parsed already)."""
+        self.keep_graph(session, graph_key, graph_from_dict(graph, arrays), isolated)
+
+    def keep_graph(self, session: str, graph_key: str, graph: Graph, isolated: bool = False,
+                   parsed_from: int | None = None) -> None:
+        """Keep a parsed partition to run (on the loop thread); an ``isolated`` session's
+        variables, queues and tables live in a container of its own (TF's
+        isolate_session_state), dropped when it closes. ``parsed_from``: the
+        ``deregistrations`` count when its parse began on a thread (off_loop); a session
+        deregistered since gets nothing kept, since nobody would deregister it again."""
+        if parsed_from is not None and self._closed.get(session, -1) >= parsed_from:
+            return
         # the master placed every node: the worker's plan only adds its host<->GPU copies
         planner = StepPlanner(supports, self.task_spec, allow_soft_placement=True, sticky=False)
         resources = self.resources
@@ -155,8 +174,8 @@ class WorkerService:
             resources = self._isolated.get(session) or self._isolated.setdefault(
                 session, self.resources.isolated())
         self._graphs[(session, graph_key)] = _Registered(
-            graph_from_dict(graph, arrays),
-            BoundSteps(planner, [d.name for d in self.devices], lookup, resources), resources)
+            graph, BoundSteps(planner, [d.name for d in self.devices], lookup, resources),
+            resources, node_count(graph))
 
     def registered_sessions(self) -> set[str]:
         """The sessions with partitions registered here (read-only: for status and tests)."""
@@ -168,6 +187,10 @@ class WorkerService:
         private = self._isolated.pop(session, None)
         if private is not None:
             private.clear()
+        self._closed[session] = self.deregistrations
+        self.deregistrations += 1
+        while len(self._closed) > CLOSED_MEMORY:
+            del self._closed[next(iter(self._closed))]
 
     # ---- steps -----------------------------------------------------------------------
     def run_graph(self, session: str, graph_key: str, step_id: int, feeds: list[str],
@@ -189,7 +212,12 @@ class WorkerService:
                 None, None, f"graph '{graph_key}' of session '{session}' is not registered on "
                 f"{self.task}; the master must RegisterGraph first")
         key = (tuple(feeds), tuple(fetches), tuple(targets))
-        step = registered.steps.steps.get(key) or self._bind(registered, key)
+        step = registered.steps.steps.get(key)
+        if step is None:
+            if off_loop_for(registered.nodes):   # a big partition's first run: bound on a thread
+                return self._bind_then_run(registered, key, session, graph_key, step_id, values,
+                                           timeout, trace)
+            step = self._bind(registered, key)
         if len(values) != len(feeds):
             raise InvalidArgumentError(None, None, f"RunGraph carries {len(values)} tensors for "
                                        f"{len(feeds)} feeds")
@@ -248,6 +276,53 @@ class WorkerService:
         running.add_done_callback(
             lambda done: settle(done) if threading.get_ident() == self._loop_thread
             else loop.call_soon_threadsafe(settle, done))
+        return result
+
+    def _bind_then_run(self, registered: _Registered, key: tuple, session: str, graph_key: str,
+                       step_id: int, values: list[np.ndarray], timeout: float | None,
+                       trace: list | None) -> Deferred:
+        """``run_graph`` of a signature whose plan-and-bind is seconds of work: bound on a
+        thread (one binding for concurrent first runs), then run as any other; the step's
+        deadline counts from now, the binding included."""
+        pending = (id(registered.steps), key)   # the binding holds them: the id stays theirs
+        binding = self._binding.get(pending)
+        if binding is None:
+            binding = self._binding[pending] = start_off_loop(self._bind, registered, key)
+            binding.add_done_callback(lambda _: self._binding.pop(pending, None))
+        began = time.monotonic()
+        running: list[Deferred] = []   # the run, once bound: a failed result cancels it
+
+        def stop_run(_: BaseException) -> None:
+            for run in running:
+                run.cancel()
+
+        result = Deferred(on_failure=stop_run)
+        timer = None if timeout is None else self._deadlines.call_later(
+            timeout, self._expire, result, step_id, timeout)
+
+        def bound(done: Any) -> None:
+            if timer is not None:
+                timer.cancel()
+            cancelled, _step, error = outcome(done)   # read even when unused: it was retrieved
+            if result.done():
+                return
+            if cancelled or error is not None:
+                result.set_exception(error if error is not None else AbortedError(
+                    None, None, f"binding the partition of step {step_id} on {self.task} was "
+                    f"cancelled"))
+                return
+            left = None if timeout is None else max(timeout - (time.monotonic() - began), 1e-3)
+            feeds, fetches, targets = key
+            try:
+                run = self.run_graph(session, graph_key, step_id, list(feeds), list(fetches),
+                                     list(targets), values, left, trace)
+            except Exception as exc:  # noqa: BLE001 - e.g. aborted while it was bound
+                result.set_exception(exc)
+                return
+            running.append(run)
+            run.add_done_callback(lambda ran: chain(ran, result))
+
+        binding.add_done_callback(bound)
         return result
 
     def _expire(self, result: Deferred, step_id: int, timeout: float) -> None:
