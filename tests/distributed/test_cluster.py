@@ -2,7 +2,9 @@
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -598,3 +600,34 @@ def test_config_options_of_tf1_scripts_are_accepted_and_filters_checked():
         tf.ConfigProto(device_filters=["/job:ps/task:zero"])
     with pytest.raises(TypeError, match="list of device names"):
         tf.ConfigProto(device_filters="/job:ps")
+
+
+BLAS_SHARE_CHILD = """
+import json, sys
+import zmtf as tf
+from zmtf.kernels.cpu import blas
+cluster = json.loads(sys.argv[1])
+before = blas.threads_cap()
+server = tf.train.Server(cluster, job_name="worker", task_index=0, start=True)
+print(before, blas.threads_cap())
+"""
+
+
+@pytest.mark.parametrize("others,on_machine", [
+    (["127.0.0.1", "localhost"], 3),                     # a ps and two workers on this machine
+    (["10.255.0.1", "machine-b.invalid"], 1),             # the others elsewhere
+])
+def test_a_servers_big_products_share_the_cores_among_the_tasks_on_its_machine(others, on_machine):
+    """BLAS threads per server: this machine's cores / the cluster's tasks on it (by their
+    addresses), so two workers on two cores do not each run two BLAS threads."""
+    ports = free_ports(3)
+    cluster = {"worker": [f"127.0.0.1:{ports[0]}", f"{others[0]}:{ports[1]}"],
+               "ps": [f"{others[1]}:{ports[2]}"]}
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="8", ZMTF_TUNE_PROCESS="0")
+    out = subprocess.run([sys.executable, "-c", BLAS_SHARE_CHILD, json.dumps(cluster)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    before, after = map(int, out.stdout.split())
+    if before == 0:
+        pytest.skip("numpy here is not linked to OpenBLAS")
+    assert after == min(before, max(1, len(os.sched_getaffinity(0)) // on_machine)), out.stdout

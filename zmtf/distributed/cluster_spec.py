@@ -15,6 +15,7 @@ import ipaddress
 import json
 import os
 import re
+import socket
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -152,6 +153,25 @@ def _is_bindable_host(host: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def tasks_on_this_machine(cluster: ClusterSpec) -> int:
+    """How many of the cluster's tasks name this machine in their address (a loopback host,
+    this machine's host name, or an ipc/inproc path): they share its cores. Addresses of
+    other names count as elsewhere, so a guess can only err towards TF's own default."""
+    name = socket.gethostname().lower()   # no DNS look-up: a server's start must not wait on one
+    count = 0
+    for _, _, address in cluster.all_tasks():
+        url = _parse_address(address)
+        if not url.startswith(_TCP):
+            count += 1
+            continue
+        host = url[len(_TCP):].rpartition(":")[0].strip("[]").lower()
+        try:
+            count += ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            count += host in _LOCAL_HOSTNAMES or host == name
+    return count
 
 
 def bind_endpoint(address: str) -> str:

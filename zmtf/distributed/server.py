@@ -30,7 +30,7 @@ from zmtf.framework.graph_io import graph_from_dict
 from zmtf.distributed import faults, identities, inproc, liveness, operator_log, security, shared_memory, transit
 from zmtf.distributed.bind_policy import check_may_listen, is_local_only
 from zmtf.distributed.cluster_spec import ClusterSpec, bind_endpoint, bound_address, \
-    check_addresses, endpoint
+    check_addresses, endpoint, tasks_on_this_machine
 from zmtf.distributed.loop_thread import LoopThread
 from zmtf.distributed.futures import then
 from zmtf.distributed.master import MasterService
@@ -153,7 +153,7 @@ class ServerCore:
                                       self._pools)
         intra = self.config.intra_op_parallelism_threads or self._pools.threads
         set_blas_threads(self.config.intra_op_parallelism_threads)
-        blas_for_server(self.config.intra_op_parallelism_threads)
+        blas_for_server(self.config.intra_op_parallelism_threads, tasks_on_this_machine(self.cluster))
         self.worker = WorkerService(self.task, self.devices, self._pools, loop, self._push, intra)
         self.worker.resources.files = FileAccess(self.options.file_root)
         self.worker.budget = self.budget   # its steps' big outputs count against it
