@@ -3,6 +3,7 @@ processes on one machine travel through memfd segments. Bytes right for every dt
 shape class, descriptors from the network checked, segments counted until freed, kill -9
 of either side, and the tcp fallback when it is off."""
 
+import contextlib
 import gc
 import json
 import os
@@ -333,9 +334,23 @@ time.sleep(60)
 """
 
 
+@contextlib.contextmanager
 def _child(code):
-    return subprocess.Popen([sys.executable, "-c", code.format(n=N)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    """A child process running ``code``, killed and reaped however the test ends."""
+    child = subprocess.Popen([sys.executable, "-c", code.format(n=N)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        yield child
+    finally:
+        child.kill()
+        child.wait(10)
+        child.stdin.close()
+        child.stdout.close()
+
+
+def _kill_9(child):
+    child.kill()
+    child.wait(10)
 
 
 def test_kill_9_of_the_receiver_holding_a_segment():
@@ -345,19 +360,12 @@ def test_kill_9_of_the_receiver_holding_a_segment():
     message = messages.PushTensor(id=1, step_id=1, keys=["k"],
                                   tensors=[np.arange(N, dtype=np.int64)])
     header = codec.encode_messages(message, shared=shared_memory.POOL.write)[0][0]
-    child = _child(RECEIVER)
-    try:
+    with _child(RECEIVER) as child:
         child.stdin.write(bytes(header).hex() + "\n")
         child.stdin.flush()
         assert child.stdout.readline().strip() == "held"
         assert segments(child.pid)[1] == 1 and sent(os.getpid()) == 1
-        child.kill()
-        child.wait(10)
-    finally:
-        child.kill()
-        child.wait(10)
-        child.stdin.close()
-        child.stdout.close()
+        _kill_9(child)
     assert wait_until(lambda: segments() == (0, 0))   # the sender gave it up, unreturned
     assert sorted(os.listdir("/dev/shm")) == before
 
@@ -365,17 +373,10 @@ def test_kill_9_of_the_receiver_holding_a_segment():
 def test_kill_9_of_the_sender_while_the_receiver_holds_its_segment():
     gc.collect()
     before = sorted(os.listdir("/dev/shm"))
-    child = _child(SENDER)
-    try:
+    with _child(SENDER) as child:
         header = bytes.fromhex(child.stdout.readline().strip())
         value = codec.decode([header]).tensors[0]
-        child.kill()
-        child.wait(10)
-    finally:
-        child.kill()
-        child.wait(10)
-        child.stdin.close()
-        child.stdout.close()
+        _kill_9(child)
     assert np.array_equal(value, np.arange(N, dtype=np.int64))   # still ours to read
     assert segments()[1] == 1
     del value
