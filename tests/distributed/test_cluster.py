@@ -596,10 +596,11 @@ def test_config_options_of_tf1_scripts_are_accepted_and_filters_checked():
         graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(
             opt_level=tf.OptimizerOptions.L0, global_jit_level=tf.OptimizerOptions.OFF)))
     assert config.device_filters == ["/job:ps", "/job:worker/task:1"]
-    with pytest.raises(ValueError):
-        tf.ConfigProto(device_filters=["/job:ps/task:zero"])
-    with pytest.raises(TypeError, match="list of device names"):
-        tf.ConfigProto(device_filters="/job:ps")
+    # protobuf fields check nothing when set: a session made from the config refuses them
+    with pytest.raises(ValueError, match=r"device_filters\[0\] '/job:ps/task:zero'"):
+        tf.Session(config=tf.ConfigProto(device_filters=["/job:ps/task:zero"]))
+    with pytest.raises(ValueError, match="list of device names"):   # a string is its characters
+        tf.Session(config=tf.ConfigProto(device_filters="/job:ps"))
 
 
 BLAS_SHARE_CHILD = """

@@ -260,8 +260,12 @@ def test_session_inter_op_thread_pool_is_a_repeated_field(graph):
     assert len(config.session_inter_op_thread_pool) == 2 and named.global_name == "t1"
     with tf.Session(config=config) as sess:
         assert sess.run(tf.constant(20.0)) == 20.0
+    negative = tf.ConfigProto()
+    negative.session_inter_op_thread_pool.add(num_threads=-1)   # a protobuf field: set freely,
+    with pytest.raises(ValueError, match="num_threads must be >= 0"):   # refused where used
+        tf.Session(config=negative)
     with pytest.raises(ValueError, match="num_threads must be >= 0"):
-        tf.ConfigProto().session_inter_op_thread_pool.add(num_threads=-1)
+        tf.train.Server.create_local_server(config=negative, start=False)
 
 
 def test_device_count_cpu_2_gives_two_cpu_devices_that_ops_run_on(graph):

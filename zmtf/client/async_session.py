@@ -13,7 +13,7 @@ import random
 import weakref
 from typing import Any
 
-from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
+from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions, check_session_config
 from zmtf.client.admission import Admission, admission_for
 from zmtf.client.remote_session import RemoteSessionCore
 from zmtf.client.feeds import Feeds, contiguous_feeds, convert_feeds, heavy_feeds, resolve_feeds
@@ -70,6 +70,8 @@ class AsyncSession:
 
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: ConfigProto | None = None) -> None:
+        if config is not None:
+            check_session_config(config)   # before anything is made from it
         self._graph = graph or get_default_graph()
         self.target = target
         self._incarnations: list[int] | None = None

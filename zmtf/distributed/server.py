@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 import numpy as np
 import zmq
 
-from zmtf.formats.cluster_def_proto import ClusterDef, ServerDef
-from zmtf.formats.config_proto import ConfigProto
+from zmtf.formats.cluster_def_proto import ClusterDef
+from zmtf.formats.config_proto import ConfigProto, check_session_config
+from zmtf.formats.server_def_proto import ServerDef
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_from_dict
@@ -95,6 +96,7 @@ class ServerCore:
         self.job_name, self.task_index = job_name, int(task_index)
         self.task = self.cluster.device_name(job_name, self.task_index)
         self.config = config or ConfigProto()
+        check_session_config(self.config)
         # CURVE: the cluster's key directory (curve_dir, else ZMTF_CURVE_DIR) and this task's
         # own credential (curve_key, else DIR.private's), or None: plaintext. Read before the
         # Context is made: a server refused for its keys leaves nothing open
@@ -827,7 +829,9 @@ class Server:
                  config: ConfigProto | None = None, start: bool = True, **settings: Any) -> None:
         options = _server_options(settings)
         if isinstance(server_or_cluster_def, ServerDef):
-            config = server_or_cluster_def.default_session_config if config is None else config
+            if config is None:   # a copy: the ServerDef stays the caller's
+                config = ConfigProto()
+                config.CopyFrom(server_or_cluster_def.default_session_config)
             server_or_cluster_def, job_name, task_index, protocol = _read_server_def(
                 server_or_cluster_def, job_name, task_index, protocol)
         if protocol not in (None, "grpc", "zmtf", "zmq"):

@@ -61,6 +61,9 @@ class Field:
     names: Any = None               # an "enum" field's {number: name}; None means DataType
     key: str = "string"             # a map's key kind
     value: str = "message"          # a map's value kind ("message" takes ``message``)
+    enum: str = ""                  # the name of an "enum" field's own enum (TF's, e.g.
+                                    # "TraceLevel"); "" means <FieldName>Enum. Fields naming
+                                    # the same enum share it (one ``names``).
 
 
 class ProtoDecodeError(InvalidArgumentError, DecodeError):
@@ -184,13 +187,17 @@ def _describe(declared: Any, proto: Any, full: str, depends: set[str]) -> None:
 
 def _add_enum(proto: Any, f: Field) -> None:
     """A field's own enum (``names``), nested in its message, named after the field."""
-    if not f.names:
-        return   # an enum zmtf does not interpret: read and written as its number
-    enum = proto.enum_type.add(name=_camel(f.name) + "Enum")
+    if not f.names or _enum_name(f) in [e.name for e in proto.enum_type]:
+        return   # an enum zmtf does not interpret (read and written as its number), or shared
+    enum = proto.enum_type.add(name=_enum_name(f))
     names = dict(f.names)
-    names.setdefault(0, f"{f.name.upper()}_UNSPECIFIED")   # proto3 enums start at zero
-    for number, label in sorted(names.items()):
+    names.setdefault(0, f"{f.name.upper()}_UNSPECIFIED")   # proto3 enums start at zero (first)
+    for number, label in sorted(names.items(), key=lambda item: (item[0] != 0, item[0])):
         enum.value.add(name=label, number=number)
+
+
+def _enum_name(f: Field) -> str:
+    return f.enum or _camel(f.name) + "Enum"
 
 
 def _camel(name: str) -> str:
@@ -204,7 +211,7 @@ def _set_type(field: Any, kind: str, message: Any, f: Field | None, full: str,
             field.type = _FDP.TYPE_INT32
             return
         field.type = _FDP.TYPE_ENUM
-        field.type_name = f".{full}.{_camel(f.name)}Enum"
+        field.type_name = f".{full}.{_enum_name(f)}"
         return
     field.type = _TYPES[kind]
     if kind == "enum":

@@ -55,7 +55,8 @@ from zmtf.training.warm_start import init_from_checkpoint
 from zmtf.tf1 import train_experimental as experimental
 from zmtf.distributed.cluster_spec import ClusterSpec
 from zmtf.distributed.server import Server
-from zmtf.formats.cluster_def_proto import ClusterDef, JobDef, ServerDef
+from zmtf.formats.cluster_def_proto import ClusterDef, JobDef
+from zmtf.formats.server_def_proto import ServerDef
 from zmtf.client.monitored_session import (
     ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession, Scaffold, SessionCreator,
     SingularMonitoredSession, WorkerSessionCreator,
