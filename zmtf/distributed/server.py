@@ -863,10 +863,14 @@ class Server:
     @property
     def server_def(self) -> ServerDef:
         """This server as a ``tf.train.ServerDef``: its cluster, job, task, protocol and
-        ``default_session_config`` (the config it was made with)."""
-        return ServerDef(cluster=self._core.cluster.as_cluster_def(), job_name=self._core.job_name,
-                         task_index=self._core.task_index, protocol="grpc",
-                         default_session_config=self._core.config)
+        ``default_session_config`` (the config it was made with; left unset when that is
+        empty, as TF's ServerDef of a server made without one)."""
+        server_def = ServerDef(cluster=self._core.cluster.as_cluster_def(),
+                               job_name=self._core.job_name, task_index=self._core.task_index,
+                               protocol="grpc")
+        if self._core.config.ByteSize():
+            server_def.default_session_config.CopyFrom(self._core.config)
+        return server_def
 
     def open_sessions(self) -> list[str]:
         """The sessions open on this server's master (read-only)."""
