@@ -78,6 +78,8 @@ def test_run_options_and_callable_options_bytes_are_tfs():
                                     report_tensor_allocations_upon_oom=True)
         options.experimental.collective_graph_key = 9
         options.experimental.run_handler_pool_options.priority = 2
+        options.debug_options.debug_tensor_watch_opts.add(node_name="x", debug_ops=["DebugIdentity"])
+        options.debug_options.global_step = 5
         return options
 
     ours, theirs = run_options(tf), run_options(config_pb2)
@@ -93,11 +95,12 @@ def test_run_options_and_callable_options_bytes_are_tfs():
 
 
 def test_fields_zmtf_lacks_survive_and_library_methods_work():
-    theirs = config_pb2.RunOptions(trace_level=1)
-    theirs.debug_options.global_step = 5       # RunOptions.debug_options: not in zmtf's schema
-    ours = tf.RunOptions.FromString(theirs.SerializeToString())
-    assert ours.trace_level == 1
-    assert config_pb2.RunOptions.FromString(ours.SerializeToString()) == theirs
+    theirs = config_pb2.ConfigProto(inter_op_parallelism_threads=1)
+    theirs.experimental.coordination_config.service_type = "standalone"   # not in zmtf's schema
+    theirs.graph_options.rewrite_options.auto_parallel.num_replicas = 2   # nor this
+    ours = tf.ConfigProto.FromString(theirs.SerializeToString())
+    assert ours.inter_op_parallelism_threads == 1
+    assert config_pb2.ConfigProto.FromString(ours.SerializeToString()) == theirs
     config = tf.ConfigProto()
     assert not config.HasField("gpu_options")
     config.gpu_options.allow_growth = True

@@ -248,6 +248,23 @@ def check_session_config(config: Any) -> None:
                              f"device_filters is a list of device names, e.g. ['/job:ps']") from None
 
 
+class DebugTensorWatch(Message):
+    """tfdbg's watch on one tensor (debug.proto): accepted; zmtf has no debug ops."""
+
+    FIELDS = (Field(1, "node_name", "string"), Field(2, "output_slot", "int32"),
+              Field(3, "debug_ops", "string", repeated=True),
+              Field(4, "debug_urls", "string", repeated=True),
+              Field(5, "tolerate_debug_op_creation_failures", "bool"))
+
+
+class DebugOptions(Message):
+    """``RunOptions.debug_options`` (debug.proto): accepted and inert."""
+
+    FIELDS = (Field(4, "debug_tensor_watch_opts", "message", repeated=True,
+                    message=DebugTensorWatch),
+              Field(10, "global_step", "int64"), Field(11, "reset_disk_byte_usage", "bool"))
+
+
 class RunOptions(Message):
     """Per-run options: ``timeout_in_ms`` (DeadlineExceededError), ``trace_level`` (fills
     RunMetadata.step_stats) and ``output_partition_graphs`` (RunMetadata.partition_graphs)."""
@@ -267,6 +284,7 @@ class RunOptions(Message):
               Field(2, "timeout_in_ms", "int64"),
               Field(3, "inter_op_thread_pool", "int32"),
               Field(5, "output_partition_graphs", "bool"),
+              Field(6, "debug_options", "message", message=DebugOptions),
               Field(7, "report_tensor_allocations_upon_oom", "bool"),
               Field(8, "experimental", "message", message=Experimental))
 
