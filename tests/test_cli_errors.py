@@ -46,6 +46,8 @@ def test_expected_errors_are_one_line_with_exit_status_2(tmp_path, taken_port):
         "no TF_CONFIG": ("server", [], "TF_CONFIG"),
         "liveness": ("server", ["--cluster", spec, "--job", "worker", "--task", "0",
                                 "--liveness-timeout", "-1"], "liveness"),
+        "threads": ("server", ["--cluster", spec, "--job", "worker", "--task", "0",
+                               "--inter-op-threads", "-1"], "inter_op_parallelism_threads"),
         "foreign address": ("server", ["--cluster", json.dumps(FOREIGN), "--job", "worker",
                                        "--task", "0"], "not on this machine"),
         "port taken": ("server", ["--cluster", json.dumps({"worker": [f"127.0.0.1:{taken_port}"]}),
