@@ -69,6 +69,11 @@ def test_config_proto_bytes_and_text_are_tfs():
     assert tf.ConfigProto.FromString(theirs.SerializeToString()) == ours
     assert config_pb2.ConfigProto.FromString(ours.SerializeToString()) == theirs
     assert RewriterConfig.OFF == rewriter_config_pb2.RewriterConfig.OFF
+    theirs_benchmark = config_pb2.ConfigProto()   # TF's tf.test.benchmark_config()
+    theirs_benchmark.graph_options.rewrite_options.dependency_optimization = \
+        rewriter_config_pb2.RewriterConfig.OFF
+    assert tf.test.benchmark_config().SerializeToString() == \
+        theirs_benchmark.SerializeToString(deterministic=True)
 
 
 def test_run_options_and_callable_options_bytes_are_tfs():

@@ -22,6 +22,8 @@ def _toggle(number: int, name: str) -> Field:
 class RewriterConfig(Message):
     """Grappler's settings: accepted and recorded; zmtf rewrites no graph by them."""
 
+    DEFAULT, ON, OFF, AGGRESSIVE = 0, 1, 2, 3   # Toggle (the values protobuf's enum also gives)
+
     class CustomGraphOptimizer(Message):
         FIELDS = (Field(1, "name", "string"),
                   Field(2, "parameter_map", "map", message=AttrValue))

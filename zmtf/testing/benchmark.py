@@ -89,10 +89,14 @@ class Benchmark:
 
 
 def benchmark_config() -> Any:
-    """The ConfigProto TF's benchmarks run with (graph rewrites off: zmtf has none)."""
+    """The ConfigProto TF's benchmarks run with: Grappler's dependency optimization off, as
+    TF's (zmtf runs no Grappler; the field is recorded, so the config's bytes are TF's)."""
     from zmtf.formats.config_proto import ConfigProto
+    from zmtf.formats.rewriter_config_proto import RewriterConfig
 
-    return ConfigProto()
+    config = ConfigProto()
+    config.graph_options.rewrite_options.dependency_optimization = RewriterConfig.OFF
+    return config
 
 
 __all__ = ["Benchmark", "GLOBAL_BENCHMARK_REGISTRY", "benchmark_config"]
