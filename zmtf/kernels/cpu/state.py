@@ -4,7 +4,8 @@ A ``Variable`` op outputs a ``VariableRef``, a handle on one entry of the runtim
 variable store (``ctx.resources``), not a value. Consumers read the value through
 ``Identity``, which returns the stored array itself (TF1 ref reads: no copy inside a step;
 the runtime copies fetched values that alias the store). The store owns its arrays:
-``Assign`` stores a private copy, updates happen in place under
+``Assign`` stores a private copy (or keeps a value its only holder handed over:
+framework/handed_over.py), updates happen in place under
 ``ctx.resources.lock(name)``, and the outputs of the kernels here are copies.
 
 Registered on CPU for every dtype (the lookup dtype is the variable's dtype).
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, OutOfRangeError
+from zmtf.framework.handed_over import take
 from zmtf.kernels.cpu.common import quiet_fp, quietly, shape_str
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.registry import register
@@ -93,11 +95,17 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
     """Assign(ref, value): store a private copy of ``value``; output another copy of it.
 
     With ``validate_shape`` (default True) the value must match the variable's declared
-    shape and, when initialized, its current shape.
+    shape and, when initialized, its current shape. A value its only holder handed over
+    (framework/handed_over.py: Saver.restore's freshly read tensors) is stored as it is,
+    without the copy, when it is writable and C-contiguous (TF's forward_input).
     """
     node_name = attrs["_node_name"]
-    ref, value = _ref(inputs[0], node_name), np.asarray(inputs[1])
-    stored = np.array(value, copy=True, order="C")
+    ref, fed = _ref(inputs[0], node_name), inputs[1]
+    value = np.asarray(fed)
+    if value is fed and value.flags.c_contiguous and value.flags.writeable and take(fed):
+        stored = value
+    else:
+        stored = np.array(value, copy=True, order="C")
     store = ref.store
     with store.lock(ref.name):
         if attrs.get("validate_shape", True):
