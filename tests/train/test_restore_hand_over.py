@@ -61,11 +61,13 @@ def test_restore_keeps_the_read_array_and_nothing_the_user_holds_aliases_it(tmp_
         # one array per restored tensor, not the read array plus the Assign's copy of it
         assert peak < 1.5 * saved.nbytes, peak
 
-        restored = sess.run(v)
+        restored, window, grid = sess.run([v, v[10:20], tf.reshape(v, [1000, -1])])
         np.testing.assert_array_equal(restored, saved)
         sess.run(bump)                              # updates the variable in place
         np.testing.assert_array_equal(sess.run(v), saved + 1)
-        np.testing.assert_array_equal(restored, saved)   # fetches are the user's own copies
+        np.testing.assert_array_equal(restored, saved)   # fetches are the user's own copies,
+        np.testing.assert_array_equal(window, saved[10:20])            # views of it too
+        np.testing.assert_array_equal(grid, saved.reshape(1000, -1))
         np.testing.assert_array_equal(before, other)
         np.testing.assert_array_equal(user, other)
         sess.run(bump)

@@ -97,12 +97,14 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
     With ``validate_shape`` (default True) the value must match the variable's declared
     shape and, when initialized, its current shape. A value its only holder handed over
     (framework/handed_over.py: Saver.restore's freshly read tensors) is stored as it is,
-    without the copy, when it is writable and C-contiguous (TF's forward_input).
+    without the copy, when it owns its memory (then every view of it has it as ``base``,
+    which fetches check for aliasing) and is writable and C-contiguous (TF's forward_input).
     """
     node_name = attrs["_node_name"]
     ref, fed = _ref(inputs[0], node_name), inputs[1]
     value = np.asarray(fed)
-    if value is fed and value.flags.c_contiguous and value.flags.writeable and take(fed):
+    flags = value.flags
+    if value is fed and flags.owndata and flags.c_contiguous and flags.writeable and take(fed):
         stored = value
     else:
         stored = np.array(value, copy=True, order="C")
