@@ -20,6 +20,8 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 _given: dict[int, weakref.ref[Any]] = {}
 _lock = threading.Lock()
 
@@ -28,7 +30,8 @@ def hand_over(arrays: Iterable[Any]) -> None:
     """Offer ``arrays`` (numpy arrays their caller alone holds) to the next kernel that takes one."""
     with _lock:
         for array in arrays:
-            _given[id(array)] = weakref.ref(array)
+            if isinstance(array, np.ndarray):
+                _given[id(array)] = weakref.ref(array)
 
 
 def take(array: Any) -> bool:
