@@ -1,7 +1,8 @@
-"""Saver.restore hands its freshly read tensors to the Assigns (framework/handed_over.py): a
-variable keeps the array read from the file instead of a second copy. Nothing the user holds
-may alias a variable afterwards, remote (ps) variables get the right bytes, damage is still
-DataLossError naming the tensor."""
+"""Saver.restore hands its freshly read tensors to the Assigns (framework/handed_over.py): an
+initialized variable gets them copied into its own buffer, an uninitialized one keeps the
+array read from the file; no second array of the checkpoint's size either way. Nothing the
+user holds may alias a variable afterwards, remote (ps) variables get the right bytes, damage
+is still DataLossError naming the tensor."""
 
 from __future__ import annotations
 
@@ -39,7 +40,43 @@ def test_a_handed_over_array_is_taken_once_and_withdrawn_arrays_are_not():
     assert not take(b)                      # withdrawn before anyone took it
 
 
-def test_restore_keeps_the_read_array_and_nothing_the_user_holds_aliases_it(tmp_path):
+def restore_peak(saver, sess, path):
+    """The most memory (bytes, numpy's included) that ``saver.restore`` held at once."""
+    tracemalloc.start()
+    try:
+        saver.restore(sess, path)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def check_no_aliasing(sess, v, bump, saved):
+    """Fetches of the variable and of views of it stay the user's after in-place updates."""
+    restored, window, grid = sess.run([v, v[10:20], tf.reshape(v, [1000, -1])])
+    np.testing.assert_array_equal(restored, saved)
+    sess.run(bump)                              # updates the variable in place
+    np.testing.assert_array_equal(sess.run(v), saved + 1)
+    np.testing.assert_array_equal(restored, saved)
+    np.testing.assert_array_equal(window, saved[10:20])
+    np.testing.assert_array_equal(grid, saved.reshape(1000, -1))
+
+
+def test_restore_into_a_fresh_session_keeps_the_read_array_unaliased(tmp_path):
+    saved = values(0)
+    v = tf.Variable(saved, name="v")
+    bump = v.assign_add(tf.ones([SIZE]))
+    saver = Saver(write_version=tf.train.SaverDef.V2)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        path = saver.save(sess, str(tmp_path / "model"), write_meta_graph=False)
+    with tf.Session() as sess:                  # uninitialized: the read array is kept
+        assert restore_peak(saver, sess, path) < 1.5 * saved.nbytes
+        check_no_aliasing(sess, v, bump, saved)
+        saver.restore(sess, path)               # again: now copied into the variable's buffer
+        check_no_aliasing(sess, v, bump, saved)
+
+
+def test_restore_into_a_live_variable_copies_into_its_buffer_unaliased(tmp_path):
     saved, other = values(1), values(2)
     v = tf.Variable(saved, name="v")
     ph = tf.placeholder(tf.float32, [SIZE])
@@ -52,22 +89,9 @@ def test_restore_keeps_the_read_array_and_nothing_the_user_holds_aliases_it(tmp_
         sess.run(assign_fed, {ph: user})            # the user's feed: copied, as always
         before = sess.run(v)                        # an earlier fetch
 
-        tracemalloc.start()
-        try:
-            saver.restore(sess, path)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        # one array per restored tensor, not the read array plus the Assign's copy of it
-        assert peak < 1.5 * saved.nbytes, peak
-
-        restored, window, grid = sess.run([v, v[10:20], tf.reshape(v, [1000, -1])])
-        np.testing.assert_array_equal(restored, saved)
-        sess.run(bump)                              # updates the variable in place
-        np.testing.assert_array_equal(sess.run(v), saved + 1)
-        np.testing.assert_array_equal(restored, saved)   # fetches are the user's own copies,
-        np.testing.assert_array_equal(window, saved[10:20])            # views of it too
-        np.testing.assert_array_equal(grid, saved.reshape(1000, -1))
+        # the read array, copied into the variable's buffer: no second array of its size
+        assert restore_peak(saver, sess, path) < 1.5 * saved.nbytes
+        check_no_aliasing(sess, v, bump, saved)
         np.testing.assert_array_equal(before, other)
         np.testing.assert_array_equal(user, other)
         sess.run(bump)

@@ -95,19 +95,23 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
     """Assign(ref, value): store a private copy of ``value``; output another copy of it.
 
     With ``validate_shape`` (default True) the value must match the variable's declared
-    shape and, when initialized, its current shape. A value its only holder handed over
-    (framework/handed_over.py: Saver.restore's freshly read tensors) is stored as it is,
-    without the copy, when it owns its memory (then every view of it has it as ``base``,
-    which fetches check for aliasing) and is writable and C-contiguous (TF's forward_input).
+    shape and, when initialized, its current shape.
+
+    A value its only holder handed over (framework/handed_over.py: Saver.restore's freshly
+    read tensors) is not copied into a new array, as TF's AssignOp does it: it is copied into
+    the variable's own buffer when that has its shape and dtype (no allocation: the memory
+    stays where it is, so no later step has to fault in new pages), else it becomes the
+    variable's storage itself if it owns its memory (every view of it then has it as
+    ``base``, which fetches check for aliasing) and is writable and C-contiguous; a view
+    that cannot be kept is copied, as any other value.
     """
     node_name = attrs["_node_name"]
     ref, fed = _ref(inputs[0], node_name), inputs[1]
     value = np.asarray(fed)
-    flags = value.flags
-    if value is fed and flags.owndata and flags.c_contiguous and flags.writeable and take(fed):
-        stored = value
-    else:
-        stored = np.array(value, copy=True, order="C")
+    given = value is fed and take(fed)
+    # a handed-over view (a slice of a partitioned variable's value) is copied unless copied in
+    kept = given and value.flags.owndata and value.flags.c_contiguous and value.flags.writeable
+    stored = value if given else np.array(value, copy=True, order="C")
     store = ref.store
     with store.lock(ref.name):
         if attrs.get("validate_shape", True):
@@ -118,6 +122,14 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
                 current = store.read(ref.name).shape
                 if current != value.shape:
                     raise _shape_error(current, value.shape, node_name)
+        if given:
+            own = store.values.get(ref.name)
+            if (own is not None and own.shape == value.shape and own.dtype == value.dtype
+                    and own.flags.writeable and own.flags.c_contiguous):
+                np.copyto(own, value)
+                return [own]
+            if not kept:
+                stored = np.array(value, copy=True, order="C")
         store.assign(ref.name, stored)
         # The stored (private) array, as TF1 returns the ref: fetches copy what aliases storage.
         return [stored]
