@@ -4,8 +4,8 @@ A ``Variable`` op outputs a ``VariableRef``, a handle on one entry of the runtim
 variable store (``ctx.resources``), not a value. Consumers read the value through
 ``Identity``, which returns the stored array itself (TF1 ref reads: no copy inside a step;
 the runtime copies fetched values that alias the store). The store owns its arrays:
-``Assign`` stores a private copy (or keeps a value its only holder handed over:
-framework/handed_over.py), updates happen in place under
+``Assign`` stores a private copy (a value its only holder handed over, framework/
+handed_over.py, is copied into the variable's buffer or kept), updates happen in place under
 ``ctx.resources.lock(name)``, and the outputs of the kernels here are copies.
 
 Registered on CPU for every dtype (the lookup dtype is the variable's dtype).
@@ -109,7 +109,7 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
     ref, fed = _ref(inputs[0], node_name), inputs[1]
     value = np.asarray(fed)
     given = value is fed and take(fed)
-    # a handed-over view (a slice of a partitioned variable's value) is copied unless copied in
+    # kept: a handed-over value that can be the storage itself (a view cannot: a shard's slice)
     kept = given and value.flags.owndata and value.flags.c_contiguous and value.flags.writeable
     stored = value if given else np.array(value, copy=True, order="C")
     store = ref.store
