@@ -123,11 +123,12 @@ def test_kernels_import_only_what_the_layering_allows(path):
     # and example_proto (tf.train.Example) with the tf.train.Example classes;
     # window_geometry is TF's SAME/VALID integer arithmetic, shared with conv shape inference;
     # py_funcs is the table of tf.py_func functions (token -> callable) the PyFunc kernel reads;
-    # memory_budget is the account a server's step charges before a big output is allocated
+    # memory_budget is the account a server's step charges before a big output is allocated;
+    # handed_over is the table of arrays Saver.restore gives its Assigns to keep (no 2nd copy)
     allowed_zmtf = ("zmtf.framework.errors", "zmtf.framework.dtypes", "zmtf.formats.summary_proto",
                     "zmtf.formats.example_proto", "zmtf.formats.images", "zmtf.framework.window_geometry",
                     "zmtf.framework.py_funcs", "zmtf.formats.wav", "zmtf.framework.memory_budget",
-                    "zmtf.kernels")
+                    "zmtf.framework.handed_over", "zmtf.kernels")
     for name in _imports(path):
         top = name.split(".")[0]
         if top == "zmtf":

@@ -48,6 +48,7 @@ import numpy as np
 
 from zmtf.framework.errors import DataLossError, InvalidArgumentError, NotFoundError
 from zmtf.framework.graph import Graph, Operation, Tensor, get_default_graph
+from zmtf.framework.handed_over import hand_over, withdraw
 from zmtf.ops.array_ops import placeholder
 from zmtf.ops.control_flow_ops import group
 from zmtf.ops.variable_scope import PartitionedVariable, partitioned_owner
@@ -546,7 +547,13 @@ class Saver:
                 index[variable.axis] = slice(offset, offset + size)
                 feeds[feed] = value[tuple(index)]
                 offset += size
-        sess.run(self._restore_op, feed_dict=feeds)
+        # the arrays were read for this run alone: each Assign may keep its own (no 2nd copy)
+        given = list(feeds.values())
+        hand_over(given)
+        try:
+            sess.run(self._restore_op, feed_dict=feeds)
+        finally:
+            withdraw(given)
 
     def __repr__(self) -> str:
         return f"<zmtf.train.Saver of {len(self._variables)} variables>"

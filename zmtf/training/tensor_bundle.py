@@ -265,7 +265,8 @@ def encode_tensor(array: np.ndarray) -> tuple[list[bytes | memoryview], int | No
 def decode_tensor(entry: BundleEntry, raw: bytes | np.ndarray, big_endian: bool, where: str,
                   crc: int | None = None) -> np.ndarray:
     """The tensor ``entry`` describes, from its ``raw`` bytes (``entry.size`` of them; a
-    writable uint8 array is used in place when the stored byte order is the machine's);
+    writable array of the tensor's dtype, as the reader fills it, is the result itself when
+    the stored byte order is the machine's);
     ``crc``, if given, is theirs, computed as they were read."""
     dtype = numpy_dtype(entry.dtype)
     count = math.prod(entry.shape)
@@ -277,7 +278,10 @@ def decode_tensor(entry: BundleEntry, raw: bytes | np.ndarray, big_endian: bool,
                                             f"restored bytes {crc:08x}")
         stored = dtype.newbyteorder(">" if big_endian else "<")
         if isinstance(raw, np.ndarray) and raw.flags.writeable:
-            return raw.view(stored).astype(dtype, copy=False).reshape(entry.shape)
+            native = raw.dtype == dtype and stored == dtype
+            value = raw if native else raw.view(stored).astype(dtype)
+            value.shape = entry.shape   # in place: the tensor stays the owner of its memory
+            return value
         return np.frombuffer(raw, stored).astype(dtype).reshape(entry.shape)
     return _decode_strings(entry, raw, count, ">" if big_endian else "<", where)
 
@@ -316,17 +320,20 @@ def _decode_strings(entry: BundleEntry, raw: bytes, count: int, order: str, wher
 
 def _read_bytes(f: IO[bytes], entry: BundleEntry) -> tuple[bytes | np.ndarray, int | None]:
     """``entry.size`` bytes from ``f`` and, for a numeric tensor, their CRC-32C: read straight
-    into the array that will hold them (one copy from the file, not two), a _PIECE at a time,
-    each piece's CRC taken while it is in cache. Strings come as bytes (CRC None)."""
-    if numpy_dtype(entry.dtype) == object:
+    into the array of the tensor's dtype that will hold them (one copy from the file, not two;
+    the array owns its memory, so Saver.restore can hand it to the variable), a _PIECE at a
+    time, each piece's CRC taken while it is in cache. Strings come as bytes (CRC None)."""
+    dtype = numpy_dtype(entry.dtype)
+    if dtype == object:
         return f.read(entry.size), None
-    out = np.empty(entry.size, np.uint8)
+    out = np.empty(entry.size // dtype.itemsize, dtype)   # _check_size: a whole number of items
+    data = out.view(np.uint8)
     crc, at = 0, 0
     while at < entry.size:
-        piece = out[at:at + _PIECE]
+        piece = data[at:at + _PIECE]
         got = f.readinto(memoryview(piece))  # type: ignore[attr-defined]
         if not got:
-            return out[:at].tobytes(), None   # cut short: decode_tensor reports it
+            return data[:at].tobytes(), None   # cut short: decode_tensor reports it
         crc = crc32c_extend(crc, piece[:got])
         at += got
     return out, crc

@@ -4,7 +4,8 @@ A ``Variable`` op outputs a ``VariableRef``, a handle on one entry of the runtim
 variable store (``ctx.resources``), not a value. Consumers read the value through
 ``Identity``, which returns the stored array itself (TF1 ref reads: no copy inside a step;
 the runtime copies fetched values that alias the store). The store owns its arrays:
-``Assign`` stores a private copy, updates happen in place under
+``Assign`` stores a private copy (a value its only holder handed over, framework/
+handed_over.py, is copied into the variable's buffer or kept), updates happen in place under
 ``ctx.resources.lock(name)``, and the outputs of the kernels here are copies.
 
 Registered on CPU for every dtype (the lookup dtype is the variable's dtype).
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError, OutOfRangeError
+from zmtf.framework.handed_over import take
 from zmtf.kernels.cpu.common import quiet_fp, quietly, shape_str
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.registry import register
@@ -94,10 +96,22 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
 
     With ``validate_shape`` (default True) the value must match the variable's declared
     shape and, when initialized, its current shape.
+
+    A value its only holder handed over (framework/handed_over.py: Saver.restore's freshly
+    read tensors) is not copied into a new array, as TF's AssignOp does it: it is copied into
+    the variable's own buffer when that has its shape and dtype (no allocation: the memory
+    stays where it is, so no later step has to fault in new pages), else it becomes the
+    variable's storage itself if it owns its memory (every view of it then has it as
+    ``base``, which fetches check for aliasing) and is writable and C-contiguous; a view
+    that cannot be kept is copied, as any other value.
     """
     node_name = attrs["_node_name"]
-    ref, value = _ref(inputs[0], node_name), np.asarray(inputs[1])
-    stored = np.array(value, copy=True, order="C")
+    ref, fed = _ref(inputs[0], node_name), inputs[1]
+    value = np.asarray(fed)
+    given = value is fed and take(fed)
+    # kept: a handed-over value that can be the storage itself (a view cannot: a shard's slice)
+    kept = given and value.flags.owndata and value.flags.c_contiguous and value.flags.writeable
+    stored = value if given else np.array(value, copy=True, order="C")
     store = ref.store
     with store.lock(ref.name):
         if attrs.get("validate_shape", True):
@@ -108,6 +122,14 @@ def assign(ctx: Any, inputs: list, attrs: dict) -> list:
                 current = store.read(ref.name).shape
                 if current != value.shape:
                     raise _shape_error(current, value.shape, node_name)
+        if given:
+            own = store.values.get(ref.name)
+            if (own is not None and own.shape == value.shape and own.dtype == value.dtype
+                    and own.flags.writeable and own.flags.c_contiguous):
+                np.copyto(own, value)
+                return [own]
+            if not kept:
+                stored = np.array(value, copy=True, order="C")
         store.assign(ref.name, stored)
         # The stored (private) array, as TF1 returns the ref: fetches copy what aliases storage.
         return [stored]
