@@ -16,6 +16,12 @@ unmap). A consumer that must own a writable array (the remote client's fetches) 
 private copy-on-write mapping instead (``unlocked``): a write copies only the pages it
 touches.
 
+A big variable read again unchanged is not even copied: the segment that holds its last copy
+is sent again once its receiver is done with it (``SegmentPool._unchanged``). Every kernel
+that writes a stored array does so under the variable's lock, which counts its holds
+(``runtime/resources.VariableLock``); a copy made while that count stood still and even is
+the variable's value until the count moves (``stored_version``).
+
 Big tensors are copied into their segments off the event loop (``OFF_LOOP_COPY_BYTES``):
 the message waits in its socket's outbox until the copy is done (``take_copies``,
 ``distributed/reactor.py``), so a loop sending 256 MB keeps ticking, as it does over tcp.
