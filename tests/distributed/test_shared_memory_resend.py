@@ -95,7 +95,8 @@ def cluster():
 
 
 def _writes(v, grad, fed):
-    """Op name -> an op on the ps that changes ``v`` in place or replaces it."""
+    """Op name -> an op on the ps that changes ``v`` in place or replaces it: every write
+    path (Assign, AssignAdd/Sub, Scatter*, Apply* and SparseApply* kernels)."""
     idx = tf.constant([1, 7, N - 1])
     rows = tf.constant([5.0, -6.0, 7.0])
     writes = {
@@ -112,6 +113,10 @@ def _writes(v, grad, fed):
                       ("rmsprop", tf.train.RMSPropOptimizer(0.01)),
                       ("adagrad", tf.train.AdagradOptimizer(0.1))]:
         writes[name] = opt.apply_gradients([(grad, v)])
+    sparse = tf.IndexedSlices(rows, idx, tf.constant([N]))   # SparseApply* kernels
+    writes["sparse_adagrad"] = tf.train.AdagradOptimizer(0.1).apply_gradients([(sparse, v)])
+    writes["sparse_momentum"] = tf.train.MomentumOptimizer(0.1, 0.9).apply_gradients(
+        [(sparse, v)])
     return writes
 
 
