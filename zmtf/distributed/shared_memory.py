@@ -16,6 +16,12 @@ unmap). A consumer that must own a writable array (the remote client's fetches) 
 private copy-on-write mapping instead (``unlocked``): a write copies only the pages it
 touches.
 
+A big variable read again unchanged is not even copied: the segment that holds its last copy
+is sent again once its receiver is done with it (``SegmentPool._unchanged``). Every kernel
+that writes a stored array does so under the variable's lock, which counts its holds
+(``runtime/resources.VariableLock``); a copy made while that count stood still and even is
+the variable's value until the count moves (``stored_version``).
+
 Big tensors are copied into their segments off the event loop (``OFF_LOOP_COPY_BYTES``):
 the message waits in its socket's outbox until the copy is done (``take_copies``,
 ``distributed/reactor.py``), so a loop sending 256 MB keeps ticking, as it does over tcp.
@@ -52,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
+from zmtf.runtime.resources import stored_version
 from zmtf.wire import tensors as wire_tensors
 
 log = logging.getLogger("zmtf.distributed")
@@ -254,7 +261,9 @@ def _mark(fd: int, state: bytes) -> None:
 
 # ---- sending -----------------------------------------------------------------------------
 class _Segment:
-    __slots__ = ("fd", "inode", "capacity", "mapping", "since")
+    # source, version: the stored variable array it holds a copy of and that variable's
+    # version (resources.stored_version) during the whole copy; None: anything else
+    __slots__ = ("fd", "inode", "capacity", "mapping", "since", "source", "version")
 
     def __init__(self, capacity: int) -> None:
         self.fd = os.memfd_create(NAME, os.MFD_CLOEXEC)
@@ -267,6 +276,12 @@ class _Segment:
         self.inode = os.fstat(self.fd).st_ino
         self.capacity = capacity
         self.since = 0.0
+        self.source: weakref.ref[np.ndarray] | None = None
+        self.version = -1
+
+    def holds(self, array: np.ndarray, version: int) -> bool:
+        return (self.source is not None and self.source() is array
+                and self.version == version)
 
     def state(self) -> int:
         return self.mapping[0]
@@ -288,26 +303,48 @@ class SegmentPool:
         """Copy ``array`` (any layout) into a segment; its [pid, fd, inode] for the descriptor.
         On an event loop a big copy runs on a thread: see ``take_copies``."""
         nbytes = array.nbytes
+        version = stored_version(array)
         with self._lock:
             self._collect(time.monotonic())
-            segment = None
-            for i, free in enumerate(self._free):
-                if nbytes <= free.capacity <= 2 * nbytes:
-                    segment = self._free.pop(i)
-                    break
+            segment = self._unchanged(array, version) if version is not None else None
+            copied = segment is None
+            if segment is None:
+                segment = self._fitting(nbytes)
         if segment is None:
             segment = _Segment(nbytes)
         segment.mapping[0] = 0
-        if nbytes >= OFF_LOOP_COPY_BYTES and _running_loop() is not None:
+        if not copied:   # it holds this variable's value still, and its receiver is done
+            pass
+        elif nbytes >= OFF_LOOP_COPY_BYTES and _running_loop() is not None:
             copies = _pending.__dict__.setdefault("copies", [])
-            copies.append(_copier().submit(_copy, segment, array))
+            copies.append(_copier().submit(_copy, segment, array, version))
         else:
-            _copy(segment, array)
+            _copy(segment, array, version)
         with self._lock:
             segment.since = time.monotonic()
             self._lent.append(segment)
         _SWEEPER.start()
         return [os.getpid(), segment.fd, segment.inode]
+
+    def _unchanged(self, array: np.ndarray, version: int) -> _Segment | None:
+        """(Under the lock.) A free segment that holds a copy of the stored variable array
+        ``array`` made at ``version``, which it still has: sending it again needs no copy.
+        Only free ones: the receiver of its last use is done with it, so no reader of it
+        counts uses another receiver might end."""
+        for i, free in enumerate(self._free):
+            if free.holds(array, version):
+                return self._free.pop(i)
+        return None
+
+    def _fitting(self, nbytes: int) -> _Segment | None:
+        """(Under the lock.) A free segment for ``nbytes``, one that holds no variable's
+        value (``_unchanged``) first."""
+        fits = [i for i, free in enumerate(self._free) if nbytes <= free.capacity <= 2 * nbytes]
+        for i in fits:
+            source = self._free[i].source
+            if source is None or source() is None:
+                return self._free.pop(i)
+        return self._free.pop(fits[0]) if fits else None
 
     def open_segments(self) -> int:
         with self._lock:
@@ -341,9 +378,15 @@ class SegmentPool:
         self._free = free
 
 
-def _copy(segment: _Segment, array: np.ndarray) -> None:
+def _copy(segment: _Segment, array: np.ndarray, version: int | None) -> None:
+    """Copy ``array`` into ``segment``; a stored variable's array (``version`` not None) is
+    remembered with it when no write to it began or ended during the copy (seqlock: see
+    resources.VariableLock), so that an unchanged variable is not copied again."""
+    segment.source = None
     out = np.frombuffer(segment.mapping, dtype=array.dtype, count=array.size, offset=HEADER)
     np.copyto(out.reshape(array.shape), array)   # one pass, non-contiguous sources too
+    if version is not None and stored_version(array) == version:
+        segment.source, segment.version = weakref.ref(array), version
 
 
 _pending = threading.local()   # .copies: big copies started by this thread, not yet sent

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -34,6 +35,75 @@ from zmtf.runtime.shuffle_queue import RandomShuffleQueue
 _KERNEL_MODULES = (dataset_reduce,)
 
 
+class VariableLock:
+    """A variable's lock that counts how often it was taken and given back: ``version`` is
+    odd while a kernel holds it. Every kernel that writes a stored array in place does so
+    under it, so two equal even readings taken outside it, one before and one after a copy,
+    prove the copy saw one unchanged value (a seqlock). The shared-memory sender relies on
+    this to resend a big variable's segment without copying it again
+    (``stored_version``)."""
+
+    __slots__ = ("_lock", "version")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.version = 0   # changed only by the holder: right after taking, right before giving
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        taken = self._lock.acquire(blocking, timeout)
+        if taken:
+            self.version += 1
+        return taken
+
+    def release(self) -> None:
+        self.version += 1
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+#: stored arrays this big are tracked by ``stored_version`` (smaller ones are never resent
+#: from a cache: distributed/shared_memory.THRESHOLD)
+VERSIONED_BYTES = 1 << 20
+# id() of a big stored array -> (the array, weakly; its variable's lock)
+_versioned: dict[int, tuple[weakref.ref[np.ndarray], VariableLock]] = {}
+
+
+def stored_version(array: object) -> int | None:
+    """How often the variable that stores ``array`` itself was locked for writing, when it is
+    not locked now; None for any other array (not a big stored one, or being written).
+    Equal values at two moments mean the array's contents did not change in between."""
+    entry = _versioned.get(id(array))
+    if entry is None or entry[0]() is not array:
+        return None
+    version = entry[1].version
+    return None if version & 1 else version
+
+
+def _track(value: np.ndarray, lock: VariableLock) -> None:
+    key = id(value)
+
+    def forget(ref: weakref.ref[np.ndarray]) -> None:
+        entry = _versioned.get(key)
+        if entry is not None and entry[0] is ref:
+            del _versioned[key]
+
+    _versioned[key] = (weakref.ref(value, forget), lock)
+
+
+def _untrack(value: np.ndarray) -> None:
+    entry = _versioned.get(id(value))
+    if entry is not None and entry[0]() is value:
+        del _versioned[id(value)]
+
+
 class ResourceContainer:
     """Variable name -> current value, with a lock per variable for read-modify-write ops."""
 
@@ -47,7 +117,7 @@ class ResourceContainer:
         # id() of every stored array, see holds(); shared with the isolated containers made
         # from this one, so that one check covers every session's variables
         self._storage_ids: set[int] = set() if storage_ids is None else storage_ids
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, VariableLock] = {}
         self._mutex = threading.Lock()
         #: shared name -> queue, accumulator or iterator (anything with ``cancel_all(error)``)
         self._shared: dict[str, Any] = {}
@@ -86,6 +156,10 @@ class ResourceContainer:
         self._storage_ids.add(id(value))
         if old is not None and old is not value:
             self._storage_ids.discard(id(old))
+            if type(old) is np.ndarray and old.nbytes >= VERSIONED_BYTES:
+                _untrack(old)
+        if type(value) is np.ndarray and value.nbytes >= VERSIONED_BYTES:
+            _track(value, self.lock(name))
 
     def holds(self, array: object) -> bool:
         """Whether ``array`` is (a view of) a stored value: reads alias storage, fetches must copy."""
@@ -98,11 +172,11 @@ class ResourceContainer:
     def is_initialized(self, name: str) -> bool:
         return name in self.values
 
-    def lock(self, name: str) -> threading.Lock:
+    def lock(self, name: str) -> VariableLock:
         lock = self._locks.get(name)
         if lock is None:
             with self._mutex:
-                lock = self._locks.setdefault(name, threading.Lock())
+                lock = self._locks.setdefault(name, VariableLock())
         return lock
 
     def names(self) -> list[str]:
