@@ -23,14 +23,13 @@ from typing import Any
 
 import numpy as np
 from numba import prange
-from numba.core import types
-from numba.extending import intrinsic
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import (COMPLEX, FLOATS, NUMERIC, SIGNED_INTS, empty, in_quiet_section,
                                       quiet_fp, quietly, shape_str)
 from zmtf.kernels.cpu._jit import NUMBA_NP_DTYPES, PARALLEL_MIN_ELEMENTS, jit, scalar
 from zmtf.kernels.cpu._jit import takes_numba_path, thread_count, use_threads
+from zmtf.kernels.cpu.fast_math import exp_for_float32, sigmoid_for_float32
 from zmtf.kernels.registry import register
 
 # ---------------------------------------------------------------------------------------
@@ -223,52 +222,14 @@ def tanh_grad_kernel(x, y, out):  # type: ignore[no-untyped-def]
 # unary numba kernels
 
 
-@intrinsic
-def _int64_bits_as_float64(typingctx, bits):  # type: ignore[no-untyped-def]
-    """Reinterpret the bits of an int64 as a float64 (LLVM bitcast; vectorizes)."""
-
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-
-    return types.float64(types.int64), codegen
-
-
-_LOG2E = 1.4426950408889634
-_LN2_HI = 0.6931471803691238  # ln 2 split in two so k * _LN2_HI is exact
-_LN2_LO = 1.9082149292705877e-10
-
-
-@scalar
-def _exp_for_float32(v):  # type: ignore[no-untyped-def]
-    """exp(v) in float64, accurate to well under one float32 ulp; vectorizable (no libm).
-
-    exp(x) = 2**k * exp(r), k = round(x / ln2), |r| <= ln2/2, exp(r) by its degree-7 Taylor
-    polynomial (error < 5e-9). The clamp keeps 2**k a normal float64 (and the result far
-    outside float32's range, so 1 / (1 + exp(-x)) stays right); the float32 store turns
-    too-large results into inf and too-small ones into 0, as expf does. NaN passes through
-    the polynomial.
-    """
-    x = np.float64(v)
-    if x > 700.0:
-        x = 700.0
-    if x < -700.0:
-        x = -700.0
-    k = np.floor(x * _LOG2E + 0.5)
-    r = (x - k * _LN2_HI) - k * _LN2_LO
-    p = 1.0 + r * (
-        1.0 + r * (0.5 + r * (1 / 6 + r * (1 / 24 + r * (1 / 120 + r * (1 / 720 + r / 5040)))))
-    )
-    return p * _int64_bits_as_float64((np.int64(k) + 1023) << 52)
-
-
 @scalar
 def _exp_f32(v):  # type: ignore[no-untyped-def]
-    return _exp_for_float32(v)
+    return exp_for_float32(v)
 
 
 @scalar
 def _sigmoid_f32(v):  # type: ignore[no-untyped-def]
-    return 1.0 / (1.0 + _exp_for_float32(-v))
+    return sigmoid_for_float32(v)
 
 
 @scalar
