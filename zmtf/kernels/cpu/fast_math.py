@@ -78,5 +78,5 @@ def tanh_for_float32(v):  # type: ignore[no-untyped-def]
     if x < 0.0:
         big = -big
     x2 = x * x
-    small = x + x * x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0))
+    small = x * (1.0 + x2 * (-1.0 / 3.0 + x2 * (2.0 / 15.0)))
     return small if a < _TANH_SERIES_MAX else big
