@@ -1,4 +1,4 @@
-"""kernels.cpu.fast_math: the vectorizable float32 exp, sigmoid and tanh that fused loops
+"""kernels.cpu.elementwise: the vectorizable float32 exp, sigmoid and tanh that fused loops
 and the large Exp/Sigmoid kernels use, against numpy's float32 results in ulps, over a
 sample of every float32 bit pattern (normals, subnormals, +-0, +-inf, NaNs) and the edges."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from zmtf.kernels.cpu.fast_math import exp_for_float32, sigmoid_for_float32, tanh_for_float32
+from zmtf.kernels.cpu.elementwise import exp_for_float32, sigmoid_for_float32, tanh_for_float32
 
 
 @njit(error_model="numpy")
@@ -58,10 +58,14 @@ def test_within_a_few_ulps_of_numpy_over_the_float32_range(which, reference, bou
     with np.errstate(all="ignore"):
         want = reference(x).astype(np.float32)
     worst = _ulps(got, want)
+    # where numpy's exp(-x) overflows, its sigmoid passes give 0 and this the true subnormal
+    tiny = (x < -88.72283) & (x > -104) if which == 1 else np.zeros(x.shape, bool)
+    assert np.all(np.abs(got[tiny]) < np.finfo(np.float32).tiny) and not np.any(want[tiny])
+    worst[tiny] = 0
     assert worst.max() <= bound, (x[worst.argmax()], got[worst.argmax()], want[worst.argmax()])
     # the special values exactly as numpy gives them: NaN, the infinities, signed zeros,
     # overflow to inf and underflow to 0
-    special = ~np.isfinite(x) | (x == 0) | (np.abs(want) == np.inf) | (want == 0)
+    special = (~np.isfinite(x) | (x == 0) | (np.abs(want) == np.inf) | (want == 0)) & ~tiny
     np.testing.assert_array_equal(got[special], want[special])
     signed = special & ~np.isnan(want)   # a NaN's sign bit is not part of its value
     np.testing.assert_array_equal(np.signbit(got[signed]), np.signbit(want[signed]))

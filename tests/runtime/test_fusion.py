@@ -196,7 +196,7 @@ def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
 
 
 def test_an_lstm_cells_forward_is_one_fused_node_with_its_sigmoids_and_tanhs():
-    """float32 Sigmoid and Tanh fuse (kernels.cpu.fast_math: within 3 and 1 ulps of numpy's),
+    """float32 Sigmoid and Tanh fuse (kernels.cpu.elementwise: within 3 and 1 ulps of numpy's),
     so the gate math of a cell is one node; float64 ones stay their own nodes."""
     def build(dtype):
         graph = tf.Graph()

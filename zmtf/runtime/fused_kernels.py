@@ -8,7 +8,7 @@ members' own kernels one after the other, so results and errors stay those of th
 
 Each op computes what its own kernel computes, in the same order and dtype (float32 stays
 float32), so a fused result equals the unfused one; except float32 Sigmoid and Tanh, whose
-vectorizable forms (kernels.cpu.fast_math) are within 3 and 1 float32 ulps of numpy's. Generated sources go to a cache folder
+vectorizable forms (kernels.cpu.elementwise) are within 3 and 1 float32 ulps of numpy's. Generated sources go to a cache folder
 (``ZMTF_FUSION_CACHE``, else the temp folder) with numba's ``cache=True``: a kernel compiles
 once per machine, not once per process.
 """
@@ -50,9 +50,9 @@ _EXPRESSIONS: dict[str, Callable[[list[str]], str]] = {
     "Sigmoid": lambda a: f"np.float32(sigmoid_for_float32({a[0]}))",
     "Tanh": lambda a: f"np.float32(tanh_for_float32({a[0]}))",
 }
-#: the generated loops call these (kernels.cpu.fast_math); its source's hash is in every
+#: the generated loops call these (kernels.cpu.elementwise); its source's hash is in every
 #: loop's source, so a change to them gives new cache files, not stale compiled loops
-_MATH_MODULE = "zmtf.kernels.cpu.fast_math"
+_MATH_MODULE = "zmtf.kernels.cpu.elementwise"
 _NUMBA_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 #: a layout's loop starts compiling at this call (until it is ready: member by member)
 HOT_CALLS = 3

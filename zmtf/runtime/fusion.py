@@ -8,7 +8,7 @@ values used outside the group.
 
 Fused: Add, AddV2, BiasAdd (NHWC), Sub, Mul, Neg, Square, Relu, ReluGrad, SigmoidGrad,
 TanhGrad and AddN on one CPU device, float32 or float64, and float32 Sigmoid and Tanh, none
-of them fetched or a target. Sigmoid and Tanh run kernels.cpu.fast_math's polynomial forms,
+of them fetched or a target. Sigmoid and Tanh run kernels.cpu.elementwise's polynomial forms,
 which LLVM vectorizes (numba's np.exp/np.tanh are scalar libm calls here, no SVML: 6-20x
 slower than numpy); those are float32-only (within 3 and 1 float32 ulps of numpy's), so
 float64 Sigmoid and Tanh stay unfused.
