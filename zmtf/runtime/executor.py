@@ -103,8 +103,8 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
     each (``fuse_elementwise``) and MatMuls that read one weight transposed share one
-    transposed copy of it (``share_transposes``). Nodes that would give the same value in every step (see
-    ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
+    transposed copy of it (``share_transposes``). Nodes that would give the same value in
+    every step (see ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:

@@ -8,9 +8,9 @@ members' own kernels one after the other, so results and errors stay those of th
 
 Each op computes what its own kernel computes, in the same order and dtype (float32 stays
 float32), so a fused result equals the unfused one; except float32 Sigmoid and Tanh, whose
-vectorizable forms (kernels.cpu.elementwise) are within 3 and 1 float32 ulps of numpy's. Generated sources go to a cache folder
-(``ZMTF_FUSION_CACHE``, else the temp folder) with numba's ``cache=True``: a kernel compiles
-once per machine, not once per process.
+vectorizable forms (kernels.cpu.elementwise) are within 3 and 1 float32 ulps of numpy's.
+Generated sources go to a cache folder (``ZMTF_FUSION_CACHE``, else the temp folder) with
+numba's ``cache=True``: a kernel compiles once per machine, not once per process.
 """
 
 from __future__ import annotations
