@@ -193,3 +193,34 @@ def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
     assert fused_kernels._cache_dir() is None
     folder.chmod(0o700)
     assert fused_kernels._cache_dir() == str(folder)
+
+
+def test_an_lstm_cells_forward_is_one_fused_node_with_its_sigmoids_and_tanhs():
+    """float32 Sigmoid and Tanh fuse (kernels.cpu.elementwise: within 3 and 1 ulps of numpy's),
+    so the gate math of a cell is one node; float64 ones stay their own nodes."""
+    def build(dtype):
+        graph = tf.Graph()
+        with graph.as_default():
+            gates = tf.placeholder(dtype, [8, 12])
+            c = tf.placeholder(dtype, [8, 3])
+            i, f, g, o = tf.split(gates, 4, axis=1)
+            c2 = tf.sigmoid(f + 1.0) * c + tf.sigmoid(i) * tf.tanh(g)
+            h = tf.sigmoid(o) * tf.tanh(c2)
+            out = tf.reduce_sum(h, axis=1) + tf.reduce_sum(c2, axis=1)
+        rng = np.random.default_rng(5)
+        feed = {gates: (rng.standard_normal((8, 12)) * 4).astype(dtype.as_numpy_dtype),
+                c: rng.standard_normal((8, 3)).astype(dtype.as_numpy_dtype)}
+        return graph, out, feed
+
+    graph, out, feed = build(tf.float32)
+    (first, fused), names = _run(graph, out, feed, times=5)
+    plain, _ = _run(graph, out, feed, _unfused())
+    cells = [n for n in names if "_FusedElementwise[" in n]
+    ops = cells[0].split("](")[0].split("[")[1].split("+") if len(cells) == 1 else []
+    assert ops.count("Sigmoid") == 3 and ops.count("Tanh") == 2, names
+    assert not [n for n in names if n.startswith(("Sigmoid", "Tanh"))], names
+    np.testing.assert_allclose(fused, plain, rtol=4e-7 * 8, atol=1e-6)   # a few ulps, 2 sums
+    np.testing.assert_array_equal(first, plain)   # the first runs: the members' own kernels
+    graph, out, feed = build(tf.float64)
+    _, names = _run(graph, out, feed, times=4)
+    assert not [n for n in names if "Sigmoid" in n and "_FusedElementwise[" in n], names

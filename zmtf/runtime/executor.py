@@ -36,6 +36,7 @@ from zmtf.runtime.gpu_memory import on_gpu_thread
 from zmtf.runtime.fused_kernels import FusedKernel, FusedMemberError
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.plumbing import prune_plumbing
+from zmtf.runtime.shared_transpose import share_transposes
 from zmtf.runtime.step_future import StepFuture
 
 KernelLookup = Callable[[str, str, "str | None"], AnyKernelFn]
@@ -101,12 +102,13 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
 
     The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
-    each (``fuse_elementwise``). Nodes that would give the same value in every step (see
-    ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
+    each (``fuse_elementwise``) and MatMuls that read one weight transposed share one
+    transposed copy of it (``share_transposes``). Nodes that would give the same value in
+    every step (see ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = fuse_elementwise(plan)
+            plan = share_transposes(fuse_elementwise(plan))
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)

@@ -7,13 +7,15 @@ else (an intermediate of another shape, mixed dtypes, a broadcast of another kin
 members' own kernels one after the other, so results and errors stay those of the graph.
 
 Each op computes what its own kernel computes, in the same order and dtype (float32 stays
-float32), so a fused result equals the unfused one. Generated sources go to a cache folder
-(``ZMTF_FUSION_CACHE``, else the temp folder) with numba's ``cache=True``: a kernel compiles
-once per machine, not once per process.
+float32), so a fused result equals the unfused one; except float32 Sigmoid and Tanh, whose
+vectorizable forms (kernels.cpu.elementwise) are within 3 and 1 float32 ulps of numpy's.
+Generated sources go to a cache folder (``ZMTF_FUSION_CACHE``, else the temp folder) with
+numba's ``cache=True``: a kernel compiles once per machine, not once per process.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import importlib.util
@@ -44,7 +46,13 @@ _EXPRESSIONS: dict[str, Callable[[list[str]], str]] = {
     "SigmoidGrad": lambda a: f"(({a[1]} * {a[0]}) * (one - {a[0]}))",
     "TanhGrad": lambda a: f"({a[1]} * (one - {a[0]} * {a[0]}))",
     "AddN": lambda a: "(" + " + ".join(a) + ")" if len(a) < 3 else _left_sum(a),
+    # float32 only (runtime.fusion): float64 forms rounded once to float32
+    "Sigmoid": lambda a: f"np.float32(sigmoid_for_float32({a[0]}))",
+    "Tanh": lambda a: f"np.float32(tanh_for_float32({a[0]}))",
 }
+#: the generated loops call these (kernels.cpu.elementwise); its source's hash is in every
+#: loop's source, so a change to them gives new cache files, not stale compiled loops
+_MATH_MODULE = "zmtf.kernels.cpu.elementwise"
 _NUMBA_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 #: a layout's loop starts compiling at this call (until it is ready: member by member)
 HOT_CALLS = 3
@@ -124,8 +132,10 @@ class FusedKernel:
     def _arguments(self, layout: _Layout, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """The loop's arguments: the inputs as its shape classes read them, new outputs."""
         rows, cols = layout.rows, layout.cols
-        args = [x.reshape(rows, cols) if kind == "f" else x.reshape(-1)
-                for x, kind in zip(inputs, layout.kinds)]
+        # a strided view (SplitV's pieces of an LSTM's gates) is copied: the loop over a
+        # contiguous array vectorizes, over a view it does not (7x slower, more than the copy)
+        args = [(x if x.flags.c_contiguous else np.ascontiguousarray(x)).reshape(rows, cols)
+                if kind == "f" else x.reshape(-1) for x, kind in zip(inputs, layout.kinds)]
         args += [np.empty((rows, cols), layout.dtype) for _ in self.outputs]
         return args
 
@@ -224,8 +234,9 @@ def source(ops: tuple, kinds: tuple[str, ...], outputs: tuple[int, ...], dtype: 
     """The Python source of one fused loop: inputs i0.., outputs o0.., over (rows, cols)."""
     ins = [f"i{k}" for k in range(len(kinds))]
     outs = [f"o{k}" for k in range(len(outputs))]
-    lines = ["import numpy as np", "from numba import njit", "",
-             "@njit(cache=True, nogil=True)",
+    lines = ["import numpy as np", "from numba import njit",
+             f"from {_MATH_MODULE} import sigmoid_for_float32, tanh_for_float32  # {_math_hash()}",
+             "", "@njit(cache=True, nogil=True, error_model='numpy')",
              f"def fused({', '.join(ins + outs)}):",
              f"    one = np.{dtype}(1.0)", f"    zero = np.{dtype}(0.0)",
              "    rows, cols = o0.shape"]   # fusion gives every fused node an output
@@ -244,6 +255,17 @@ def source(ops: tuple, kinds: tuple[str, ...], outputs: tuple[int, ...], dtype: 
     for k, t in enumerate(outputs):
         lines.append(f"            o{k}[r, c] = t{t}")
     return "\n".join(lines) + "\n"
+
+
+@functools.cache
+def _math_hash() -> str:
+    """The hash of the math module's source (part of every loop's source, and so its name)."""
+    spec = importlib.util.find_spec(_MATH_MODULE)
+    origin = spec.origin if spec is not None else None
+    if origin is None:
+        return "unknown"
+    with open(origin, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()[:12]
 
 
 def _cache_dir() -> str | None:

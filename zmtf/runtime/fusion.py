@@ -7,10 +7,11 @@ Numba loop (``runtime.fused_kernels``) that reads each input once and writes onl
 values used outside the group.
 
 Fused: Add, AddV2, BiasAdd (NHWC), Sub, Mul, Neg, Square, Relu, ReluGrad, SigmoidGrad,
-TanhGrad and AddN on one CPU device, float32 or float64, none of them fetched or a target.
-Sigmoid and Tanh are not: numba's exp and tanh are scalar libm calls here (no SVML), 6x
-and 20x slower than numpy's vectorized loops over the same [32,128] array
-(bench figures in the fusion design notes), so fusing them would slow the step down.
+TanhGrad and AddN on one CPU device, float32 or float64, and float32 Sigmoid and Tanh, none
+of them fetched or a target. Sigmoid and Tanh run kernels.cpu.elementwise's polynomial forms,
+which LLVM vectorizes (numba's np.exp/np.tanh are scalar libm calls here, no SVML: 6-20x
+slower than numpy); those are float32-only (within 3 and 1 float32 ulps of numpy's), so
+float64 Sigmoid and Tanh stay unfused.
 
 Plans with tf.cond (Switch/Merge) stay unfused. A group stays convex (no path leaves it and comes back), so the fused node can wait for
 all its members' outside predecessors at once. Off: ``ZMTF_FUSION=0`` in the environment,
@@ -29,8 +30,10 @@ FUSED_OP = "_FusedElementwise"
 #: op type -> its arity (None: any, AddN)
 FUSIBLE: dict[str, int | None] = {
     "Add": 2, "AddV2": 2, "BiasAdd": 2, "Sub": 2, "Mul": 2, "Neg": 1, "Square": 1, "Relu": 1,
-    "ReluGrad": 2, "SigmoidGrad": 2, "TanhGrad": 2, "AddN": None,
+    "ReluGrad": 2, "SigmoidGrad": 2, "TanhGrad": 2, "AddN": None, "Sigmoid": 1, "Tanh": 1,
 }
+#: ops fused for float32 only (their fused form computes in float64 and rounds once)
+_FLOAT32_ONLY = frozenset({"Sigmoid", "Tanh"})
 _DTYPES = frozenset({"float32", "float64"})
 #: plans with tf.cond's dead branches are left unfused (runtime.plumbing keeps them whole too)
 _DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
@@ -48,6 +51,8 @@ def fusion_default() -> bool:
 def _fusible(node: PlannedNode) -> bool:
     arity = FUSIBLE.get(node.op_type, 0)
     if arity == 0 or node.kernel_dtype not in _DTYPES or "/device:GPU:" in node.device:
+        return False
+    if node.op_type in _FLOAT32_ONLY and node.kernel_dtype != "float32":
         return False
     if len(node.output_slots) != 1 or (arity is not None and len(node.input_slots) != arity):
         return False
