@@ -34,6 +34,9 @@ from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.devices import DevicePools
 from zmtf.runtime.gpu_memory import on_gpu_thread
 from zmtf.runtime.fused_kernels import FusedKernel, FusedMemberError
+from zmtf.runtime.conv_fusion import (
+    CONV_OP, FILTER_OP, FusedConvKernel, filter_gradient_kernel, fuse_convolutions,
+)
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.step_future import StepFuture
@@ -101,12 +104,13 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
 
     The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
-    each (``fuse_elementwise``). Nodes that would give the same value in every step (see
+    each (``fuse_elementwise``), after its convolutions took their bias, Relu and filter
+    gradient's columns (``fuse_convolutions``). Nodes that would give the same value in every step (see
     ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = fuse_elementwise(plan)
+            plan = fuse_elementwise(fuse_convolutions(plan))
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)
@@ -136,6 +140,10 @@ def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
     device_type = node.device.rsplit("device:", 1)[-1].split(":")[0]
     if node.op_type == FUSED_OP:
         return FusedKernel(node.attrs, device_type, lookup)
+    if node.op_type == CONV_OP:
+        return FusedConvKernel(node.attrs, device_type, lookup)
+    if node.op_type == FILTER_OP:
+        return filter_gradient_kernel
     return lookup(node.op_type, device_type, node.kernel_dtype)
 
 
