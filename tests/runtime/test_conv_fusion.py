@@ -171,3 +171,22 @@ def test_a_cnn_trains_alike_fused_on_a_server_and_unfused_locally():
     finally:
         server.stop()
     _assert_same_bits([np.asarray(v) for v in losses[0]], [np.asarray(v) for v in losses[1]])
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
+def test_max_pool_grad_and_relu_grad_fused_give_the_unfused_bits_with_nans_and_ties(dtype):
+    """2-wide tiling windows run as one pass; others (overlapping, padded, 3 wide) run the
+    two kernels in the fused node. NaNs, ties, zeros and negatives in the Relu's input."""
+    rng = np.random.default_rng(9)
+    values = rng.integers(-3, 4, (2, 9, 8, 3)).astype(np.float64)
+    values[rng.random(values.shape) < 0.1] = np.nan
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.constant(values, dtype)
+        h = tf.nn.relu(x * 1.5)
+        pools = [tf.nn.max_pool(h, [1, a, b, 1], [1, s, t, 1], pad) for a, b, s, t, pad in (
+            (2, 2, 2, 2, "VALID"), (3, 2, 3, 2, "VALID"), (2, 2, 2, 2, "SAME"), (3, 3, 2, 2, "VALID"))]
+        weights = [tf.constant(rng.standard_normal(p.shape.as_list()), dtype) for p in pools]
+        fetches = [tf.gradients(tf.reduce_sum(p * w), [x])[0] for p, w in zip(pools, weights)]
+    labels = _fused_and_unfused(graph, fetches)
+    assert sum("_FusedMaxPoolGrad[MaxPoolGrad+ReluGrad]" in label for label in labels) == 4

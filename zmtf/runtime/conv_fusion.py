@@ -5,6 +5,8 @@ remapper makes ``_FusedConv2D``).
   the Relu are applied in one pass over the convolution's output while it is in cache,
   instead of two more nodes each writing a fresh activation (the small CNN's first layer:
   64x26x26x16, 2.7 MB, per node).
+* ``MaxPoolGrad -> ReluGrad`` of a Relu's output (the pooled layer's gradient) becomes one
+  node (POOL_GRAD_OP): the winner's share times ``winner > 0`` in the gradient's one pass.
 * A Conv2D whose input also feeds a Conv2DBackpropFilter with the same window attributes
   (its gradient in a training step) hands that gradient its im2col columns through an extra
   output slot (FILTER_OP reads it), so the columns are copied once per step, not twice.
@@ -23,10 +25,12 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from zmtf.kernels.cpu import conv as conv_kernels
+from zmtf.kernels.cpu import pool as pool_kernels
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.fused_kernels import FusedMemberError
 
 CONV_OP = "_FusedConv2D"
+POOL_GRAD_OP = "_FusedMaxPoolGrad"
 FILTER_OP = "_Conv2DBackpropFilterWithColumns"
 _BIAS_OPS = frozenset({"Add", "AddV2", "BiasAdd"})
 _DTYPES = frozenset({"float32", "float64"})
@@ -41,7 +45,8 @@ _MUTABLE_SOURCES = frozenset({"Variable", "VariableV2", "ReadVariableOp", "Ident
 def fuse_convolutions(plan: StepPlan) -> StepPlan:
     """``plan`` with its Conv2D chains fused (the same plan if there are none)."""
     nodes = plan.nodes
-    if not any(n.op_type == "Conv2D" for n in nodes) or any(n.op_type in _DEADNESS_OPS for n in nodes):
+    if (not any(n.op_type in ("Conv2D", "MaxPoolGrad") for n in nodes)
+            or any(n.op_type in _DEADNESS_OPS for n in nodes)):
         return plan
     producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
     readers: dict[int, set[int]] = {}
@@ -52,6 +57,11 @@ def fuse_convolutions(plan: StepPlan) -> StepPlan:
     taken: set[int] = set()
     chains: list[tuple[list[int], int | None]] = []     # (members, filter gradient to feed)
     for i, n in enumerate(nodes):
+        if n.op_type == "MaxPoolGrad" and i not in named and _cpu_float(n) and len(n.input_slots) == 3:
+            relu_grad = _only_reader(nodes, readers, i)
+            if relu_grad is not None and _is_relu_grad_of_input(nodes[relu_grad], n):
+                chains.append(([i, relu_grad], None))
+            continue
         if n.op_type != "Conv2D" or i in named or not _cpu_float(n) or len(n.input_slots) != 2:
             continue
         members = [i]   # the last member's value may be fetched (it is the fused node's)
@@ -89,6 +99,12 @@ def _only_reader(nodes: Sequence[PlannedNode], readers: dict[int, set[int]], i: 
     if user != node.consumers[0] or nodes[user].input_slots.count(node.output_slots[0]) != 1:
         return None
     return user
+
+
+def _is_relu_grad_of_input(relu_grad: PlannedNode, pool_grad: PlannedNode) -> bool:
+    """ReluGrad(MaxPoolGrad(x, y, g), x): the pooled features are the Relu's output."""
+    return (relu_grad.op_type == "ReluGrad" and _same_kind(relu_grad, pool_grad)
+            and relu_grad.input_slots == (pool_grad.output_slots[0], pool_grad.input_slots[0]))
 
 
 def _is_bias_add(add: PlannedNode, conv: PlannedNode) -> bool:
@@ -184,6 +200,14 @@ def _rebuild(plan: StepPlan, chains: list[tuple[list[int], int | None]]) -> Step
 def _fused_node(nodes: Sequence[PlannedNode], members: list[int], column_slot: int | None,
                 consumers: tuple[int, ...], pending_count: int) -> PlannedNode:
     conv, last = nodes[members[0]], nodes[members[-1]]
+    fused_members = tuple((nodes[m].name, nodes[m].op_type, nodes[m].kernel_dtype, nodes[m].attrs)
+                          for m in members)
+    if conv.op_type == "MaxPoolGrad":
+        attrs = {**conv.attrs, "_node_name": last.name, "_device": last.device,
+                 "_label": f"{last.name} = {POOL_GRAD_OP}[MaxPoolGrad+ReluGrad]({conv.name}, {last.name})",
+                 "fused_nodes": (conv.name, last.name), "fused_members": fused_members}
+        return PlannedNode(last.name, POOL_GRAD_OP, last.device, conv.kernel_dtype, attrs,
+                           conv.input_slots, last.output_slots, consumers, pending_count)
     inputs = list(conv.input_slots)
     bias_position = None
     if len(members) > 1:
@@ -197,22 +221,38 @@ def _fused_node(nodes: Sequence[PlannedNode], members: list[int], column_slot: i
     attrs = {**conv.attrs, "_node_name": last.name, "_device": last.device, "_label": label,
              "bias_position": bias_position, "relu": len(members) == 3,
              "keep_columns": column_slot is not None,
-             "fused_nodes": tuple(nodes[m].name for m in members),
-             "fused_members": tuple((nodes[m].name, nodes[m].op_type, nodes[m].kernel_dtype,
-                                     nodes[m].attrs) for m in members)}
+             "fused_nodes": tuple(nodes[m].name for m in members), "fused_members": fused_members}
     outputs = (last.output_slots[0],) + ((column_slot,) if column_slot is not None else ())
     return PlannedNode(last.name, CONV_OP, last.device, conv.kernel_dtype, attrs, tuple(inputs),
                        outputs, consumers, pending_count)
 
 
-class FusedConvKernel:
+class _Chain:
+    """A fused node's members' own kernels, for inputs its one-pass kernel does not take;
+    a member's failure names the member (``FusedMemberError``)."""
+
+    def __init__(self, attrs: dict, device_type: str, lookup: Callable[..., Any]) -> None:
+        self.members = [(name, op, lookup(op, device_type, dtype), member_attrs)
+                        for name, op, dtype, member_attrs in attrs["fused_members"]]
+
+    def run(self, ctx: Any, member_inputs: Callable[[int, Any], list]) -> Any:
+        """The last member's value; member k's inputs are ``member_inputs(k, value so far)``."""
+        value: Any = None
+        for k, (name, op, kernel, member_attrs) in enumerate(self.members):
+            try:
+                value = kernel(ctx, member_inputs(k, value), member_attrs)[0]
+            except Exception as exc:  # noqa: BLE001 - named after the member that failed
+                raise FusedMemberError(name, op, exc) from exc
+        return value
+
+
+class FusedConvKernel(_Chain):
     """The kernel of a CONV_OP node: ``conv.conv2d_bias_relu``, or, for inputs it does not
     take (float16 is excluded by the plan; a bias that is not an [out_c] vector), the
     members' own kernels one after another."""
 
     def __init__(self, attrs: dict, device_type: str, lookup: Callable[..., Any]) -> None:
-        self.members = [(name, op, lookup(op, device_type, dtype), member_attrs)
-                        for name, op, dtype, member_attrs in attrs["fused_members"]]
+        super().__init__(attrs, device_type, lookup)
         self.bias_position = attrs["bias_position"]
         self.relu = bool(attrs["relu"])
         self.keep_columns = bool(attrs["keep_columns"])
@@ -221,24 +261,30 @@ class FusedConvKernel:
         bias = inputs[2] if self.bias_position is not None else None
         outputs = conv_kernels.conv2d_bias_relu(ctx, inputs[0], inputs[1], bias, self.relu, attrs,
                                                 self.keep_columns)
-        return outputs if outputs is not None else self._members(ctx, inputs)
+        if outputs is not None:
+            return outputs
 
-    def _members(self, ctx: Any, inputs: list) -> list:
-        value: Any = None
-        for k, (name, op, kernel, member_attrs) in enumerate(self.members):
+        def member_inputs(k: int, value: Any) -> list:
             if k == 0:
-                args = inputs[:2]
-            elif k == 1:
-                args = [value, inputs[2]] if self.bias_position == 1 else [inputs[2], value]
-            else:
-                args = [value]
-            try:
-                value = kernel(ctx, args, member_attrs)[0]
-            except FusedMemberError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - named after the member that failed
-                raise FusedMemberError(name, op, exc) from exc
+                return inputs[:2]
+            if k == 1:
+                return [value, inputs[2]] if self.bias_position == 1 else [inputs[2], value]
+            return [value]
+
+        value = self.run(ctx, member_inputs)
         return [value, None] if self.keep_columns else [value]
+
+
+class FusedPoolGradKernel(_Chain):
+    """The kernel of a POOL_GRAD_OP node: ``pool.max_pool_grad_relu_grad``, or MaxPoolGrad
+    then ReluGrad for windows that one does not take."""
+
+    def __call__(self, ctx: Any, inputs: list, attrs: dict) -> list:
+        x, _, grad = inputs
+        outputs = pool_kernels.max_pool_grad_relu_grad(ctx, x, grad, attrs)
+        if outputs is not None:
+            return outputs
+        return [self.run(ctx, lambda k, value: inputs if k == 0 else [value, x])]
 
 
 def filter_gradient_kernel(ctx: Any, inputs: list, attrs: dict) -> list:

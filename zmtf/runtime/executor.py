@@ -35,7 +35,8 @@ from zmtf.runtime.devices import DevicePools
 from zmtf.runtime.gpu_memory import on_gpu_thread
 from zmtf.runtime.fused_kernels import FusedKernel, FusedMemberError
 from zmtf.runtime.conv_fusion import (
-    CONV_OP, FILTER_OP, FusedConvKernel, filter_gradient_kernel, fuse_convolutions,
+    CONV_OP, FILTER_OP, POOL_GRAD_OP, FusedConvKernel, FusedPoolGradKernel, filter_gradient_kernel,
+    fuse_convolutions,
 )
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.plumbing import prune_plumbing
@@ -142,6 +143,8 @@ def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
         return FusedKernel(node.attrs, device_type, lookup)
     if node.op_type == CONV_OP:
         return FusedConvKernel(node.attrs, device_type, lookup)
+    if node.op_type == POOL_GRAD_OP:
+        return FusedPoolGradKernel(node.attrs, device_type, lookup)
     if node.op_type == FILTER_OP:
         return filter_gradient_kernel
     return lookup(node.op_type, device_type, node.kernel_dtype)
