@@ -174,19 +174,22 @@ def test_a_cnn_trains_alike_fused_on_a_server_and_unfused_locally():
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
-def test_max_pool_grad_and_relu_grad_fused_give_the_unfused_bits_with_nans_and_ties(dtype):
-    """2-wide tiling windows run as one pass; others (overlapping, padded, 3 wide) run the
-    two kernels in the fused node. NaNs, ties, zeros and negatives in the Relu's input."""
+@pytest.mark.parametrize("shape", [(2, 9, 8, 3), (4, 32, 33, 3)])
+def test_max_pool_grad_relu_grad_and_bias_grad_fused_give_the_unfused_bits(dtype, shape):
+    """2-wide tiling windows run as one pass, the bias's gradient summed in it when the
+    input is big enough for SumToShape's row-order sum; others (overlapping, padded, 3
+    wide, small) run the kernels in the fused node. NaNs, ties, zeros, negatives."""
     rng = np.random.default_rng(9)
-    values = rng.integers(-3, 4, (2, 9, 8, 3)).astype(np.float64)
+    values = rng.integers(-3, 4, shape).astype(np.float64)
     values[rng.random(values.shape) < 0.1] = np.nan
     graph = tf.Graph()
     with graph.as_default():
         x = tf.constant(values, dtype)
-        h = tf.nn.relu(x * 1.5)
+        bias = tf.constant(rng.integers(-1, 2, shape[-1]) * 0.5, dtype)
+        h = tf.nn.relu(x * 1.5 + bias)
         pools = [tf.nn.max_pool(h, [1, a, b, 1], [1, s, t, 1], pad) for a, b, s, t, pad in (
             (2, 2, 2, 2, "VALID"), (3, 2, 3, 2, "VALID"), (2, 2, 2, 2, "SAME"), (3, 3, 2, 2, "VALID"))]
         weights = [tf.constant(rng.standard_normal(p.shape.as_list()), dtype) for p in pools]
-        fetches = [tf.gradients(tf.reduce_sum(p * w), [x])[0] for p, w in zip(pools, weights)]
+        fetches = [g for p, w in zip(pools, weights) for g in tf.gradients(tf.reduce_sum(p * w), [x, bias])]
     labels = _fused_and_unfused(graph, fetches)
-    assert sum("_FusedMaxPoolGrad[MaxPoolGrad+ReluGrad]" in label for label in labels) == 4
+    assert sum("_FusedMaxPoolGrad[MaxPoolGrad+ReluGrad+SumToShape]" in label for label in labels) == 4

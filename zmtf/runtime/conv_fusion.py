@@ -26,6 +26,8 @@ from typing import Any, Callable, Sequence
 
 from zmtf.kernels.cpu import conv as conv_kernels
 from zmtf.kernels.cpu import pool as pool_kernels
+from zmtf.kernels.cpu.common import shape_input
+from zmtf.kernels.shapes import sum_to_shape_axes
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.fused_kernels import FusedMemberError
 
@@ -60,7 +62,8 @@ def fuse_convolutions(plan: StepPlan) -> StepPlan:
         if n.op_type == "MaxPoolGrad" and i not in named and _cpu_float(n) and len(n.input_slots) == 3:
             relu_grad = _only_reader(nodes, readers, i)
             if relu_grad is not None and _is_relu_grad_of_input(nodes[relu_grad], n):
-                chains.append(([i, relu_grad], None))
+                bias_grad = _bias_gradient(nodes, readers, producer, relu_grad, named)
+                chains.append(([i, relu_grad] + ([bias_grad] if bias_grad is not None else []), None))
             continue
         if n.op_type != "Conv2D" or i in named or not _cpu_float(n) or len(n.input_slots) != 2:
             continue
@@ -105,6 +108,24 @@ def _is_relu_grad_of_input(relu_grad: PlannedNode, pool_grad: PlannedNode) -> bo
     """ReluGrad(MaxPoolGrad(x, y, g), x): the pooled features are the Relu's output."""
     return (relu_grad.op_type == "ReluGrad" and _same_kind(relu_grad, pool_grad)
             and relu_grad.input_slots == (pool_grad.output_slots[0], pool_grad.input_slots[0]))
+
+
+def _bias_gradient(nodes: Sequence[PlannedNode], readers: dict[int, set[int]],
+                   producer: dict[int, int], relu_grad: int, named: set[int]) -> int | None:
+    """A SumToShape of ReluGrad's value (the bias's gradient) that can join its node: the
+    ReluGrad's value is then an output of the fused node, not fetched."""
+    if relu_grad in named:
+        return None
+    node = nodes[relu_grad]
+    for s in sorted(readers.get(node.output_slots[0], ())):
+        sums = nodes[s]
+        if (sums.op_type == "SumToShape" and len(sums.input_slots) == 2
+                and sums.input_slots[0] == node.output_slots[0] and sums.input_slots[1] != node.output_slots[0]
+                and _same_kind(sums, node)):
+            shape = producer.get(sums.input_slots[1])
+            if shape is None or not _reaches(nodes, relu_grad, shape):
+                return s
+    return None
 
 
 def _is_bias_add(add: PlannedNode, conv: PlannedNode) -> bool:
@@ -203,11 +224,18 @@ def _fused_node(nodes: Sequence[PlannedNode], members: list[int], column_slot: i
     fused_members = tuple((nodes[m].name, nodes[m].op_type, nodes[m].kernel_dtype, nodes[m].attrs)
                           for m in members)
     if conv.op_type == "MaxPoolGrad":
+        names = tuple(nodes[m].name for m in members)
+        ops = "+".join(nodes[m].op_type for m in members)
+        relu_grad = nodes[members[1]]
+        inputs, outputs = conv.input_slots, relu_grad.output_slots
+        if len(members) == 3:   # and the bias's gradient: its shape in, its sum out
+            inputs, outputs = inputs + last.input_slots[1:], outputs + last.output_slots
         attrs = {**conv.attrs, "_node_name": last.name, "_device": last.device,
-                 "_label": f"{last.name} = {POOL_GRAD_OP}[MaxPoolGrad+ReluGrad]({conv.name}, {last.name})",
-                 "fused_nodes": (conv.name, last.name), "fused_members": fused_members}
+                 "_label": f"{last.name} = {POOL_GRAD_OP}[{ops}]({', '.join(names)})",
+                 "sum_channels": len(members) == 3, "fused_nodes": names,
+                 "fused_members": fused_members}
         return PlannedNode(last.name, POOL_GRAD_OP, last.device, conv.kernel_dtype, attrs,
-                           conv.input_slots, last.output_slots, consumers, pending_count)
+                           inputs, outputs, consumers, pending_count)
     inputs = list(conv.input_slots)
     bias_position = None
     if len(members) > 1:
@@ -235,10 +263,11 @@ class _Chain:
         self.members = [(name, op, lookup(op, device_type, dtype), member_attrs)
                         for name, op, dtype, member_attrs in attrs["fused_members"]]
 
-    def run(self, ctx: Any, member_inputs: Callable[[int, Any], list]) -> Any:
-        """The last member's value; member k's inputs are ``member_inputs(k, value so far)``."""
+    def run(self, ctx: Any, member_inputs: Callable[[int, Any], list], count: int | None = None) -> Any:
+        """The value of the last of the first ``count`` members (None: all); member k's
+        inputs are ``member_inputs(k, value so far)``."""
         value: Any = None
-        for k, (name, op, kernel, member_attrs) in enumerate(self.members):
+        for k, (name, op, kernel, member_attrs) in enumerate(self.members[:count]):
             try:
                 value = kernel(ctx, member_inputs(k, value), member_attrs)[0]
             except Exception as exc:  # noqa: BLE001 - named after the member that failed
@@ -276,15 +305,35 @@ class FusedConvKernel(_Chain):
 
 
 class FusedPoolGradKernel(_Chain):
-    """The kernel of a POOL_GRAD_OP node: ``pool.max_pool_grad_relu_grad``, or MaxPoolGrad
-    then ReluGrad for windows that one does not take."""
+    """The kernel of a POOL_GRAD_OP node: ``pool.max_pool_grad_relu_grad`` (with the bias's
+    gradient when SumToShape joined and sums over all but the channel axis), or the members'
+    kernels for inputs that one does not take."""
+
+    def __init__(self, attrs: dict, device_type: str, lookup: Callable[..., Any]) -> None:
+        super().__init__(attrs, device_type, lookup)
+        self.sum_channels = bool(attrs.get("sum_channels"))
 
     def __call__(self, ctx: Any, inputs: list, attrs: dict) -> list:
-        x, _, grad = inputs
-        outputs = pool_kernels.max_pool_grad_relu_grad(ctx, x, grad, attrs)
-        if outputs is not None:
-            return outputs
-        return [self.run(ctx, lambda k, value: inputs if k == 0 else [value, x])]
+        x, grad = inputs[0], inputs[2]
+        if self.sum_channels:
+            target = shape_input(inputs[3], attrs["_node_name"])
+            axes = sum_to_shape_axes(tuple(x.shape), tuple(target), attrs["_node_name"])
+            if axes == (0, 1, 2):
+                outputs = pool_kernels.max_pool_grad_relu_grad(ctx, x, grad, attrs, sum_channels=True)
+                if outputs is not None:
+                    return [outputs[0], outputs[1].reshape(target)]
+        else:
+            outputs = pool_kernels.max_pool_grad_relu_grad(ctx, x, grad, attrs)
+            if outputs is not None:
+                return outputs
+        dx = self.run(ctx, lambda k, value: inputs[:3] if k == 0 else [value, x], 2)
+        if not self.sum_channels:
+            return [dx]
+        name, op, kernel, sum_attrs = self.members[2]
+        try:
+            return [dx, kernel(ctx, [dx, inputs[3]], sum_attrs)[0]]
+        except Exception as exc:  # noqa: BLE001 - named after the member that failed
+            raise FusedMemberError(name, op, exc) from exc
 
 
 def filter_gradient_kernel(ctx: Any, inputs: list, attrs: dict) -> list:
