@@ -68,11 +68,12 @@ def test_fused_convolutions_give_the_unfused_bits(dtype, padding, strides, dilat
     assert not any("_FusedConv2D" in label or "WithColumns" in label for label in plain_labels)
 
 
-def test_bias_add_and_a_bias_of_another_shape_give_the_unfused_bits():
-    graph, fetches = _cnn(tf.float32, "SAME", 1, 1, add=tf.nn.bias_add)
+@pytest.mark.parametrize("add,op", [(tf.nn.bias_add, "BiasAdd"), (lambda c, b: b + c, "Add")])
+def test_bias_add_a_bias_first_and_a_bias_of_another_shape_give_the_unfused_bits(add, op):
+    graph, fetches = _cnn(tf.float32, "SAME", 1, 1, add=add)
     fused, labels = _run(graph, fetches)
     _assert_same_bits(fused, _run(graph, fetches, _unfused())[0])
-    assert sum("_FusedConv2D[Conv2D+BiasAdd+Relu]" in label for label in labels) == 2
+    assert sum(f"_FusedConv2D[Conv2D+{op}+Relu]" in label for label in labels) == 2
     # a [1, 1, 1] bias broadcasts over everything: the fused node runs its members one by one
     graph, fetches = _cnn(tf.float32, "VALID", 1, 1, bias_shape=[1, 1, 1])
     fused, labels = _run(graph, fetches)

@@ -191,7 +191,7 @@ def _rebuild(plan: StepPlan, chains: list[tuple[list[int], int | None]]) -> Step
             a, b = new_index[i], new_index[c]
             if a != b:
                 preds[b].add(a)
-    column_slot = {}
+    column_slot: dict[int, int] = {}
     for gradient, k in fed.items():
         column_slot[k] = plan.num_slots + len(column_slot)
         preds[new_index[gradient]].add(new_index[chains[k][0][-1]])
@@ -201,58 +201,54 @@ def _rebuild(plan: StepPlan, chains: list[tuple[list[int], int | None]]) -> Step
             consumers[a].append(b)
     out: list[PlannedNode] = []
     for new, i in enumerate(kept):
-        edges = {"consumers": tuple(sorted(consumers[new])), "pending_count": len(preds[new])}
+        waited_by, waits = tuple(sorted(consumers[new])), len(preds[new])
         if i in last_of:
             k = last_of[i]
-            out.append(_fused_node(nodes, chains[k][0], column_slot.get(k), **edges))
+            node = _fused_node(nodes, chains[k][0], column_slot.get(k))
         elif i in fed:
             n = nodes[i]
             attrs = {**n.attrs, "_label": f"{n.name} = {FILTER_OP}(columns of "
                                           f"{nodes[chains[fed[i]][0][0]].name})"}
-            out.append(replace(n, op_type=FILTER_OP, attrs=attrs,
-                               input_slots=(*n.input_slots, column_slot[fed[i]]), **edges))
+            node = replace(n, op_type=FILTER_OP, attrs=attrs,
+                           input_slots=(*n.input_slots, column_slot[fed[i]]))
         else:
-            out.append(replace(nodes[i], **edges))
+            node = nodes[i]
+        out.append(replace(node, consumers=waited_by, pending_count=waits))
     return replace(plan, nodes=tuple(out), num_slots=plan.num_slots + len(column_slot),
                    roots=tuple(i for i, n in enumerate(out) if n.pending_count == 0),
                    targets=tuple(new_index[t] for t in plan.targets))
 
 
-def _fused_node(nodes: Sequence[PlannedNode], members: list[int], column_slot: int | None,
-                consumers: tuple[int, ...], pending_count: int) -> PlannedNode:
-    conv, last = nodes[members[0]], nodes[members[-1]]
-    fused_members = tuple((nodes[m].name, nodes[m].op_type, nodes[m].kernel_dtype, nodes[m].attrs)
-                          for m in members)
-    if conv.op_type == "MaxPoolGrad":
-        names = tuple(nodes[m].name for m in members)
-        ops = "+".join(nodes[m].op_type for m in members)
-        relu_grad = nodes[members[1]]
-        inputs, outputs = conv.input_slots, relu_grad.output_slots
+def _fused_node(nodes: Sequence[PlannedNode], members: list[int], column_slot: int | None) -> PlannedNode:
+    """The node computing ``members`` (its edges are the caller's to set)."""
+    first, last = nodes[members[0]], nodes[members[-1]]
+    names = tuple(nodes[m].name for m in members)
+    ops = "+".join(nodes[m].op_type for m in members)
+    common = {"_node_name": last.name, "_device": last.device, "fused_nodes": names,
+              "fused_members": tuple((nodes[m].name, nodes[m].op_type, nodes[m].kernel_dtype,
+                                      nodes[m].attrs) for m in members)}
+    if first.op_type == "MaxPoolGrad":
+        inputs, outputs = first.input_slots, nodes[members[1]].output_slots
         if len(members) == 3:   # and the bias's gradient: its shape in, its sum out
             inputs, outputs = inputs + last.input_slots[1:], outputs + last.output_slots
-        attrs = {**conv.attrs, "_node_name": last.name, "_device": last.device,
-                 "_label": f"{last.name} = {POOL_GRAD_OP}[{ops}]({', '.join(names)})",
-                 "sum_channels": len(members) == 3, "fused_nodes": names,
-                 "fused_members": fused_members}
-        return PlannedNode(last.name, POOL_GRAD_OP, last.device, conv.kernel_dtype, attrs,
-                           inputs, outputs, consumers, pending_count)
-    inputs = list(conv.input_slots)
+        attrs = {**first.attrs, **common, "sum_channels": len(members) == 3,
+                 "_label": f"{last.name} = {POOL_GRAD_OP}[{ops}]({', '.join(names)})"}
+        return PlannedNode(last.name, POOL_GRAD_OP, last.device, first.kernel_dtype, attrs,
+                           inputs, outputs, (), 0)
+    conv_inputs = list(first.input_slots)
     bias_position = None
     if len(members) > 1:
         add = nodes[members[1]]
-        bias_position = 1 - add.input_slots.index(conv.output_slots[0])
-        inputs.append(add.input_slots[bias_position])
-    ops = [nodes[m].op_type for m in members]
-    label = f"{last.name} = {CONV_OP}[{'+'.join(ops)}]({', '.join(nodes[m].name for m in members)})"
+        bias_position = 1 - add.input_slots.index(first.output_slots[0])
+        conv_inputs.append(add.input_slots[bias_position])
+    label = f"{last.name} = {CONV_OP}[{ops}]({', '.join(names)})"
     if column_slot is not None:
         label += " (columns kept for the filter gradient)"
-    attrs = {**conv.attrs, "_node_name": last.name, "_device": last.device, "_label": label,
-             "bias_position": bias_position, "relu": len(members) == 3,
-             "keep_columns": column_slot is not None,
-             "fused_nodes": tuple(nodes[m].name for m in members), "fused_members": fused_members}
-    outputs = (last.output_slots[0],) + ((column_slot,) if column_slot is not None else ())
-    return PlannedNode(last.name, CONV_OP, last.device, conv.kernel_dtype, attrs, tuple(inputs),
-                       outputs, consumers, pending_count)
+    attrs = {**first.attrs, **common, "_label": label, "bias_position": bias_position,
+             "relu": len(members) == 3, "keep_columns": column_slot is not None}
+    conv_outputs = (last.output_slots[0],) + ((column_slot,) if column_slot is not None else ())
+    return PlannedNode(last.name, CONV_OP, last.device, first.kernel_dtype, attrs, tuple(conv_inputs),
+                       conv_outputs, (), 0)
 
 
 class _Chain:
