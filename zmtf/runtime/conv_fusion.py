@@ -5,17 +5,17 @@ remapper makes ``_FusedConv2D``).
   the Relu are applied in one pass over the convolution's output while it is in cache,
   instead of two more nodes each writing a fresh activation (the small CNN's first layer:
   64x26x26x16, 2.7 MB, per node).
-* ``MaxPoolGrad -> ReluGrad`` of a Relu's output (the pooled layer's gradient) becomes one
-  node (POOL_GRAD_OP): the winner's share times ``winner > 0`` in the gradient's one pass.
+* ``MaxPoolGrad -> ReluGrad [-> SumToShape]`` of a Relu's output (the pooled layer's
+  gradient, and its bias's) becomes one node (POOL_GRAD_OP): the winner's share times
+  ``winner > 0``, and the bias's sum, in the gradient's one pass.
 * A Conv2D whose input also feeds a Conv2DBackpropFilter with the same window attributes
   (its gradient in a training step) hands that gradient its im2col columns through an extra
   output slot (FILTER_OP reads it), so the columns are copied once per step, not twice.
 
 Values are the same bits as unfused (the kernels compute each member's formula, and the
 GEMMs run over the same chunks). Nodes must be on one CPU device, float32 or float64, the
-intermediate values read by nothing else, fetched or targeted by nobody (the last
-member's may be: it is the fused node's value). Plans with
-tf.cond stay as they are. Off with elementwise fusion (``ZMTF_FUSION=0``, or the session's
+intermediate values read by nothing else, fetched or targeted by nobody (the values the
+fused node outputs may be). Plans with tf.cond stay as they are. Off with elementwise fusion (``ZMTF_FUSION=0``, or the session's
 ``global_jit_level = OFF``).
 """
 
