@@ -34,6 +34,10 @@ from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.devices import DevicePools
 from zmtf.runtime.gpu_memory import on_gpu_thread
 from zmtf.runtime.fused_kernels import FusedKernel, FusedMemberError
+from zmtf.runtime.conv_fusion import (
+    CONV_OP, FILTER_OP, POOL_GRAD_OP, FusedConvKernel, FusedPoolGradKernel, filter_gradient_kernel,
+    fuse_convolutions,
+)
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.shared_transpose import share_transposes
@@ -102,13 +106,15 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
 
     The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
-    each (``fuse_elementwise``) and MatMuls that read one weight transposed share one
-    transposed copy of it (``share_transposes``). Nodes that would give the same value in
-    every step (see ``_evaluate_at_bind``) are evaluated here, once, instead of in each step."""
+    each (``fuse_elementwise``), after its convolutions took their bias, Relu and filter
+    gradient's columns (``fuse_convolutions``), and MatMuls that read one weight transposed
+    share one transposed copy of it (``share_transposes``). Nodes that would give the same
+    value in every step (see ``_evaluate_at_bind``) are evaluated here, once, instead of in
+    each step."""
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = share_transposes(fuse_elementwise(plan))
+            plan = share_transposes(fuse_elementwise(fuse_convolutions(plan)))
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)
@@ -138,6 +144,12 @@ def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
     device_type = node.device.rsplit("device:", 1)[-1].split(":")[0]
     if node.op_type == FUSED_OP:
         return FusedKernel(node.attrs, device_type, lookup)
+    if node.op_type == CONV_OP:
+        return FusedConvKernel(node.attrs, device_type, lookup)
+    if node.op_type == POOL_GRAD_OP:
+        return FusedPoolGradKernel(node.attrs, device_type, lookup)
+    if node.op_type == FILTER_OP:
+        return filter_gradient_kernel
     return lookup(node.op_type, device_type, node.kernel_dtype)
 
 

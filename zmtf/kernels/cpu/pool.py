@@ -22,6 +22,7 @@ from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
 from zmtf.framework.window_geometry import Span
 from zmtf.kernels.cpu.common import FLOATS, empty, quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu._jit import NUMBA_NP_DTYPES, jit
+from zmtf.kernels.cpu.reduce import leading_sum_applies
 from zmtf.kernels.cpu.windows import (
     WindowPlan, compute_dtype, require_rank4, window_plan, window_view, zeros_padded,
 )
@@ -151,12 +152,18 @@ def _max_pool_grad_kernel(x, grad, dx, f_h, f_w, s_h, s_w, top,  # type: ignore[
 
 
 @jit()
-def _paired_max_pool_grad_kernel(x, grad, dx, f_h):  # type: ignore[no-untyped-def]
+def _paired_max_pool_grad_kernel(x, grad, dx, f_h, relu, sums, zero):  # type: ignore[no-untyped-def]
     """_tiled_max_pool_grad_kernel for windows 2 wide, in long loops over a row of windows
     instead of a short one per window. The scan's winner is found row by row: row 0 as the
     scan starts it (its first element, NaN or not, then strictly greater), each later row's
     own first strict maximum ignoring NaNs (which never win), taken when strictly greater
-    than the best so far: the same winner as one scan of the window in row-major order."""
+    than the best so far: the same winner as one scan of the window in row-major order.
+    With ``relu`` the winner's share is ReluGrad's too, ``share * float(winner > 0)`` (x is
+    the Relu's output: ReluGrad(MaxPoolGrad(x, y, g), x) in one pass; every other element
+    is 0 either way). A non-empty ``sums`` (+0.0 each) gets dx summed over all but the
+    channel axis, in dx's element order as ``reduce._leading_sum`` adds them (the bias's
+    gradient): the elements left out are the +0.0s, which leave such a sum as it is."""
+    summing = sums.shape[0] > 0
     batch, channels = x.shape[0], x.shape[3]
     out_h, out_w = grad.shape[1], grad.shape[2]
     width = out_w * channels
@@ -181,6 +188,10 @@ def _paired_max_pool_grad_kernel(x, grad, dx, f_h):  # type: ignore[no-untyped-d
                             best[done + c] = top if better else best[done + c]
                             winner[done + c] = 2 * a + pick if better else winner[done + c]
             g = grad[b, i].reshape(-1)
+            if relu:
+                for k in range(width):
+                    best[k] = g[k] * np.float32(best[k] > 0)
+                g = best
             for a in range(f_h):
                 target = dx[b, i * f_h + a].reshape(-1)
                 for j in range(out_w):
@@ -190,6 +201,8 @@ def _paired_max_pool_grad_kernel(x, grad, dx, f_h):  # type: ignore[no-untyped-d
                         share = g[done + c]
                         target[start + c] = share if tap == 0 else 0
                         target[start + channels + c] = share if tap == 1 else 0
+                        if summing:
+                            sums[c] += share if (tap == 0) | (tap == 1) else zero
 
 
 @register("MaxPoolGrad", dtypes=FLOATS)
@@ -208,7 +221,8 @@ def max_pool_grad(ctx: Any, inputs: list, attrs: dict) -> list:
     if _tiles(plan):   # every element in one window at most: written once, not added to
         dx = np.empty(x.shape, work)
         if plan.window[1] == 2:
-            _paired_max_pool_grad_kernel(x, grad, dx, plan.window[0])
+            _paired_max_pool_grad_kernel(x, grad, dx, plan.window[0], False, _NO_SUMS[work],
+                                         work.type(0))
         else:
             _tiled_max_pool_grad_kernel(x, grad, dx, *plan.window)
         dx[:, plan.rows.size * plan.strides[0]:] = 0   # rows and columns no window covers
@@ -218,6 +232,35 @@ def max_pool_grad(ctx: Any, inputs: list, attrs: dict) -> list:
         _max_pool_grad_kernel(x, grad, dx, *plan.window, *plan.strides, plan.rows.pad_before,
                               plan.cols.pad_before)
     return [dx.astype(inputs[0].dtype, copy=False)]
+
+
+def max_pool_grad_relu_grad(ctx: Any, x: _Array, grad: _Array, attrs: dict, sum_channels: bool = False
+                            ) -> list | None:
+    """ReluGrad(MaxPoolGrad(x, _, grad), x) in one pass where x is a Relu's output: the
+    fused node of runtime.conv_fusion; with ``sum_channels`` also its sum over all but the
+    channel axis (the bias's gradient, SumToShape's value) in the same pass. The same bits
+    as the kernels; None for windows other than 2 wide tiling ones (or float16), which run
+    the kernels, and with ``sum_channels`` for inputs SumToShape would not sum in dx's
+    order (``reduce.leading_sum_applies``)."""
+    if x.dtype not in _PAIRED_DTYPES or grad.dtype != x.dtype or x.ndim != 4:
+        return None
+    if sum_channels and not leading_sum_applies(x, 3):
+        return None
+    plan = _pool_plan(x.shape, attrs)
+    if not (_tiles(plan) and plan.window[1] == 2 and grad.shape == (x.shape[0], plan.rows.size,
+                                                                     plan.cols.size, x.shape[3])):
+        return None
+    x, grad = np.ascontiguousarray(x), np.ascontiguousarray(grad)
+    dx = empty(ctx, x.shape, x.dtype)
+    sums = np.zeros(x.shape[3], x.dtype) if sum_channels else _NO_SUMS[x.dtype]
+    _paired_max_pool_grad_kernel(x, grad, dx, plan.window[0], True, sums, x.dtype.type(0))
+    dx[:, plan.rows.size * plan.strides[0]:] = 0
+    dx[:, :, plan.cols.size * plan.strides[1]:] = 0
+    return [dx, sums] if sum_channels else [dx]
+
+
+_PAIRED_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+_NO_SUMS = {np.dtype(np.float32): np.zeros(0, np.float32), np.dtype(np.float64): np.zeros(0, np.float64)}
 
 
 def _tiles(plan: WindowPlan) -> bool:

@@ -201,16 +201,22 @@ LEADING_SUM_MAX_COLUMNS = 4096
 LEADING_SUM_MIN_ELEMENTS = 1 << 13
 
 
+def leading_sum_applies(x: _Array, count: int) -> bool:
+    """Whether a sum over x's ``count`` leading axes runs ``_leading_sum``: row after row
+    into zeros, so a kernel that adds x's elements in that order gets its bits."""
+    if x.size < LEADING_SUM_MIN_ELEMENTS or x.dtype not in _LEADING_SUM_DTYPES:
+        return False
+    if count >= x.ndim or not x.flags.c_contiguous:
+        return False
+    return math.prod(x.shape[count:]) <= LEADING_SUM_MAX_COLUMNS
+
+
 def _leading_sum(x: _Array, axes: tuple[int, ...]) -> _Array | None:
     """The sum over x's leading ``axes`` by one serial pass of row adds (numpy's own order,
     so the same float result), or None where it does not apply."""
-    if x.size < LEADING_SUM_MIN_ELEMENTS or x.dtype not in _LEADING_SUM_DTYPES:
-        return None
-    if len(axes) >= x.ndim or axes != tuple(range(len(axes))) or not x.flags.c_contiguous:
+    if axes != tuple(range(len(axes))) or not leading_sum_applies(x, len(axes)):
         return None
     cols = math.prod(x.shape[len(axes):])
-    if cols > LEADING_SUM_MAX_COLUMNS:
-        return None
     out = np.zeros(cols, x.dtype)
     _leading_sum_kernel(x.reshape(-1, cols), out)
     return out.reshape(x.shape[len(axes):])
