@@ -32,27 +32,48 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def run_script(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    path = tmp_path / "script.py"
+RUNS = {   # the script's command lines the tests below check
+    "flags": ("--job_name=ps", "--task_index", "2", "--sync", "--hosts=a:1,b:2", "--lr=0.5", "extra"),
+    "defaults": ("--nosync",),
+    "bad": ("--task_index=two",),
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    """Each of RUNS run as a script, the processes at once (each is mostly its start-up)."""
+    path = tmp_path_factory.mktemp("flags") / "script.py"
     path.write_text(SCRIPT)
-    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, timeout=60)
+    procs = {name: subprocess.Popen([sys.executable, str(path), *args], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+             for name, args in RUNS.items()}
+    done = {}
+    try:
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=60)
+            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return done
 
 
-def test_app_run_parses_the_flags_and_passes_the_rest_to_main(tmp_path):
-    done = run_script(tmp_path, "--job_name=ps", "--task_index", "2", "--sync", "--hosts=a:1,b:2",
-                      "--lr=0.5", "extra")
+def test_app_run_parses_the_flags_and_passes_the_rest_to_main(runs):
+    done = runs["flags"]
     assert done.returncode == 3, done.stderr
     assert done.stdout.split("\n")[0] == "ps 2 0.5 True ['a:1', 'b:2'] ['extra']"
     assert "INFO:tensorflow:job ps" in done.stderr
 
 
-def test_defaults_and_no_prefixed_booleans(tmp_path):
-    done = run_script(tmp_path, "--nosync")
+def test_defaults_and_no_prefixed_booleans(runs):
+    done = runs["defaults"]
     assert done.stdout.split("\n")[0] == "worker 0 0.1 False [] []"
 
 
-def test_a_bad_flag_value_exits_with_a_message(tmp_path):
-    done = run_script(tmp_path, "--task_index=two")
+def test_a_bad_flag_value_exits_with_a_message(runs):
+    done = runs["bad"]
     assert done.returncode == 2 and "task_index" in done.stderr
 
 

@@ -15,9 +15,20 @@ from zmtf.testing import free_tcp_ports as free_ports
 from server_processes import stop_process
 
 
-def _server_command(spec, job, task, *flags):
-    return [sys.executable, "-m", "zmtf.server", "--cluster", json.dumps(spec.as_dict()),
-            "--job", job, "--task", str(task), *flags]
+def _server_command(spec, job, task, *flags, control_timeout=None):
+    """``python -m zmtf.server``; with ``control_timeout``, run with peers.CONTROL_TIMEOUT
+    (30 s, the bound a late ps once failed a session at) set to it, so that waiting past
+    it takes seconds, not half a minute."""
+    args = ["--cluster", json.dumps(spec.as_dict()), "--job", job, "--task", str(task), *flags]
+    if control_timeout is None:
+        return [sys.executable, "-m", "zmtf.server", *args]
+    return [sys.executable, "-c", _SHORT_CONTROL_TIMEOUT, str(control_timeout), *args]
+
+
+_SHORT_CONTROL_TIMEOUT = (
+    "import runpy, sys; from zmtf.distributed import peers; "
+    "peers.CONTROL_TIMEOUT = float(sys.argv.pop(1)); "
+    "runpy.run_module('zmtf.server', run_name='__main__', alter_sys=True)")
 
 
 def _start(command, log_path):
@@ -44,9 +55,23 @@ def _wait_listening(proc, seconds=60):
 @pytest.fixture
 def late_cluster(tmp_path):
     """A worker server process whose ps is not started (the test starts it, or not)."""
+    yield from _late_cluster(tmp_path)
+
+
+@pytest.fixture
+def late_cluster_short_control_timeout(tmp_path):
+    """``late_cluster`` whose worker's peers.CONTROL_TIMEOUT is SHORT_CONTROL_TIMEOUT s."""
+    yield from _late_cluster(tmp_path, control_timeout=SHORT_CONTROL_TIMEOUT)
+
+
+SHORT_CONTROL_TIMEOUT = 8.0   # the first calls to a just-started ps stay well within it
+
+
+def _late_cluster(tmp_path, control_timeout=None):
     ports = free_ports(2)
     spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{ports[1]}"]})
-    worker = _start(_server_command(spec, "worker", 0, "--wait-log-secs", "0.5"),
+    worker = _start(_server_command(spec, "worker", 0, "--wait-log-secs", "0.5",
+                                    control_timeout=control_timeout),
                     str(tmp_path / "worker.log"))
     procs = [worker]
     try:
@@ -129,20 +154,22 @@ def test_past_the_servers_limit_the_step_fails_naming_the_task_and_its_address()
         server.stop()
 
 
-def test_a_session_waits_at_creation_for_a_ps_that_starts_34_s_later(late_cluster, tmp_path):
-    """The issue's case (there 40 s): the worker and its client are up, the ps starts 34 s
-    later, past the 30 s of peers.CONTROL_TIMEOUT that once failed such a session. Creating
-    the session waits for it (its graph places variables there), saying so every
-    --wait-log-secs, and the step then runs."""
-    spec, worker, procs = late_cluster
+def test_a_session_waits_at_creation_for_a_ps_that_starts_past_the_control_timeout(
+        late_cluster_short_control_timeout, tmp_path):
+    """The issue's case (there 40 s): the worker and its client are up, the ps starts later
+    than peers.CONTROL_TIMEOUT (30 s) that once failed such a session; the worker runs with
+    it at 8 s and the ps starts 3 s past that. Creating the session waits for it (its graph
+    places variables there), saying so every --wait-log-secs, and the step then runs."""
+    spec, worker, procs = late_cluster_short_control_timeout
+    late = SHORT_CONTROL_TIMEOUT + 3
     v, y = _ps_step()
-    procs.append(_start(["sh", "-c", "sleep 34; exec " + " ".join(
+    procs.append(_start(["sh", "-c", f"sleep {late}; exec " + " ".join(
         f"'{a}'" for a in _server_command(spec, "ps", 0))], str(tmp_path / "ps.log")))
     started = time.monotonic()
     with tf.Session(f"grpc://{spec.task_address('worker', 0)}") as sess:   # no deadline
         sess.run(v.initializer)
         assert sess.run(y) == 6.0
-    assert time.monotonic() - started >= 33
+    assert time.monotonic() - started >= late - 1
     address = f"tcp://{spec.task_address('ps', 0)}"
     waiting = f"CreateSession still waiting for response from worker: /job:ps/replica:0/task:0 at {address}"
     assert _read(worker.log_path).count(waiting) >= 3

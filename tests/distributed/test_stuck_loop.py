@@ -17,16 +17,23 @@ import zmtf as tf
 from liveness_cluster import LIVENESS, PS, timed_error
 from server_processes import free_ports, start_server_process, stop_process
 
-# A tf.train.Server whose loop this test can block, honestly, from outside: each line on
-# stdin schedules time.sleep(seconds) on the server's own event loop.
+# A tf.train.Server whose loop this test can block, honestly, from outside: a line with a
+# number on stdin blocks the server's own event loop for that many seconds at most, a line
+# "release" ends the block at once (the test has seen what it waited for).
 STUCK_SERVER = r"""
-import json, sys, time
+import json, sys, threading
 import zmtf as tf
 server = tf.train.Server(tf.train.ClusterSpec(json.loads(sys.argv[1])), job_name=sys.argv[2],
                          task_index=0)
+released = threading.Event()
 print("listening", flush=True)
 for line in sys.stdin:
-    server._loop.loop.call_soon_threadsafe(time.sleep, float(line))
+    if line.strip() == "release":
+        released.set()
+        print("released", flush=True)
+        continue
+    released.clear()
+    server._loop.loop.call_soon_threadsafe(released.wait, float(line))
     print("blocking", flush=True)
 """
 
@@ -44,7 +51,15 @@ def _block(proc, seconds):
     proc.stdin.write(f"{seconds}\n")
     proc.stdin.flush()
     assert proc.stdout.readline().strip() == "blocking"
-    return time.monotonic()
+
+
+def _release(proc):
+    """End the block now; then wait as long as the loop once stayed blocked past the error
+    (a second), so that it runs again and its peers see it do so."""
+    proc.stdin.write("release\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline().strip() == "released"
+    time.sleep(1.0)
 
 
 def _end(proc):
@@ -82,14 +97,14 @@ def test_a_step_waiting_on_a_stuck_loop_fails_naming_it_and_is_not_applied_later
     with tf.Session(f"grpc://{spec.task_address('worker', 0)}") as sess:   # no deadline
         sess.run(counter.initializer)
         assert sess.run(increment) == 1
-        block = 7 * LIVENESS
-        blocked_at = _block(ps, block)
+        block = 7 * LIVENESS   # at most: released once the step failed
+        _block(ps, block)
         error, seconds = timed_error(lambda: sess.run(increment), limit=4 * block)
         assert isinstance(error, tf.errors.UnavailableError), error
         assert PS in str(error) and "event loop is stuck" in str(error), error
         assert seconds < 3 * LIVENESS + 3.0, seconds   # L/2 to notice, L for the ping; slack
         print(f"stuck ps: UnavailableError after {seconds:.2f} s (liveness bound {LIVENESS} s)")
-        time.sleep(max(0.0, blocked_at + block + 1.0 - time.monotonic()))   # the loop runs again
+        _release(ps)   # the loop runs again
         assert sess.run(increment) == 2   # the failed increment was dropped, not applied
         assert sess.run(counter) == 2
 
@@ -105,14 +120,14 @@ def test_a_client_waiting_on_a_master_whose_loop_is_stuck_fails_naming_it(monkey
         target = f"grpc://{spec.task_address('worker', 0)}"
         with tf.Session(target) as sess:
             assert sess.run(total) == 5.0
-            block = 7 * LIVENESS
-            blocked_at = _block(master, block)
+            block = 7 * LIVENESS   # at most: released once the step failed
+            _block(master, block)
             error, seconds = timed_error(lambda: sess.run(total), limit=4 * block)
             assert isinstance(error, tf.errors.UnavailableError), error
             assert target in str(error) and "event loop is stuck" in str(error), error
             assert seconds < 3 * LIVENESS + 3.0, seconds   # L/2 to notice, L for the ping; slack
             print(f"stuck master: UnavailableError after {seconds:.2f} s (bound {LIVENESS} s)")
-            time.sleep(max(0.0, blocked_at + block + 1.0 - time.monotonic()))
+            _release(master)
             assert sess.run(total) == 5.0   # its loop runs again: so does the session
     finally:
         _end(master)
