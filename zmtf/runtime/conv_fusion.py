@@ -30,6 +30,7 @@ from zmtf.kernels.cpu.common import shape_input
 from zmtf.kernels.shapes import sum_to_shape_axes
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.fused_kernels import FusedMemberError
+from zmtf.runtime.fusion import consumers_of, merged_predecessors
 
 CONV_OP = "_FusedConv2D"
 POOL_GRAD_OP = "_FusedMaxPoolGrad"
@@ -185,20 +186,12 @@ def _rebuild(plan: StepPlan, chains: list[tuple[list[int], int | None]]) -> Step
         kept.append(i)
     for i, k in owner.items():
         new_index[i] = new_index[chains[k][0][-1]]
-    preds: list[set[int]] = [set() for _ in kept]
-    for i, n in enumerate(nodes):
-        for c in n.consumers:
-            a, b = new_index[i], new_index[c]
-            if a != b:
-                preds[b].add(a)
+    preds = merged_predecessors(nodes, new_index, len(kept))
     column_slot: dict[int, int] = {}
     for gradient, k in fed.items():
         column_slot[k] = plan.num_slots + len(column_slot)
         preds[new_index[gradient]].add(new_index[chains[k][0][-1]])
-    consumers: list[list[int]] = [[] for _ in kept]
-    for b, ps in enumerate(preds):
-        for a in ps:
-            consumers[a].append(b)
+    consumers = consumers_of(preds)
     out: list[PlannedNode] = []
     for new, i in enumerate(kept):
         waited_by, waits = tuple(sorted(consumers[new])), len(preds[new])

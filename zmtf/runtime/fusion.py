@@ -160,16 +160,8 @@ def _rebuild(plan: StepPlan, groups: list[list[int]]) -> StepPlan:
             order.append(("fused", k))
     for i, k in owner.items():
         new_index[i] = fused_at[k]
-    preds: list[set[int]] = [set() for _ in order]
-    for i, n in enumerate(nodes):
-        for c in n.consumers:
-            a, b = new_index[i], new_index[c]
-            if a != b:
-                preds[b].add(a)
-    consumers: list[list[int]] = [[] for _ in order]
-    for b, ps in enumerate(preds):
-        for a in ps:
-            consumers[a].append(b)
+    preds = merged_predecessors(nodes, new_index, len(order))
+    consumers = consumers_of(preds)
     out: list[PlannedNode] = []
     for new, item in enumerate(order):
         if isinstance(item, int):
@@ -181,6 +173,28 @@ def _rebuild(plan: StepPlan, groups: list[list[int]]) -> StepPlan:
     return replace(plan, nodes=tuple(out), roots=tuple(i for i, n in enumerate(out) if n.pending_count == 0),
                    targets=tuple(new_index[t] for t in plan.targets))
 
+
+
+def merged_predecessors(nodes: Sequence[PlannedNode], new_index: dict[int, int],
+                        count: int) -> list[set[int]]:
+    """Each of ``count`` new nodes' predecessors, when old node i became new node
+    ``new_index[i]`` (several old nodes may become one: edges inside it disappear)."""
+    preds: list[set[int]] = [set() for _ in range(count)]
+    for i, n in enumerate(nodes):
+        for c in n.consumers:
+            a, b = new_index[i], new_index[c]
+            if a != b:
+                preds[b].add(a)
+    return preds
+
+
+def consumers_of(preds: Sequence[set[int]]) -> list[list[int]]:
+    """The consumer lists that ``preds`` (each node's predecessors) imply."""
+    consumers: list[list[int]] = [[] for _ in preds]
+    for b, ps in enumerate(preds):
+        for a in ps:
+            consumers[a].append(b)
+    return consumers
 
 def _fused_node(nodes: Sequence[PlannedNode], group: list[int], readers: dict[int, set[int]],
                 consumers: tuple[int, ...], pending: int) -> PlannedNode:
