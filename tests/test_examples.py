@@ -19,69 +19,35 @@ def run_example(name, *args, env=None):
     return out.stdout, out.stderr
 
 
-# Examples that share nothing (no ports, no simulated card): the `ran` fixture starts them
-# all at once, as each is mostly its process's start-up
-AT_ONCE = {
-    "seed_placement": ("seed_placement.py",),
-    "seed_device_function": ("seed_device_function.py",),
-    "seed_soft_placement": ("seed_soft_placement.py",),
-    "seed_control_dependencies": ("seed_control_dependencies.py",),
-    "local_mlp": ("local_mlp.py", "--batches", "3", "--batch-size", "16"),
-    "async_service": ("async_service.py", "--requests", "60", "--concurrency", "12", "--transport", "inproc"),
-}
-
-
-@pytest.fixture(scope="module")
-def ran():
-    """name -> (stdout, stderr) of each AT_ONCE example, which exited 0 (as run_example)."""
-    procs = {name: subprocess.Popen([sys.executable, str(EXAMPLES / script), *args],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name, (script, *args) in AT_ONCE.items()}
-    outputs = {}
-    try:
-        for name, proc in procs.items():
-            outputs[name] = (proc.communicate(timeout=180), proc.returncode)
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-    def output(name):
-        (stdout, stderr), code = outputs[name]
-        assert code == 0, stderr
-        return stdout, stderr
-    return output
-
-
-def test_seed_placement_logs_devices_and_prints_12(ran):
-    stdout, stderr = ran("seed_placement")
+def test_seed_placement_logs_devices_and_prints_12():
+    stdout, stderr = run_example("seed_placement.py")
     assert stdout.strip() == "12.0"
     assert "a: /job:localhost/replica:0/task:0/device:CPU:0" in stderr
     assert "mul: /job:localhost/replica:0/task:0/device:CPU:0" in stderr
 
 
-def test_seed_device_function_prints_12(ran):
-    stdout, stderr = ran("seed_device_function")
+def test_seed_device_function_prints_12():
+    stdout, stderr = run_example("seed_device_function.py")
     assert stdout.strip() == "12.0"
     assert "Variable: /job:localhost/replica:0/task:0/device:CPU:0" in stderr
 
 
-def test_seed_soft_placement_shows_the_error_then_falls_back(ran):
-    stdout, _ = ran("seed_soft_placement")
+def test_seed_soft_placement_shows_the_error_then_falls_back():
+    stdout, _ = run_example("seed_soft_placement.py")
     lines = stdout.strip().splitlines()
     assert lines[0].startswith("InvalidArgumentError: Cannot assign a device to node")
     assert "Could not satisfy explicit device specification '/device:GPU:0'" in lines[0]
     assert lines[1] == "3"
 
 
-def test_seed_control_dependencies_prints_7(ran):
-    stdout, _ = ran("seed_control_dependencies")
+def test_seed_control_dependencies_prints_7():
+    stdout, _ = run_example("seed_control_dependencies.py")
     assert stdout.strip() == "7.0"
 
 
-def test_local_mlp_main_job(ran):
-    stdout, _ = ran("local_mlp")
+@pytest.mark.parametrize("args", [["--batches", "3", "--batch-size", "16"]])
+def test_local_mlp_main_job(args):
+    stdout, _ = run_example("local_mlp.py", *args)
     assert "batch    2  loss" in stdout and "samples/s" in stdout
 
 
@@ -118,8 +84,8 @@ def test_seed_cluster_program_prints_the_books_values():
     assert "add: /job:worker/replica:0/task:0/device:CPU:0" in stderr     # s
 
 
-def test_async_service_answers_concurrent_requests(ran):
-    stdout, _ = ran("async_service")
+def test_async_service_answers_concurrent_requests():
+    stdout, _ = run_example("async_service.py", "--requests", "60", "--concurrency", "12", "--transport", "inproc")
     assert "60 requests from 12 concurrent clients" in stdout and "all answers correct" in stdout
 
 
