@@ -31,15 +31,17 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def run(tmp_path, *modes):
-    script = tmp_path / "script.py"
-    script.write_text(SCRIPT)
+def run(script, *modes):
     return subprocess.Popen([sys.executable, str(script), *modes], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def test_verbosity_governs_zmtf_and_tensorflow_loggers(tmp_path):
-    default, info, basic = run(tmp_path), run(tmp_path, "info"), run(tmp_path, "info", "basic")
+    # written once, before any process reads it (rewriting it for each process truncated
+    # it under one that was still reading: it then ran an empty script)
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    default, info, basic = run(script), run(script, "info"), run(script, "info", "basic")
     out, err = default.communicate(timeout=120)
     assert default.returncode == 0, err
     assert out.strip() == "verbosity 30"   # TF1's default: WARN
