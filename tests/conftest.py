@@ -9,6 +9,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 # The test process starts servers but is no server process: gc.freeze would keep its garbage
 # (tests that collect it would see leaks). Tests of the tuning unset it for their subprocesses.
 os.environ.setdefault("ZMTF_TUNE_PROCESS", "0")
+# Fused groups run member by member here, never compiling their loop in the background: the
+# suite's many short sessions each paid a numba compile per group (~170 s of 690), and the
+# loops are tested where they are the subject (tests/runtime/test_fusion.py sets it back).
+os.environ.setdefault("ZMTF_FUSION_COMPILE_AFTER", "0")
 
 # Examples run in subprocesses must import the zmtf under test (a git worktree, say), not
 # whichever checkout an editable install points at.

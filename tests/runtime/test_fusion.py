@@ -12,6 +12,12 @@ from zmtf.runtime import fused_kernels
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
 
+@pytest.fixture(autouse=True)
+def compiled_loops(monkeypatch):
+    """The suite never compiles fused loops (tests/conftest.py); these tests are about them."""
+    monkeypatch.setattr(fused_kernels, "HOT_CALLS", 3)
+
+
 def _unfused() -> tf.ConfigProto:
     return tf.ConfigProto(graph_options=tf.GraphOptions(
         optimizer_options=tf.OptimizerOptions(global_jit_level=tf.OptimizerOptions.OFF)))

@@ -54,8 +54,11 @@ _EXPRESSIONS: dict[str, Callable[[list[str]], str]] = {
 #: loop's source, so a change to them gives new cache files, not stale compiled loops
 _MATH_MODULE = "zmtf.kernels.cpu.elementwise"
 _NUMBA_DTYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
-#: a layout's loop starts compiling at this call (until it is ready: member by member)
-HOT_CALLS = 3
+#: a layout's loop starts compiling at this call (until it is ready: member by member);
+#: ZMTF_FUSION_COMPILE_AFTER sets it, 0 never compiles (fused nodes run member by member:
+#: for short-lived processes and test suites that would pay a compile per group and
+#: rarely run the loop)
+HOT_CALLS = int(os.environ.get("ZMTF_FUSION_COMPILE_AFTER", "3"))
 #: from this size on the members' own kernels run in parallel (kernels.cpu.elementwise's
 #: large path): a serial loop would be slower, so such steps go member by member
 SERIAL_MAX_ELEMENTS = 1 << 20
