@@ -159,8 +159,11 @@ def test_a_refused_curve_key_is_one_line_with_the_peers_address(tmp_path, monkey
                     channel.close()
                     ctx.destroy(linger=0)
         expected = ("another cluster", "plaintext client", "refused a CURVE handshake", "closed session")
-        assert _wait_for(lambda: _log_holds(server.log, expected), 20), \
-            "the server did not log every refusal within 20 s"
+        if not _wait_for(lambda: _log_holds(server.log, expected), 20):
+            server.log.seek(0)
+            text = server.log.read()
+            missing = [needle for needle in expected if needle not in text]
+            pytest.fail(f"the server did not log {missing} within 20 s; its log:\n{text}")
         time.sleep(0.5)   # a duplicate line, if any, would arrive now
         server.log.seek(0)
         log = server.log.read()

@@ -85,6 +85,9 @@ def test_default_names_count_up_and_bad_inputs_are_refused():
 
 
 def test_a_small_separable_network_trains():
+    # A fixed graph seed: an unlucky draw of the initial weights (seen once in
+    # CI) can start near the answer, and then halving the loss takes longer.
+    tf.set_random_seed(7)
     rng = np.random.default_rng(3)
     images = rng.normal(size=(16, 6, 6, 2)).astype(np.float32)
     targets = images.mean(axis=(1, 2, 3))[:, None].astype(np.float32)
