@@ -246,7 +246,7 @@ def _analyze(graph: Any, steps: dict[int, dict[str, Any]], cmd: str, options: An
 def _steps_of(run_meta: Any) -> dict[int, dict[str, Any]]:
     if run_meta is None:
         return {}
-    return {0: profile_model.step_times(getattr(run_meta, "step_stats", run_meta) or [])}
+    return {0: profile_model.step_times(getattr(run_meta, "step_stats", run_meta))}
 
 
 def _no_op_log(op_log: Any) -> None:
