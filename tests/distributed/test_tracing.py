@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from tensorboard.compat.proto import config_pb2
 
 import zmtf as tf
 from zmtf.formats.step_stats_proto import node_runs
@@ -43,6 +44,15 @@ def test_a_traced_remote_run_reports_every_tasks_nodes(two_tasks):
     assert where["doubled"].startswith("/job:ps/") and where["product"].startswith("/job:worker/")
     assert all(s.end >= s.start for s in node_runs(metadata.step_stats))
     assert not untraced.HasField("step_stats")   # tracing costs nothing unless asked for
+    # TF's own classes read the 2-task step: both tasks' devices, the ps's RunGraph span
+    # stating its clock correction (already applied to its times), the same bytes back
+    theirs = config_pb2.RunMetadata.FromString(metadata.SerializeToString())
+    assert theirs.SerializeToString(deterministic=True) == metadata.SerializeToString()
+    devices = {d.device.split("/device:")[0] for d in theirs.step_stats.dev_stats}
+    assert devices == {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}
+    spans = [n.timeline_label for d in theirs.step_stats.dev_stats for n in d.node_stats
+             if n.node_name == "RunGraph" and d.device.startswith("/job:ps/")]
+    assert len(spans) == 1 and " (clock offset " in spans[0] and " us, within ±" in spans[0]
 
 
 def test_step_stats_from_the_network_are_checked():

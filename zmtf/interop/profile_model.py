@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from zmtf.interop.flops_registry import float_ops
 from zmtf.formats.graph_def_proto import shape_proto
