@@ -22,6 +22,7 @@ from zmtf.formats.step_stats_proto import node_runs
 ROOT = "_TFProfRoot"
 SCOPE_PARENT = "_TFScopeParent"
 TRAINABLE_VARIABLES = "_trainable_variables"
+INT64_MAX = 2**63 - 1
 
 #: order_by value -> the total it sorts by, largest first ("name" sorts by name)
 ORDER_KEYS = {"micros": "total_exec_micros", "accelerator_micros": "total_accelerator_exec_micros",
@@ -50,8 +51,8 @@ class ProfNode:
         return self.extra[name] if name in self.extra else int(getattr(self.proto, name))
 
     def set_stat(self, name: str, value: int) -> None:
-        if name in self.proto.DESCRIPTOR.fields_by_name:
-            setattr(self.proto, name, value)
+        if name in self.proto.DESCRIPTOR.fields_by_name:   # TF's int64: a count past it saturates
+            setattr(self.proto, name, min(value, INT64_MAX))
         else:
             self.extra[name] = value
 
