@@ -21,6 +21,8 @@ unless asked (``with_bound``), so the readers see what ran.
 from __future__ import annotations
 
 import re
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Iterable, NamedTuple
 
 from zmtf.formats.graph_def_proto import TensorShapeProto
@@ -100,53 +102,55 @@ def fill_step_stats(message: Any, traces: Iterable[Any], bound: Iterable[Any] = 
                     wall_offset: float = 0.0) -> None:
     """Write NodeTraces (``runtime.executor.NodeTrace`` or alike: node_name, device, start,
     end, thread, bytes, clock, label) into an empty StepStats ``message``, grouped by device
-    in order of start. ``bound``: nodes evaluated when the plan was bound (no time).
-    ``wall_offset``: added to the traces' times to make them seconds since the epoch."""
+    in order of start. ``bound``: nodes evaluated when the plan was bound, at the step's start
+    (no time). ``wall_offset``: added to the traces' times to make them seconds since the
+    epoch (kept apart until they are integer nanoseconds: no float rounding at the epoch)."""
     message.SetInParent()   # traced: HasField("step_stats") even for a step that ran nothing
     devices: dict[str, Any] = {}
     threads: dict[tuple[str, str], int] = {}
-    marked = [(t, True) for t in bound] + [(t, False) for t in traces]
-    for t, is_bound in sorted(marked, key=lambda item: item[0].start):
-        dev = devices.get(t.device)
+    offset_ns = _nanos(wall_offset)
+    ordered = chain(((t, True) for t in bound),
+                    ((t, False) for t in sorted(traces, key=attrgetter("start"))))
+    for t, is_bound in ordered:
+        name, device = t.node_name, t.device
+        dev = devices.get(device)
         if dev is None:
-            dev = devices[t.device] = message.dev_stats.add(device=t.device)
-        tid = threads.get((t.device, t.thread))
+            dev = devices[device] = message.dev_stats.add(device=device)
+        tid = threads.get((device, t.thread))
         if tid is None:
-            tid = threads[(t.device, t.thread)] = len(dev.thread_names)
+            tid = threads[(device, t.thread)] = len(dev.thread_names)
             dev.thread_names[tid] = t.thread
-        start, end = t.start + wall_offset, t.end + wall_offset
-        start_us, start_ns = int(round(start * 1e6)), _nanos(start)
-        micros = max(0, int(round(end * 1e6)) - start_us)
-        nanos = max(0, _nanos(end) - start_ns)
+        start_ns = offset_ns + _nanos(t.start)
+        nanos = offset_ns + _nanos(t.end) - start_ns
+        nanos = nanos if nanos > 0 else 0
+        start_us = (start_ns + 500) // 1000
+        micros = (start_ns + nanos + 500) // 1000 - start_us
+        if is_bound:
+            label = name + _BOUND
+        elif t.clock is not None:
+            label = (f"{name} (clock offset {t.clock[0] * 1e6:+.3f} us, "
+                     f"within ±{t.clock[1] * 1e6:.3f} us)")
+        else:
+            label = t.label or (f"{name} ({t.bytes} bytes)" if t.bytes else name)
         stats = dev.node_stats.add(
-            node_name=t.node_name, all_start_micros=start_us, op_end_rel_micros=micros,
+            node_name=name, all_start_micros=start_us, op_end_rel_micros=micros,
             all_end_rel_micros=micros, scheduled_micros=start_us, thread_id=tid,
-            timeline_label=f"{t.node_name}{_BOUND}" if is_bound else _label(t), all_start_nanos=start_ns, op_end_rel_nanos=nanos,
+            timeline_label=label, all_start_nanos=start_ns, op_end_rel_nanos=nanos,
             all_end_rel_nanos=nanos, scheduled_nanos=start_ns)
-        size = getattr(t, "bytes", 0)
-        if size:   # a _Send's or _Recv's tensor: TF keeps it in the output's allocation
+        if t.bytes:   # a _Send's or _Recv's tensor: TF keeps it in the output's allocation
             described = stats.output.add(slot=0).tensor_description.allocation_description
-            described.requested_bytes = described.allocated_bytes = size
+            described.requested_bytes = described.allocated_bytes = t.bytes
 
 
 def _nanos(seconds: float) -> int:
+    if 0.0 <= seconds < 4e6:   # a perf_counter time: exact to the nanosecond as one float
+        return int(seconds * 1e9 + 0.5)
     whole = int(seconds)   # seconds * 1e9 as a float would round to 256 ns at today's epoch
     return whole * 1_000_000_000 + int(round((seconds - whole) * 1e9))
 
 
 _BOUND = " (bound)"
 _CLOCK = re.compile(r" \(clock offset (?P<offset>[-+][0-9.]+) us, within ±(?P<bound>[0-9.]+) us\)$")
-
-
-def _label(t: Any) -> str:
-    clock = getattr(t, "clock", None)
-    if clock is not None:
-        return f"{t.node_name} (clock offset {clock[0] * 1e6:+.3f} us, within ±{clock[1] * 1e6:.3f} us)"
-    label = getattr(t, "label", "")
-    if label:
-        return str(label)
-    size = getattr(t, "bytes", 0)
-    return f"{t.node_name} ({size} bytes)" if size else str(t.node_name)
 
 
 # ---- messages -> runs (the readers: timeline, tfprof) --------------------------------------------
