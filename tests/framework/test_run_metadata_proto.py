@@ -125,7 +125,9 @@ def test_a_traced_local_run_serializes_for_tfs_classes_and_typos_fail():
     x = tf.placeholder(tf.float32, [2, 2], name="x")
     y = tf.matmul(x, tf.constant(np.eye(2, dtype=np.float32)), name="y")
     metadata = tf.RunMetadata()
-    with tf.Session() as sess:
+    config = tf.ConfigProto()
+    config.experimental.session_metadata.name = "serving"
+    with tf.Session(config=config) as sess:
         sess.run(y, {x: np.ones((2, 2), np.float32)}, run_metadata=metadata,
                  options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
                                        output_partition_graphs=True))
@@ -137,6 +139,7 @@ def test_a_traced_local_run_serializes_for_tfs_classes_and_typos_fail():
     assert stats["y"].timeline_label == "y" and stats["Const"].timeline_label == "Const (bound)"
     assert abs(stats["y"].all_start_nanos // 1000 - stats["y"].all_start_micros) <= 1
     assert [g.node[-1].name for g in theirs.partition_graphs] == ["y"]
+    assert theirs.session_metadata.name == "serving"   # as TF's DirectSession reports it
     assert isinstance(theirs.step_stats.dev_stats[0], step_stats_pb2.DeviceStepStats)
     with pytest.raises(AttributeError):
         metadata.step_stats.dev_stats[0].node_stats[0].start = 1.0   # a NodeTrace's, not TF's

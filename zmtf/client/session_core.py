@@ -62,6 +62,9 @@ class LocalSessionCore:
         self.graph = graph
         self.config = config or ConfigProto()
         self._own_pools = self.config.use_per_session_threads
+        experimental = self.config.experimental
+        self._session_metadata = (experimental.session_metadata
+                                  if experimental.HasField("session_metadata") else None)
         self._pools = (DevicePools(self.config.inter_op_parallelism_threads) if self._own_pools
                        else SHARED_POOLS.get(self.config.inter_op_parallelism_threads))
         self.devices: list[LocalDevice] = local_devices(
@@ -125,6 +128,8 @@ class LocalSessionCore:
             if call.partition_graphs:
                 call.run_metadata.partition_graphs.extend(partition_graph_defs(
                     self.graph, local_partitions(call.step.planned.nodes)))
+            if self._session_metadata is not None:   # as TF's DirectSession
+                call.run_metadata.session_metadata.CopyFrom(self._session_metadata)
         return call.rebuild(values)
 
     # ---- plans and feeds ------------------------------------------------------------
