@@ -4,7 +4,7 @@ and op views built from them with TF's accounting, filtering and ordering rules.
 Pure: it reads a graph, step stats (a StepStats message, read as ``formats.step_stats_proto``
 NodeRuns) and an options dict already checked by ``zmtf.profiler``. Rendering text is
 ``profile_format``'s job. The results are TF's GraphNodeProto / MultiGraphNodeProto messages;
-a repeated message field holds copies, so the trees are linked into them last, leaves first.
+a repeated message field holds copies, so a displayed tree is copied into one message last.
 """
 
 from __future__ import annotations
@@ -200,21 +200,22 @@ def tree_view(top: list[ProfNode], opts: dict[str, Any]) -> ProfNode:
         roots = _start_at(roots, opts["start_name_regexes"])
     root.children = roots
     root = _display([root], opts, 1)[0]
-    _link(root)
+    linked = GraphNodeProto()
+    _link(root, linked)
+    root.proto = linked
     return root
 
 
-def _link(node: ProfNode) -> None:
-    """Copy the displayed tree into the messages, leaves first (a parent holds copies)."""
+def _link(node: ProfNode, into: Any) -> int:
+    """Copy the displayed tree into one message, parents first: ``into`` is where this node's
+    copy goes (a repeated message field holds copies, so each node is written once, in its
+    place). Returns the nodes it holds, itself included (``total_definition_count``)."""
+    into.CopyFrom(node.proto)
+    count = 1
     for child in node.children:
-        _link(child)
-    node.proto.total_definition_count = 1 + sum(_count(c) for c in node.children)
-    del node.proto.children[:]
-    node.proto.children.extend(child.proto for child in node.children)
-
-
-def _count(node: ProfNode) -> int:
-    return 1 + sum(_count(c) for c in node.children)
+        count += _link(child, into.children.add())
+    node.proto.total_definition_count = into.total_definition_count = count
+    return count
 
 
 def scope_tree(nodes: dict[str, ProfNode]) -> list[ProfNode]:
@@ -271,9 +272,10 @@ def op_view(nodes: dict[str, ProfNode], opts: dict[str, Any]) -> tuple[MultiGrap
     source = shown if opts["account_displayed_op_only"] else ordered
     for stat in STAT_FIELDS:
         root.set_stat(f"total_{stat}", source[0].stat(f"total_{stat}") if source else 0)
-    chain = [root.proto, *(multi.proto for multi in shown)]
-    for parent, child in reversed(list(zip(chain, chain[1:]))):   # the tail first: copies
-        parent.children.add().CopyFrom(child)
+    into = root.proto
+    for multi in shown:   # a chain: each type's copy goes under the one before it
+        into = into.children.add()
+        into.CopyFrom(multi.proto)
     return root.proto, shown
 
 
