@@ -201,7 +201,7 @@ def _output_target(output: str) -> tuple[str, str]:
     if kind in ("timeline", "pprof"):
         raise NotImplementedError(f"profiler output {output!r}: zmtf's profiler writes stdout, "
                                   f"a file or nothing; for a timeline use "
-                                  f"tf.train.Timeline(run_meta.step_stats) or tf.train.ProfilerHook")
+                                  f"python.client.timeline.Timeline(run_meta.step_stats) or tf.train.ProfilerHook")
     raise ValueError(f"profiler output {output!r} is not one of 'stdout', 'none', "
                      f"'file:outfile=<path>'")
 
