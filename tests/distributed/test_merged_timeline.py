@@ -10,6 +10,7 @@ from collections import defaultdict
 import numpy as np
 
 import zmtf as tf
+from zmtf.formats.step_stats_proto import node_runs
 from zmtf.testing import running_servers
 from zmtf.training.timeline import clock_bounds, task_of, transfers
 
@@ -72,7 +73,7 @@ def test_a_traced_cluster_step_is_one_timeline_on_the_clients_clock():
             sess.run(train, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
                      run_metadata=metadata)
             after = time.time()
-    stats = metadata.step_stats
+    stats = node_runs(metadata.step_stats)
     graph = tf.get_default_graph()
 
     # every task, each within the step's wall window on this clock, give or take its bound
@@ -97,7 +98,7 @@ def test_a_traced_cluster_step_is_one_timeline_on_the_clients_clock():
     assert all(r.bytes > 0 for s, r in pairs if not r.node_name.startswith("_recv/^"))
 
     # TF1's shape
-    dev_stats = stats.dev_stats
+    dev_stats = metadata.step_stats.dev_stats
     assert {task_of(d.device) for d in dev_stats} == {PS, W0, W1}
     for d in dev_stats:
         assert d.node_stats and all(isinstance(n.node_name, str) and n.timeline_label for n in d.node_stats)
@@ -109,7 +110,7 @@ def test_a_traced_cluster_step_is_one_timeline_on_the_clients_clock():
     # the Chrome trace, through TF1's import path
     from zmtf.python.client import timeline
 
-    trace = json.loads(timeline.Timeline(stats).generate_chrome_trace_format())
+    trace = json.loads(timeline.Timeline(metadata.step_stats).generate_chrome_trace_format())
     slack_us = 2e6 * max(bounds.values()) + 1.0
     flows = _check_trace_event_format(trace, slack_us)
     assert len(flows) == len(pairs) and all(f[0]["args"]["wire_us"] >= -slack_us for f in flows.values())

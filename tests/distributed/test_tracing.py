@@ -5,8 +5,10 @@ import json
 
 import numpy as np
 import pytest
+from tensorboard.compat.proto import config_pb2
 
 import zmtf as tf
+from zmtf.formats.step_stats_proto import node_runs
 from zmtf.runtime.step_stats import from_plain
 from zmtf.testing import running_servers
 
@@ -38,10 +40,19 @@ def test_a_traced_remote_run_reports_every_tasks_nodes(two_tasks):
                         run_metadata=metadata) == pytest.approx(108.0)
         untraced = tf.RunMetadata()
         sess.run(loss, run_metadata=untraced)
-    where = {s.node_name: s.device for s in metadata.step_stats}
+    where = {s.node_name: s.device for s in node_runs(metadata.step_stats)}
     assert where["doubled"].startswith("/job:ps/") and where["product"].startswith("/job:worker/")
-    assert all(s.end >= s.start for s in metadata.step_stats)
-    assert untraced.step_stats == []   # tracing costs nothing unless asked for
+    assert all(s.end >= s.start for s in node_runs(metadata.step_stats))
+    assert not untraced.HasField("step_stats")   # tracing costs nothing unless asked for
+    # TF's own classes read the 2-task step: both tasks' devices, the ps's RunGraph span
+    # stating its clock correction (already applied to its times), the same bytes back
+    theirs = config_pb2.RunMetadata.FromString(metadata.SerializeToString())
+    assert theirs.SerializeToString(deterministic=True) == metadata.SerializeToString()
+    devices = {d.device.split("/device:")[0] for d in theirs.step_stats.dev_stats}
+    assert devices == {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}
+    spans = [n.timeline_label for d in theirs.step_stats.dev_stats for n in d.node_stats
+             if n.node_name == "RunGraph" and d.device.startswith("/job:ps/")]
+    assert len(spans) == 1 and " (clock offset " in spans[0] and " us, within ±" in spans[0]
 
 
 def test_step_stats_from_the_network_are_checked():

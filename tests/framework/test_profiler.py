@@ -39,7 +39,8 @@ def test_parameters_by_scope_count_trainable_variables_only():
     assert _tree(root) == ("_TFProfRoot", 3 * 3 * 2 * 4 + 36 * 5 + 5, [
         ("conv", 72, [("conv/kernel", 72, [])]),
         ("dense", 185, [("dense/b", 5, []), ("dense/w", 180, [])])])
-    assert root.children[1].children[1].shapes == [[36, 5]]
+    assert root.children[1].children[1].shapes == [tf.TensorShapeProto(
+        dim=[tf.TensorShapeProto.Dim(size=36), tf.TensorShapeProto.Dim(size=5)])]
 
 
 def test_default_options_are_trainable_variables_parameter(capsys):
@@ -130,7 +131,8 @@ def test_profiler_averages_steps_and_selects_one():
     sinks = {c.name: c for c in graph.children}     # ops nothing consumes, inputs below them
     assert "loss" in sinks and "init" in sinks and "conv/conv" not in sinks
     assert [c.name for c in sinks["loss"].children] == ["dense/add"]
-    assert profiler.profile_operations(opts.build()).children[0].run_count >= 1
+    first_type = profiler.profile_operations(opts.build()).children[0]   # TF's: no run_count
+    assert min(g.run_count for g in first_type.graph_nodes) >= 1
     with pytest.raises(ValueError, match="step=5"):
         profiler.profile_name_scope(opts.with_step(5).build())
     with pytest.raises(NotImplementedError, match="cmd='code'"):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.formats.step_stats_proto import node_runs
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +32,7 @@ def test_independent_slow_kernels_run_in_parallel():
         meta = tf.RunMetadata()
         value = sess.run(total, {x: data}, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
                          run_metadata=meta)
-    both, (a, b) = overlap(meta.step_stats, "left", "right")
+    both, (a, b) = overlap(node_runs(meta.step_stats), "left", "right")
     assert both, f"left ran {a.start:.4f}-{a.end:.4f} on {a.thread}, right {b.start:.4f}-{b.end:.4f} on {b.thread}"
     assert a.thread != b.thread
     np.testing.assert_allclose(value, (data @ data).sum() + (data @ data.T).sum(), rtol=1e-3)
@@ -46,9 +47,9 @@ def test_a_chain_runs_inline_on_the_calling_thread():
         global_jit_level=tf.OptimizerOptions.OFF)))   # fused, the 20 adds would be one node
     with tf.Session(config=unfused) as sess:
         assert sess.run(x, options=tf.RunOptions(trace_level=3), run_metadata=meta) == 20.0
-    assert {t.thread for t in meta.step_stats} == {threading.current_thread().name}
+    assert {t.thread for t in node_runs(meta.step_stats)} == {threading.current_thread().name}
     # the 21 constants are evaluated once when the plan is bound, not in every step
-    assert sorted(t.node_name for t in meta.step_stats) == sorted(
+    assert sorted(t.node_name for t in node_runs(meta.step_stats)) == sorted(
         op.name for op in x.graph.get_operations() if op.type == "Add")
 
 
@@ -66,7 +67,7 @@ def test_ops_that_only_look_at_a_big_input_stay_on_the_calling_thread():
     with tf.Session(config=config) as sess:
         values = sess.run([*adds, *views], {x: data},
                           options=tf.RunOptions(trace_level=3), run_metadata=meta)
-    thread = {t.node_name: t.thread for t in meta.step_stats}
+    thread = {t.node_name: t.thread for t in node_runs(meta.step_stats)}
     here = threading.current_thread().name
     assert thread["ident"] == thread["shape"] == thread["expand"] == here, thread
     assert here != thread["add_one"] or here != thread["add_two"], thread
@@ -84,9 +85,9 @@ def test_a_node_handed_to_the_pool_runs_once_and_its_chain_follows_it_there():
     meta = tf.RunMetadata()
     with tf.Session(config=config) as sess:
         values = sess.run(sums, {x: data}, options=tf.RunOptions(trace_level=3), run_metadata=meta)
-    names = [t.node_name for t in meta.step_stats]
+    names = [t.node_name for t in node_runs(meta.step_stats)]
     assert sorted(names) == ["add_1", "add_2", "sum_1", "sum_2"], names
-    thread = {t.node_name: t.thread for t in meta.step_stats}
+    thread = {t.node_name: t.thread for t in node_runs(meta.step_stats)}
     here = threading.current_thread().name
     assert here in (thread["add_1"], thread["add_2"]) and thread["add_1"] != thread["add_2"], thread
     assert thread["sum_1"] == thread["add_1"] and thread["sum_2"] == thread["add_2"], thread
@@ -127,7 +128,7 @@ def test_variable_nodes_are_bound_once_and_still_read_every_assignment():
         assert sess.run(y) == 2.0
         sess.run(bump)
         assert sess.run(y, options=tf.RunOptions(trace_level=3), run_metadata=meta) == 4.0
-        ran = {t.node_name for t in meta.step_stats}
+        ran = {t.node_name for t in node_runs(meta.step_stats)}
         assert "y" in ran and "v" not in ran, ran   # v's reference is preset, not run
         sess.run(v.initializer)   # re-initialized: the same reference sees the new value
         assert sess.run(y) == 2.0

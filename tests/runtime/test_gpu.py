@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.formats.step_stats_proto import node_runs
 from zmtf.runtime.gpus import discover, parse_visible_device_list, simulator_enabled
 
 SIMULATED = simulator_enabled()
@@ -253,6 +254,6 @@ def test_gpu_nodes_run_on_their_gpus_thread_within_its_budget():
         sess.run(w.initializer)
         metadata = tf.RunMetadata()
         assert sess.run(y, {x: np.ones((2, 3), np.float32)}, options=options, run_metadata=metadata) == 12.0
-    threads = {t.node_name: t.thread for t in metadata.step_stats if t.device == GPU0}
+    threads = {t.node_name: t.thread for t in node_runs(metadata.step_stats) if t.device == GPU0}
     assert {"product", "total"} <= set(threads)
     assert all(name.startswith("zmtf-inter-op-GPU:0") for name in threads.values()), threads

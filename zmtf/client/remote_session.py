@@ -23,7 +23,7 @@ from zmtf.distributed.channel import Channel
 from zmtf.distributed.off_loop import node_count, set_up
 from zmtf.distributed.trace_clock import STEP_SPAN_NODE, onto_master
 from zmtf.formats.config_proto import ConfigProto, RunMetadata, RunOptions
-from zmtf.formats.step_stats_proto import StepStats
+from zmtf.formats.step_stats_proto import fill_step_stats
 from zmtf.framework.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from zmtf.framework.graph import Graph
 from zmtf.framework.graph_io import graph_to_dict
@@ -225,12 +225,12 @@ class RemoteSessionCore:
             assert run_metadata is not None   # traced only with one
             received = wall_now()
             from_plain(reply.step_stats, self.target)   # checked before it is read
-            run_metadata.step_stats = StepStats(from_plain(
+            fill_step_stats(run_metadata.step_stats, from_plain(   # TF's messages, once
                 onto_master(reply.step_stats, sent, received, STEP_SPAN_NODE), self.target))
         if partitions:
             assert run_metadata is not None   # asked for only with one
-            run_metadata.partition_graphs = partition_graph_defs(
-                self.graph, [(p["device"], p["nodes"]) for p in _checked_partitions(reply)])
+            run_metadata.partition_graphs.extend(partition_graph_defs(
+                self.graph, [(p["device"], p["nodes"]) for p in _checked_partitions(reply)]))
         tensors, values = reply.tensors, []
         for k in plan.picks:
             values.append(None if k is None else fetched(_writable(tensors[k])))

@@ -10,13 +10,14 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from zmtf.kernels import lookup as kernel_lookup
 from zmtf.kernels import supports as kernel_supports
 from zmtf.formats.config_proto import ConfigProto, OptimizerOptions, RunMetadata, RunOptions
-from zmtf.formats.step_stats_proto import StepStats
+from zmtf.formats.step_stats_proto import fill_step_stats
 from zmtf.client.feeds import Feeds, feed_arrays
 from zmtf.client.fetches import FetchPlans, Rebuild
 from zmtf.client.partition_graphs import local_partitions, partition_graph_defs
@@ -31,7 +32,7 @@ from zmtf.runtime.bound_steps import BoundSteps
 from zmtf.runtime.executor import BoundStep, Executor, NodeTrace, fetched
 from zmtf.runtime.heap import keep_freed_memory_for_steps
 from zmtf.runtime.resources import ResourceContainer
-from zmtf.runtime.step_stats import wall_now
+from zmtf.runtime.step_stats import WALL_OFFSET
 
 placement_log = logging.getLogger("zmtf.placement")
 LOCAL_TASK = DeviceSpec(job="localhost", replica=0, task=0)
@@ -61,6 +62,9 @@ class LocalSessionCore:
         self.graph = graph
         self.config = config or ConfigProto()
         self._own_pools = self.config.use_per_session_threads
+        experimental = self.config.experimental
+        self._session_metadata = (experimental.session_metadata
+                                  if experimental.HasField("session_metadata") else None)
         self._pools = (DevicePools(self.config.inter_op_parallelism_threads) if self._own_pools
                        else SHARED_POOLS.get(self.config.inter_op_parallelism_threads))
         self.devices: list[LocalDevice] = local_devices(
@@ -118,11 +122,14 @@ class LocalSessionCore:
 
     def finish(self, call: StepCall, values: list[Any]) -> Any:
         if call.run_metadata is not None:
-            if call.trace is not None:
-                call.run_metadata.step_stats = StepStats(call.trace, _bound_nodes(call.step, call.trace))
+            if call.trace is not None:   # traced: the NodeTraces become TF's messages, once
+                fill_step_stats(call.run_metadata.step_stats, call.trace,
+                                _bound_nodes(call.step, call.trace), WALL_OFFSET)
             if call.partition_graphs:
-                call.run_metadata.partition_graphs = partition_graph_defs(
-                    self.graph, local_partitions(call.step.planned.nodes))
+                call.run_metadata.partition_graphs.extend(partition_graph_defs(
+                    self.graph, local_partitions(call.step.planned.nodes)))
+            if self._session_metadata is not None:   # as TF's DirectSession
+                call.run_metadata.session_metadata.CopyFrom(self._session_metadata)
         return call.rebuild(values)
 
     # ---- plans and feeds ------------------------------------------------------------
@@ -141,7 +148,7 @@ def _bound_nodes(step: BoundStep, trace: list[NodeTrace]) -> list[NodeTrace]:
     """The nodes evaluated once when the plan was bound (constants, variable references),
     which no step runs, at the step's start, taking no time: TF1's dev_stats list them."""
     ran = {t.node_name for t in trace}
-    start = min((t.start for t in trace), default=wall_now())
+    start = min((t.start for t in trace), default=time.perf_counter())
     thread = threading.current_thread().name
     bound = [NodeTrace(node.name, node.device, start, start, thread)
              for node, kernel in zip(step.plan.nodes, step.kernels)

@@ -2,7 +2,7 @@
 OptimizerOptions, RPCOptions, ThreadPoolOptionProto, RunOptions and CallableOptions as protobuf
 messages with TF's field numbers (built from these tables: formats/proto_message.py), so their
 bytes and text are TF's and typos, ``HasField``, ``CopyFrom`` and unknown fields behave as on
-TF's classes. RunMetadata stays a zmtf object (its ``step_stats`` is zmtf's NodeTrace list).
+TF's classes. RunMetadata too: its ``step_stats`` is TF's StepStats (formats/step_stats_proto.py).
 
 protobuf classes cannot check a value when it is set, so the values zmtf interprets are checked
 where they are used: ``check_session_config`` when a session or server is made from a config.
@@ -10,35 +10,15 @@ where they are used: ``check_session_config`` when a session or server is made f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from zmtf.formats.cluster_def_proto import ClusterDef
+from zmtf.formats.cost_graph_proto import CostGraphDef
+from zmtf.formats.graph_def_proto import GraphDef
 from zmtf.formats.proto_message import Field, Message, RepeatedMessages
 from zmtf.formats.rewriter_config_proto import RewriterConfig
 from zmtf.formats.step_stats_proto import StepStats
 from zmtf.framework.device_spec import DeviceSpec
-
-
-_Options = TypeVar("_Options")
-
-
-def _fields_only(cls: type[_Options]) -> type[_Options]:
-    """Refuse a keyword that is no field, as a protobuf message does (RunMetadata, the one
-    option object that is not a protobuf message). With ``slots=True`` the dataclass already
-    refuses a misspelled attribute assignment: AttributeError."""
-    known = {f.name for f in fields(cls)}   # type: ignore[arg-type]
-    init: Callable[..., None] = cls.__init__   # type: ignore[misc]
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        for name in kwargs:
-            if name not in known:
-                raise ValueError(f'Protocol message {cls.__name__} has no "{name}" field.')
-        init(self, *args, **kwargs)
-
-    __init__.__doc__ = init.__doc__
-    cls.__init__ = __init__   # type: ignore[misc]
-    return cls
 
 
 def device_matches(device: str, filters: list[str]) -> bool:
@@ -309,26 +289,20 @@ class CallableOptions(Message):
               Field(8, "fetch_skip_sync", "bool"))
 
 
-@_fields_only
-@dataclass(slots=True)
-class RunMetadata:
-    """Filled by run(): ``step_stats`` (when tracing) lists when and where each node ran;
-    ``partition_graphs`` (RunOptions.output_partition_graphs) holds a GraphDef per device of
-    the nodes the step ran there. Every run() given it clears it first, as TF1's does."""
+class RunMetadata(Message):
+    """Filled by run(): ``step_stats`` (traced: RunOptions.trace_level) says when and where each
+    node ran (formats/step_stats_proto.py); ``partition_graphs`` (RunOptions.
+    output_partition_graphs) holds a GraphDef per device of the nodes the step ran there. Every
+    run() given it clears it first, as TF1's does. zmtf builds no cost model and runs no
+    functions as separate graphs: ``cost_graph`` and ``function_graphs`` stay empty."""
 
-    step_stats: StepStats = field(default_factory=StepStats)   # TF1's dev_stats, on one clock
-    partition_graphs: list[Any] = field(default_factory=list)
-    cost_graph: Any = None   # TF1's build_cost_model output: zmtf builds no cost model
+    class FunctionGraphs(Message):
+        FIELDS = (Field(1, "partition_graphs", "message", repeated=True, message=GraphDef),
+                  Field(2, "pre_optimization_graph", "message", message=GraphDef),
+                  Field(3, "post_optimization_graph", "message", message=GraphDef))
 
-    def HasField(self, name: str) -> bool:  # noqa: N802 - protobuf's name
-        """Whether the singular field ``name`` holds something (protobuf's HasField)."""
-        if name == "step_stats":
-            return len(self.step_stats) > 0 or bool(getattr(self.step_stats, "bound", None))
-        if name == "cost_graph":
-            return self.cost_graph is not None
-        raise ValueError(f'Protocol message RunMetadata has no singular "{name}" field.')
-
-    def Clear(self) -> None:  # noqa: N802 - protobuf's name
-        self.step_stats = StepStats()
-        self.partition_graphs = []
-        self.cost_graph = None
+    FIELDS = (Field(1, "step_stats", "message", message=StepStats),
+              Field(2, "cost_graph", "message", message=CostGraphDef),
+              Field(3, "partition_graphs", "message", repeated=True, message=GraphDef),
+              Field(4, "function_graphs", "message", repeated=True, message=FunctionGraphs),
+              Field(5, "session_metadata", "message", message=SessionMetadata))

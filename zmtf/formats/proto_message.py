@@ -96,6 +96,8 @@ class Message(metaclass=_Schema):
     The methods below only describe, for type checkers, what every protobuf message has."""
 
     FIELDS: tuple[Field, ...] = ()
+    #: the proto package of a top-level declaration (TF's profiler protos: "tensorflow.tfprof")
+    PACKAGE: str = _PACKAGE
 
     def __init__(self, **fields: Any) -> None: ...
 
@@ -140,10 +142,11 @@ def _add_data_type_file() -> None:
 
 def _build(declared: type) -> Any:
     """The protobuf class of a top-level declaration, its nested declarations included."""
-    full = f"{_PACKAGE}.{declared.__name__}"
+    package = declared.PACKAGE
+    full = f"{package}.{declared.__name__}"
     file = descriptor_pb2.FileDescriptorProto(
         name=f"{declared.__module__.replace('.', '/')}/{declared.__name__}.proto",
-        package=_PACKAGE, syntax="proto3")
+        package=package, syntax="proto3")
     depends: set[str] = set()
     _describe(declared, file.message_type.add(), full, depends)
     file.dependency.extend(sorted(depends - {file.name}))
@@ -236,7 +239,7 @@ def _finish(built: Any, declared: Any) -> None:
     if declared.__doc__:
         built.__doc__ = declared.__doc__
     for name, value in vars(declared).items():
-        if name.startswith("_") or name == "FIELDS" or callable(value):
+        if name.startswith("_") or name in ("FIELDS", "PACKAGE") or callable(value):
             if isinstance(value, _Schema) and hasattr(built, name):
                 _finish(getattr(built, name), value)
             continue

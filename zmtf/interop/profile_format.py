@@ -63,8 +63,8 @@ def legend(select: list[str]) -> str:
 
 
 def _own_total(node: Any, own: str, total: str, fmt: Any, unit: str = "") -> str:
-    mine = fmt(getattr(node.proto, own)) if node.account else "--"
-    return f"{mine}/{fmt(getattr(node.proto, total))}{unit}"
+    mine = fmt(node.stat(own)) if node.account else "--"
+    return f"{mine}/{fmt(node.stat(total))}{unit}"
 
 
 def tree_row(node: Any, select: list[str]) -> str:
@@ -72,7 +72,7 @@ def tree_row(node: Any, select: list[str]) -> str:
     info = []
     for col in _columns(select):
         if col == "params":
-            info += ["x".join(map(str, s)) for s in node.proto.shapes[:1]]
+            info += ["x".join(str(d.size) for d in s.dim) for s in node.proto.shapes[:1]]
             info.append(_own_total(node, "parameters", "total_parameters", format_number, " params"))
         elif col == "float_ops":
             info.append(_own_total(node, "float_ops", "total_float_ops", format_number, " flops"))

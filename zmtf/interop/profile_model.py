@@ -1,9 +1,10 @@
 """tfprof's model: per-node statistics of a graph and its traced steps, and the scope, graph
 and op views built from them with TF's accounting, filtering and ordering rules.
 
-Pure: it reads a graph, step stats (anything with ``node_name``, ``device``, ``start`` and
-``end`` in seconds, such as the runtime's NodeTrace) and an options dict already checked by
-``zmtf.profiler``. Rendering text is ``profile_format``'s job.
+Pure: it reads a graph, step stats (a StepStats message, read as ``formats.step_stats_proto``
+NodeRuns) and an options dict already checked by ``zmtf.profiler``. Rendering text is
+``profile_format``'s job. The results are TF's GraphNodeProto / MultiGraphNodeProto messages;
+a repeated message field holds copies, so a displayed tree is copied into one message last.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from zmtf.interop.flops_registry import float_ops
+from zmtf.formats.graph_def_proto import shape_proto
 from zmtf.formats.profile_proto import STAT_FIELDS, GraphNodeProto, MultiGraphNodeProto
+from zmtf.formats.step_stats_proto import node_runs
 
 ROOT = "_TFProfRoot"
 SCOPE_PARENT = "_TFScopeParent"
 TRAINABLE_VARIABLES = "_trainable_variables"
+INT64_MAX = 2**63 - 1
 
 #: order_by value -> the total it sorts by, largest first ("name" sorts by name)
 ORDER_KEYS = {"micros": "total_exec_micros", "accelerator_micros": "total_accelerator_exec_micros",
@@ -36,26 +40,37 @@ class ProfNode:
     account: bool = True
     own: dict[str, int] = field(default_factory=dict)
     op_type: str = ""
+    #: the statistics its message has no field for (MultiGraphNodeProto: the run counts)
+    extra: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
-        return self.proto.name
+        return str(self.proto.name)
+
+    def stat(self, name: str) -> int:
+        return self.extra[name] if name in self.extra else int(getattr(self.proto, name))
+
+    def set_stat(self, name: str, value: int) -> None:
+        if name in self.proto.DESCRIPTOR.fields_by_name:   # TF's int64: a count past it saturates
+            setattr(self.proto, name, min(value, INT64_MAX))
+        else:
+            self.extra[name] = value
 
     def reset_totals(self, with_self: bool) -> None:
         for stat in STAT_FIELDS:
-            setattr(self.proto, stat, self.own.get(stat, 0) if self.account else 0)
-            setattr(self.proto, f"total_{stat}", getattr(self.proto, stat) if with_self else 0)
+            self.set_stat(stat, self.own.get(stat, 0) if self.account else 0)
+            self.set_stat(f"total_{stat}", self.stat(stat) if with_self else 0)
 
     def add_totals(self, other: ProfNode) -> None:
         for stat in STAT_FIELDS:
             name = f"total_{stat}"
-            setattr(self.proto, name, getattr(self.proto, name) + getattr(other.proto, name))
+            self.set_stat(name, self.stat(name) + other.stat(name))
 
 
-def step_times(traces: Iterable[Any]) -> dict[str, tuple[int, int, int, set[str]]]:
+def step_times(step_stats: Any) -> dict[str, tuple[int, int, int, set[str]]]:
     """node name -> (cpu micros, accelerator micros, runs, devices) of one traced step."""
     out: dict[str, tuple[int, int, int, set[str]]] = {}
-    for t in traces:
+    for t in node_runs(step_stats):
         micros = int(round((t.end - t.start) * 1e6))
         cpu, acc, runs, devices = out.get(t.node_name, (0, 0, 0, set()))
         on_accelerator = "/device:GPU:" in t.device.upper()
@@ -86,7 +101,7 @@ def graph_nodes(graph: Any, steps: dict[int, dict[str, Any]], step: int) -> dict
         shape = op.outputs[0].shape if op.outputs else None
         params = shape.num_elements() if is_var and shape.is_fully_defined() else 0
         proto = GraphNodeProto(name=op.name, devices=sorted(devices),
-                               shapes=[list(shape.as_list())] if is_var and shape.dims is not None else [])
+                               shapes=[shape_proto(shape.as_list())] if is_var and shape.dims is not None else [])
         own = {"run_count": runs, "cpu_exec_micros": cpu, "accelerator_exec_micros": acc,
                "exec_micros": cpu + acc, "parameters": params,
                "float_ops": float_ops(op) * max(runs, 1)}
@@ -110,7 +125,7 @@ def _shown(node: ProfNode, opts: dict[str, Any], depth: int) -> bool:
             or p.total_accelerator_exec_micros < opts.get("min_accelerator_micros", 0)
             or p.total_cpu_exec_micros < opts.get("min_cpu_micros", 0)
             or p.parameters < opts["min_params"] or p.float_ops < opts["min_float_ops"]
-            or p.run_count < opts["min_occurrence"] or depth > opts["max_depth"]):
+            or node.stat("run_count") < opts["min_occurrence"] or depth > opts["max_depth"]):
         return False
     shows = opts["show_name_regexes"] == [".*"] or any(
         re.fullmatch(r, node.name) for r in opts["show_name_regexes"])
@@ -121,7 +136,7 @@ def sort_nodes(nodes: list[Any], order_by: str) -> list[Any]:
     """Largest total first for a statistic; by name for "name" (ties stay in name order)."""
     by_name = sorted(nodes, key=lambda n: n.name)
     key = ORDER_KEYS.get(order_by)
-    return by_name if key is None else sorted(by_name, key=lambda n: -getattr(n.proto, key))
+    return by_name if key is None else sorted(by_name, key=lambda n: -n.stat(key))
 
 
 def _account(roots: list[ProfNode], opts: dict[str, Any], seen: set[int]) -> list[ProfNode]:
@@ -185,19 +200,22 @@ def tree_view(top: list[ProfNode], opts: dict[str, Any]) -> ProfNode:
         roots = _start_at(roots, opts["start_name_regexes"])
     root.children = roots
     root = _display([root], opts, 1)[0]
-    _link(root)
+    linked = GraphNodeProto()
+    _link(root, linked)
+    root.proto = linked
     return root
 
 
-def _link(node: ProfNode) -> None:
-    node.proto.children = [child.proto for child in node.children]
-    node.proto.total_definition_count = 1 + sum(_count(c) for c in node.children)
+def _link(node: ProfNode, into: Any) -> int:
+    """Copy the displayed tree into one message, parents first: ``into`` is where this node's
+    copy goes (a repeated message field holds copies, so each node is written once, in its
+    place). Returns the nodes it holds, itself included (``total_definition_count``)."""
+    into.CopyFrom(node.proto)
+    count = 1
     for child in node.children:
-        _link(child)
-
-
-def _count(node: ProfNode) -> int:
-    return 1 + sum(_count(c) for c in node.children)
+        count += _link(child, into.children.add())
+    node.proto.total_definition_count = into.total_definition_count = count
+    return count
 
 
 def scope_tree(nodes: dict[str, ProfNode]) -> list[ProfNode]:
@@ -235,9 +253,9 @@ def op_view(nodes: dict[str, ProfNode], opts: dict[str, Any]) -> tuple[MultiGrap
                          own={s: sum(n.own[s] for n in group) for s in STAT_FIELDS})
         multi.account = _accounted(multi, opts["account_type_regexes"])
         multi.reset_totals(with_self=True)
-        multi.proto.graph_nodes = [n.proto for n in sorted(group, key=lambda n: n.name)]
         for n in group:
             n.reset_totals(with_self=True)
+        multi.proto.graph_nodes.extend(n.proto for n in sorted(group, key=lambda n: n.name))
         types.append(multi)
     ordered = [t for t in sort_nodes(types, opts["order_by"]) if t.account]
     _chain(ordered, with_self_first=True)
@@ -250,15 +268,15 @@ def op_view(nodes: dict[str, ProfNode], opts: dict[str, Any]) -> tuple[MultiGrap
             shown.append(multi)
     if opts["account_displayed_op_only"]:
         _chain(shown, with_self_first=True)
-    root = MultiGraphNodeProto(name=ROOT)
-    last = root
-    for multi in shown:
-        last.children = [multi.proto]
-        last = multi.proto
+    root = ProfNode(MultiGraphNodeProto(name=ROOT), set())
     source = shown if opts["account_displayed_op_only"] else ordered
     for stat in STAT_FIELDS:
-        setattr(root, f"total_{stat}", getattr(source[0].proto, f"total_{stat}") if source else 0)
-    return root, shown
+        root.set_stat(f"total_{stat}", source[0].stat(f"total_{stat}") if source else 0)
+    into = root.proto
+    for multi in shown:   # a chain: each type's copy goes under the one before it
+        into = into.children.add()
+        into.CopyFrom(multi.proto)
+    return root.proto, shown
 
 
 def _chain(ordered: list[ProfNode], with_self_first: bool) -> None:

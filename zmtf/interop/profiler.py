@@ -201,7 +201,7 @@ def _output_target(output: str) -> tuple[str, str]:
     if kind in ("timeline", "pprof"):
         raise NotImplementedError(f"profiler output {output!r}: zmtf's profiler writes stdout, "
                                   f"a file or nothing; for a timeline use "
-                                  f"tf.train.Timeline(run_meta.step_stats) or tf.train.ProfilerHook")
+                                  f"python.client.timeline.Timeline(run_meta.step_stats) or tf.train.ProfilerHook")
     raise ValueError(f"profiler output {output!r} is not one of 'stdout', 'none', "
                      f"'file:outfile=<path>'")
 
@@ -246,7 +246,7 @@ def _analyze(graph: Any, steps: dict[int, dict[str, Any]], cmd: str, options: An
 def _steps_of(run_meta: Any) -> dict[int, dict[str, Any]]:
     if run_meta is None:
         return {}
-    return {0: profile_model.step_times(getattr(run_meta, "step_stats", run_meta) or [])}
+    return {0: profile_model.step_times(getattr(run_meta, "step_stats", run_meta))}
 
 
 def _no_op_log(op_log: Any) -> None:

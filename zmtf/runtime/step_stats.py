@@ -16,8 +16,8 @@ from typing import Any
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.runtime.executor import NodeTrace
 
-#: perf_counter -> wall clock in this process
-_WALL_OFFSET = time.time() - time.perf_counter()
+#: perf_counter -> wall clock in this process (the local session's step stats add it)
+WALL_OFFSET = time.time() - time.perf_counter()
 _TEXT_KEYS = ("node", "device", "thread")
 _KEYS = frozenset({*_TEXT_KEYS, "start", "end"})
 #: optional: a _Send's/_Recv's "bytes"; a remote task's RunGraph span: "offset", "bound" (s);
@@ -33,7 +33,7 @@ def to_plain(traces: list[Any]) -> list[dict[str, Any]]:
             out.append(t)
             continue
         item = {"node": t.node_name, "device": t.device, "thread": t.thread,
-                "start": t.start + _WALL_OFFSET, "end": t.end + _WALL_OFFSET}
+                "start": t.start + WALL_OFFSET, "end": t.end + WALL_OFFSET}
         if t.bytes:
             item["bytes"] = t.bytes
         if getattr(t, "label", ""):
@@ -44,7 +44,7 @@ def to_plain(traces: list[Any]) -> list[dict[str, Any]]:
 
 def wall_now() -> float:
     """This process's wall clock as to_plain() states it (perf_counter-based, so monotone)."""
-    return time.perf_counter() + _WALL_OFFSET
+    return time.perf_counter() + WALL_OFFSET
 
 
 def from_plain(items: Any, source: str) -> list[NodeTrace]:

@@ -7,7 +7,11 @@ step's first node. A tensor that crossed tasks is a flow: "s" on its _Send (or, 
 a RunGraph reply carried to the master, on the node that made it) and "f" on its _Recv, one
 id per pair, with the bytes and the time on the wire (recv's end - send's start). A
 distributed step's stats are on the client's clock already (``distributed.trace_clock``);
-how far each task's times may be off is stated in ``otherData`` and on its process row.
+how far each task's times may be off (stated on its RunGraph/RunStep span's timeline_label)
+is shown in ``otherData`` and on its process row.
+
+It reads TF's StepStats message (``run_metadata.step_stats``, zmtf's or TF's own) through
+``formats.step_stats_proto.node_runs``; ``transfers`` and ``clock_bounds`` take those runs.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+from zmtf.formats.step_stats_proto import node_runs
 
 _RECV = re.compile(r"_recv/(?P<source>.+)/from(?P<src>_job.+)$")
 _OUTPUT_SUFFIX = re.compile(r"_\d+$")
@@ -27,7 +33,7 @@ def task_of(device: str) -> str:
 
 
 def transfers(stats: list[Any]) -> list[tuple[Any, Any]]:
-    """(send, recv) NodeTrace pairs of every tensor that crossed tasks: a _Recv with its
+    """(send, recv) NodeRun pairs of every tensor that crossed tasks: a _Recv with its
     _Send, or, carried by a RunGraph reply (no _Send), with the node that produced it."""
     by_task: dict[tuple[str, str], Any] = {}
     for s in stats:
@@ -49,12 +55,12 @@ def transfers(stats: list[Any]) -> list[tuple[Any, Any]]:
 def clock_bounds(stats: list[Any]) -> dict[str, float]:
     """Task -> how far (s) its times may be off the client's clock: its RunGraph's bound
     (against the master) plus the RunStep's (the master against the client)."""
-    step = [t.clock[1] for t in stats if t.node_name == "RunStep" and getattr(t, "clock", None)]
-    master = [task_of(t.device) for t in stats if t.node_name == "RunStep" and getattr(t, "clock", None)]
+    step = [t.clock[1] for t in stats if t.node_name == "RunStep" and t.clock]
+    master = [task_of(t.device) for t in stats if t.node_name == "RunStep" and t.clock]
     base = step[0] if step else 0.0
     bounds = {task_of(t.device): base for t in stats}
     for t in stats:
-        if t.node_name == "RunGraph" and getattr(t, "clock", None) and task_of(t.device) not in master:
+        if t.node_name == "RunGraph" and t.clock and task_of(t.device) not in master:
             bounds[task_of(t.device)] = base + t.clock[1]
     return bounds
 
@@ -63,7 +69,7 @@ class Timeline:
     """``Timeline(run_metadata.step_stats).generate_chrome_trace_format()`` -> JSON text."""
 
     def __init__(self, step_stats: Any, graph: Any = None) -> None:
-        self._stats = list(getattr(step_stats, "step_stats", step_stats) or [])
+        self._stats = node_runs(getattr(step_stats, "step_stats", step_stats))
 
     def generate_chrome_trace_format(self, show_dataflow: bool = True, show_memory: bool = False) -> str:
         meta: list[dict[str, Any]] = []
@@ -97,14 +103,14 @@ class Timeline:
         for stat in sorted(self._stats, key=lambda s: s.start):
             pid, tid = row(stat)
             args: dict[str, Any] = {"name": stat.node_name}
-            if getattr(stat, "bytes", 0):
+            if stat.bytes:
                 args["bytes"] = stat.bytes
             events.append({"name": stat.node_name, "cat": "RPC" if stat.node_name in _RPC_SPANS else "Op",
                            "ph": "X", "pid": pid, "tid": tid, "ts": us(stat.start),
                            "dur": round((stat.end - stat.start) * 1e6, 3), "args": args})
         if show_dataflow:
             for flow_id, (send, recv) in enumerate(transfers(self._stats)):
-                wire = {"bytes": getattr(recv, "bytes", 0) or getattr(send, "bytes", 0),
+                wire = {"bytes": recv.bytes or send.bytes,
                         "wire_us": round((recv.end - send.start) * 1e6, 3)}
                 (spid, stid), (rpid, rtid) = row(send), row(recv)
                 events.append({"name": recv.node_name, "cat": "DataFlow", "ph": "s", "id": flow_id,
