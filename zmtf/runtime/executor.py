@@ -41,6 +41,7 @@ from zmtf.runtime.conv_fusion import (
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.shared_transpose import share_transposes
+from zmtf.runtime.stacked_products import stack_products
 from zmtf.runtime.step_future import StepFuture
 
 KernelLookup = Callable[[str, str, "str | None"], AnyKernelFn]
@@ -55,8 +56,11 @@ Kernel = Callable[..., Any]
 # threshold) it took ~4 us, and every such hop made the step slower.
 EXPENSIVE_ELEMENTS = 1 << 19
 ALWAYS_EXPENSIVE = frozenset({"MatMul"})
-# ... unless it is a product of fewer multiply-adds than this (~50 us of one-thread BLAS)
-EXPENSIVE_MULTIPLY_ADDS = 1 << 21
+# ... unless it is a product of fewer multiply-adds than this (~400 us of one-thread BLAS).
+# bench/offload.py: a product of 2^22 (an LSTM's 32x256x512) lost to the hop in every run
+# (hopped/inline 1.15-1.35 at load 2.7-10.7); 2^25 won once (0.61, load 3.8). In one LSTM
+# process, hopping its 2^22 products cost ~1 ms of CPU per step (12.6 vs 11.7 ms) and no wall.
+EXPENSIVE_MULTIPLY_ADDS = 1 << 23
 # Ops with inputs whose kernels take the same time whatever the inputs' sizes (they return
 # an input, a view of it or its shape): never worth a thread hop, so the hot loop does not
 # size their inputs. Nodes without data inputs never are either.
@@ -114,7 +118,7 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = share_transposes(fuse_elementwise(fuse_convolutions(plan)))
+            plan = share_transposes(fuse_elementwise(stack_products(fuse_convolutions(plan))))
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)

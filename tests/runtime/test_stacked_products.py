@@ -1,0 +1,105 @@
+"""runtime.stacked_products: an AddN of MatMuls (an RNN weight's gradient) runs as one product
+of the stacked operands, with the AddN's name, the same values within float rounding, and
+the graph's own errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zmtf as tf
+
+FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+_OP = "_StackedMatMul"
+
+
+def _unfused() -> tf.ConfigProto:
+    return tf.ConfigProto(graph_options=tf.GraphOptions(
+        optimizer_options=tf.OptimizerOptions(global_jit_level=tf.OptimizerOptions.OFF)))
+
+
+def _labels(meta) -> dict[str, str]:
+    return {n.node_name: n.timeline_label for d in meta.step_stats.dev_stats for n in d.node_stats}
+
+
+def _trained(config, steps=3):
+    """h = tanh(h @ w + x_k) over six time steps, trained by SGD: w's gradient is the AddN of
+    six products h_k^T @ dpre_k (tf.gradients' tuples give them control consumers too)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(4)
+        xs = [tf.placeholder(tf.float32, [5, 7]) for _ in range(6)]
+        w = tf.Variable(tf.truncated_normal([7, 7], stddev=0.4, seed=5))
+        h = tf.zeros([5, 7])
+        for x in xs:
+            h = tf.tanh(tf.matmul(h, w) + x)
+        loss = tf.reduce_mean(tf.square(h))
+        train = tf.train.GradientDescentOptimizer(0.3).minimize(loss)
+        init = tf.global_variables_initializer()
+    rng = np.random.default_rng(6)
+    feed = {x: rng.standard_normal((5, 7)).astype(np.float32) for x in xs}
+    meta = tf.RunMetadata()
+    with tf.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        for _ in range(steps):
+            sess.run(train, feed, options=FULL, run_metadata=meta)
+        return sess.run([loss, w], feed), _labels(meta)
+
+
+def test_a_weights_gradient_products_run_as_one_and_train_alike():
+    (loss, w), labels = _trained(None)
+    (plain_loss, plain_w), plain_labels = _trained(_unfused())
+    stacked = {name: label for name, label in labels.items() if _OP in label}
+    assert len(stacked) == 1, labels
+    ((name, label),) = stacked.items()
+    assert name.startswith("gradients/AddN") and "AddN of 6 MatMul" in label, label
+    assert not [label for label in plain_labels.values() if _OP in label]
+    np.testing.assert_allclose(loss, plain_loss, rtol=1e-5)
+    np.testing.assert_allclose(w, plain_w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("transpose_a,transpose_b", [(True, False), (False, False), (False, True)])
+def test_products_of_different_inner_sizes_sum_as_numpy(transpose_a, transpose_b):
+    rng = np.random.default_rng(1)
+    inner = (3, 8, 1, 5)
+    a = [rng.standard_normal((k, 4) if transpose_a else (4, k)) for k in inner]
+    b = [rng.standard_normal((6, k) if transpose_b else (k, 6)) for k in inner]
+    graph = tf.Graph()
+    with graph.as_default():
+        total = tf.add_n([tf.matmul(tf.constant(x), tf.placeholder_with_default(y, y.shape),
+                                    transpose_a=transpose_a, transpose_b=transpose_b)
+                          for x, y in zip(a, b)])
+    meta = tf.RunMetadata()
+    with tf.Session(graph=graph) as sess:
+        got = sess.run(total, options=FULL, run_metadata=meta)
+    assert any(_OP in label for label in _labels(meta).values())
+    want = sum((x.T if transpose_a else x) @ (y.T if transpose_b else y) for x, y in zip(a, b))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_product_read_elsewhere_or_fetched_keeps_the_graph_as_it_is():
+    graph = tf.Graph()
+    with graph.as_default():
+        xs = [tf.placeholder(tf.float64, [2, 3]) for _ in range(4)]
+        products = [tf.matmul(x, x, transpose_a=True) for x in xs]
+        total = tf.add_n(products)
+        doubled = products[0] * 2.0
+    feed = {x: np.full((2, 3), k + 1.0) for k, x in enumerate(xs)}
+    for fetches in ([total, products[2]], [total, doubled]):
+        meta = tf.RunMetadata()
+        with tf.Session(graph=graph) as sess:
+            got = sess.run(fetches, feed, options=FULL, run_metadata=meta)
+        assert not [label for label in _labels(meta).values() if _OP in label]
+        np.testing.assert_array_equal(got[0], sum(2 * (k + 1.0) ** 2 for k in range(4)) * np.ones((3, 3)))
+
+
+def test_operands_that_do_not_fit_fail_as_the_matmul_would():
+    graph = tf.Graph()
+    with graph.as_default():
+        xs = [tf.placeholder(tf.float32, [None, None]) for _ in range(4)]
+        total = tf.add_n([tf.matmul(x, x, transpose_a=True) for x in xs[:3]]
+                         + [tf.matmul(xs[3], tf.ones([5, 3]), transpose_a=True)])
+    feed = {x: np.ones((2, 3), np.float32) for x in xs}
+    with tf.Session(graph=graph) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Matrix size-incompatible"):
+            sess.run(total, feed)
