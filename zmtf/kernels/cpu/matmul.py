@@ -108,7 +108,7 @@ def transpose_for_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
 def stacked_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
     """The sum of the products a_k @ b_k (inputs a_1, b_1, a_2, b_2, ..., each transposed as
     ``transpose_a``/``transpose_b`` say) as one product of the operands stacked along the
-    inner dimension. runtime.stacked_products puts it where an AddN summed MatMuls (an
+    inner dimension. runtime.gradient_sums puts it where an AddN summed MatMuls (an
     RNN's weight gradient); operands that do not stack (shapes, dtypes) run as those
     MatMuls and that AddN, with their errors."""
     lefts, rights = inputs[0::2], inputs[1::2]

@@ -1,6 +1,6 @@
-"""runtime.stacked_products: an AddN of MatMuls (an RNN weight's gradient) runs as one product
-of the stacked operands, with the AddN's name, the same values within float rounding, and
-the graph's own errors."""
+"""runtime.gradient_sums: an AddN of MatMuls (an RNN weight's gradient) runs as one product
+of the stacked operands, an AddN of SumToShapes (its bias's) as one reduction, with the
+AddN's name, the same values within float rounding, and the graph's own errors."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import zmtf as tf
 
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 _OP = "_StackedMatMul"
+_SUMS = "_SumToShapeOfSum"
 
 
 def _unfused() -> tf.ConfigProto:
@@ -23,16 +24,18 @@ def _labels(meta) -> dict[str, str]:
 
 
 def _trained(config, steps=3):
-    """h = tanh(h @ w + x_k) over six time steps, trained by SGD: w's gradient is the AddN of
-    six products h_k^T @ dpre_k (tf.gradients' tuples give them control consumers too)."""
+    """h = tanh(h @ w + b + x_k) over six time steps, trained by SGD: w's gradient is the AddN
+    of six products h_k^T @ dpre_k, b's the AddN of six SumToShape(dpre_k) (tf.gradients'
+    tuples give them control consumers too)."""
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(4)
         xs = [tf.placeholder(tf.float32, [5, 7]) for _ in range(6)]
         w = tf.Variable(tf.truncated_normal([7, 7], stddev=0.4, seed=5))
+        b = tf.Variable(tf.fill([7], 0.1))
         h = tf.zeros([5, 7])
         for x in xs:
-            h = tf.tanh(tf.matmul(h, w) + x)
+            h = tf.tanh(tf.matmul(h, w) + b + x)
         loss = tf.reduce_mean(tf.square(h))
         train = tf.train.GradientDescentOptimizer(0.3).minimize(loss)
         init = tf.global_variables_initializer()
@@ -43,19 +46,20 @@ def _trained(config, steps=3):
         sess.run(init)
         for _ in range(steps):
             sess.run(train, feed, options=FULL, run_metadata=meta)
-        return sess.run([loss, w], feed), _labels(meta)
+        return sess.run([loss, w, b], feed), _labels(meta)
 
 
-def test_a_weights_gradient_products_run_as_one_and_train_alike():
-    (loss, w), labels = _trained(None)
-    (plain_loss, plain_w), plain_labels = _trained(_unfused())
-    stacked = {name: label for name, label in labels.items() if _OP in label}
-    assert len(stacked) == 1, labels
-    ((name, label),) = stacked.items()
-    assert name.startswith("gradients/AddN") and "AddN of 6 MatMul" in label, label
-    assert not [label for label in plain_labels.values() if _OP in label]
-    np.testing.assert_allclose(loss, plain_loss, rtol=1e-5)
-    np.testing.assert_allclose(w, plain_w, rtol=1e-5, atol=1e-6)
+def test_a_weights_and_a_biass_gradients_run_as_one_node_each_and_train_alike():
+    values, labels = _trained(None)
+    plain_values, plain_labels = _trained(_unfused())
+    for op, term in ((_OP, "MatMul"), (_SUMS, "SumToShape")):
+        summed = {name: label for name, label in labels.items() if op in label}
+        assert len(summed) == 1, labels
+        ((name, label),) = summed.items()
+        assert name.startswith("gradients/AddN") and f"AddN of 6 {term}" in label, label
+        assert not [label for label in plain_labels.values() if op in label]
+    for got, want in zip(values, plain_values):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("transpose_a,transpose_b", [(True, False), (False, False), (False, True)])
@@ -103,3 +107,26 @@ def test_operands_that_do_not_fit_fail_as_the_matmul_would():
     with tf.Session(graph=graph) as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="Matrix size-incompatible"):
             sess.run(total, feed)
+
+
+
+@pytest.mark.parametrize("batches", [(4, 4, 4, 4), (2, 5, 1, 3)])
+def test_a_bias_read_by_several_terms_gets_their_summed_gradient(batches):
+    """x_k + b for four fed x_k: b's gradient is an AddN of four SumToShapes, one reduction
+    of their sum when the x_k have one shape, each SumToShape when they do not."""
+    rng = np.random.default_rng(2)
+    data = [rng.standard_normal((n, 3)) for n in batches]
+    scale = [rng.standard_normal(3) for _ in batches]
+    graph = tf.Graph()
+    with graph.as_default():
+        xs = [tf.placeholder(tf.float64, [None, 3]) for _ in batches]
+        b = tf.Variable(np.zeros(3))
+        loss = tf.add_n([tf.reduce_sum((x + b) * c) for x, c in zip(xs, scale)])
+        (grad,) = tf.gradients(loss, [b])
+        init = tf.global_variables_initializer()
+    meta = tf.RunMetadata()
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        got = sess.run(grad, dict(zip(xs, data)), options=FULL, run_metadata=meta)
+    assert any(_SUMS in label for label in _labels(meta).values()), _labels(meta)
+    np.testing.assert_allclose(got, sum(n * c for n, c in zip(batches, scale)), rtol=1e-12)
