@@ -30,6 +30,7 @@ tf.cond (Switch/Merge) are left alone. Off with fusion (``ZMTF_FUSION=0`` or the
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.fusion import consumers_of
@@ -127,7 +128,7 @@ def _summing_node(nodes: tuple[PlannedNode, ...], add: PlannedNode, terms: list[
     first = nodes[terms[0]]
     op = _REPLACEMENT[first.op_type]
     names = ", ".join(nodes[t].name for t in terms)
-    attrs = {"_node_name": add.name, "_device": add.device,
+    attrs: dict[str, Any] = {"_node_name": add.name, "_device": add.device,
              "_label": f"{add.name} = {op}(AddN of {len(terms)} {first.op_type}: {names})"}
     if first.op_type == "MatMul":
         attrs["transpose_a"] = bool(first.attrs.get("transpose_a"))
