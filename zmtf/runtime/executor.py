@@ -42,6 +42,7 @@ from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.gradient_sums import sum_gradients
 from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.shared_transpose import share_transposes
+from zmtf.runtime.sliced_products import slice_products
 from zmtf.runtime.step_future import StepFuture
 
 KernelLookup = Callable[[str, str, "str | None"], AnyKernelFn]
@@ -112,14 +113,15 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
     each (``fuse_elementwise``), after its convolutions took their bias, Relu and filter
     gradient's columns (``fuse_convolutions``) and AddNs of per-step gradients (MatMuls,
-    SumToShapes) became one node each (``sum_gradients``), and MatMuls that read one weight
-    transposed share one transposed copy of it (``share_transposes``). Nodes that would give the same
+    SumToShapes) became one node each (``sum_gradients``), MatMuls that read one weight
+    transposed share one transposed copy of it (``share_transposes``), and a MatMul whose one
+    reader keeps some of its columns computes only those (``slice_products``). Nodes that would give the same
     value in every step (see ``_evaluate_at_bind``) are evaluated here, once, instead of in
     each step."""
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = share_transposes(fuse_elementwise(sum_gradients(fuse_convolutions(plan))))
+            plan = slice_products(share_transposes(fuse_elementwise(sum_gradients(fuse_convolutions(plan)))))
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)

@@ -123,25 +123,8 @@ def fold_splits(plan: StepPlan) -> StepPlan:
             folds.setdefault(f, []).append(i)
     if not folds:
         return plan
-    new_index: dict[int, int] = {}
-    order: list[int] = []
-    folded = {s: f for f, splits in folds.items() for s in splits}
-    for i in range(len(nodes)):
-        if i not in folded:
-            new_index[i] = len(order)
-            order.append(i)
-    for s, f in folded.items():
-        new_index[s] = new_index[f]
-    preds = merged_predecessors(nodes, new_index, len(order))
-    consumers = consumers_of(preds)
-    out = []
-    for new, old in enumerate(order):
-        n = nodes[old]
-        if old in folds:
-            n = _with_splits(nodes, n, folds[old])
-        out.append(replace(n, consumers=tuple(sorted(consumers[new])), pending_count=len(preds[new])))
-    return replace(plan, nodes=tuple(out), roots=tuple(i for i, n in enumerate(out) if n.pending_count == 0),
-                   targets=tuple(new_index[t] for t in plan.targets))
+    removed = {s for splits in folds.values() for s in splits}   # the fused node waits for their inputs
+    return without_nodes(plan, removed, {f: _with_splits(nodes, nodes[f], splits) for f, splits in folds.items()})
 
 
 def _with_splits(nodes: Sequence[PlannedNode], fused: PlannedNode, splits: list[int]) -> PlannedNode:
@@ -256,6 +239,35 @@ def merged_predecessors(nodes: Sequence[PlannedNode], new_index: dict[int, int],
             if a != b:
                 preds[b].add(a)
     return preds
+
+
+def without_nodes(plan: StepPlan, removed: set[int], replacements: dict[int, PlannedNode]) -> StepPlan:
+    """``plan`` without the ``removed`` nodes and with ``replacements`` (old index -> node)
+    in place of theirs. A removed node's consumers wait instead for what it waited for
+    (through removed nodes too), so every ordering the plan had still holds."""
+    nodes = plan.nodes
+    preds: list[set[int]] = [set() for _ in nodes]
+    for i, n in enumerate(nodes):
+        for c in n.consumers:
+            preds[c].add(i)
+    kept_preds: dict[int, set[int]] = {}
+
+    def waits(i: int) -> set[int]:
+        if i not in kept_preds:
+            result: set[int] = set()
+            for p in preds[i]:
+                result |= waits(p) if p in removed else {p}
+            kept_preds[i] = result
+        return kept_preds[i]
+
+    kept = [i for i in range(len(nodes)) if i not in removed]
+    index = {old: new for new, old in enumerate(kept)}
+    new_preds = [{index[p] for p in waits(old)} for old in kept]
+    consumers = consumers_of(new_preds)
+    out = [replace(replacements.get(old, nodes[old]), consumers=tuple(sorted(consumers[new])),
+                   pending_count=len(new_preds[new])) for new, old in enumerate(kept)]
+    return replace(plan, nodes=tuple(out), roots=tuple(i for i, n in enumerate(out) if n.pending_count == 0),
+                   targets=tuple(index[t] for t in plan.targets))
 
 
 def consumers_of(preds: Sequence[set[int]]) -> list[list[int]]:

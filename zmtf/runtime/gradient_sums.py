@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from zmtf.placement.plan import PlannedNode, StepPlan
-from zmtf.runtime.fusion import consumers_of
+from zmtf.runtime.fusion import without_nodes
 
 STACKED_MATMUL_OP = "_StackedMatMul"
 SUM_OF_SUMS_OP = "_SumToShapeOfSum"
@@ -90,37 +90,9 @@ def _terms(nodes: tuple[PlannedNode, ...], i: int, producer: dict[int, int],
 
 def _rewrite(plan: StepPlan, groups: dict[int, list[int]]) -> StepPlan:
     """Each AddN of ``groups`` becomes the node of its terms' kind; the terms leave the plan."""
-    nodes = plan.nodes
     removed = {t for terms in groups.values() for t in terms}
-    preds: list[set[int]] = [set() for _ in nodes]
-    for i, n in enumerate(nodes):
-        for c in n.consumers:
-            preds[c].add(i)
-    kept_preds: dict[int, set[int]] = {}
-
-    def waits(i: int) -> set[int]:
-        """What node i waits for, a removed predecessor replaced by what it waited for."""
-        if i not in kept_preds:
-            result: set[int] = set()
-            for p in preds[i]:
-                result |= waits(p) if p in removed else {p}
-            kept_preds[i] = result
-        return kept_preds[i]
-
-    kept = [i for i in range(len(nodes)) if i not in removed]
-    index = {old: new for new, old in enumerate(kept)}
-    new_preds = [{index[p] for p in waits(old)} for old in kept]
-    consumers = consumers_of(new_preds)
-    new_nodes = []
-    for new, old in enumerate(kept):
-        n = nodes[old]
-        if old in groups:
-            n = _summing_node(nodes, n, groups[old])
-        new_nodes.append(replace(n, consumers=tuple(sorted(consumers[new])),
-                                 pending_count=len(new_preds[new])))
-    return replace(plan, nodes=tuple(new_nodes),
-                   roots=tuple(i for i, n in enumerate(new_nodes) if n.pending_count == 0),
-                   targets=tuple(index[i] for i in plan.targets))
+    return without_nodes(plan, removed, {i: _summing_node(plan.nodes, plan.nodes[i], terms)
+                                         for i, terms in groups.items()})
 
 
 def _summing_node(nodes: tuple[PlannedNode, ...], add: PlannedNode, terms: list[int]) -> PlannedNode:

@@ -140,3 +140,17 @@ def _stacked(ctx: Any, operands: list, axis: int) -> np.ndarray:
     out = empty(ctx, tuple(shape), operands[0].dtype)
     np.concatenate(operands, axis=axis, out=out)
     return out
+
+
+@register("_SlicedMatMul", dtypes=("float32", "float64"))
+def sliced_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
+    """MatMul(a, b)[:, start:stop:step] (``columns``), multiplying by those columns of the
+    right operand only: runtime.sliced_products puts it where a StridedSlice kept part of
+    a product's columns (an RNN's h gradient out of its concat's). Each kept element is the
+    same dot product."""
+    a, b = inputs
+    if a.ndim != 2 or b.ndim != 2 or (a.shape[0] if attrs.get("transpose_a") else a.shape[1]) != (
+            b.shape[1] if attrs.get("transpose_b") else b.shape[0]):
+        return mat_mul(ctx, inputs, attrs)   # raises MatMul's error, with the whole operands
+    columns = slice(*attrs["columns"])
+    return [_product(ctx, a, b[columns] if attrs.get("transpose_b") else b[:, columns], attrs)]
