@@ -16,8 +16,8 @@ import numpy as np
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import empty, quietly, shape_str
 from zmtf.kernels.cpu.blas import use_threads_for
-from zmtf.kernels.cpu._jit import jit
-from zmtf.kernels.cpu.elementwise import add_n
+from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit
+from zmtf.kernels.cpu.elementwise import BINARY_OPS, add_n, binary
 from zmtf.kernels.registry import register
 
 _MATMUL_DTYPES = ("float16", "float32", "float64", "int32", "int64")
@@ -154,3 +154,26 @@ def sliced_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
         return mat_mul(ctx, inputs, attrs)   # raises MatMul's error, with the whole operands
     columns = slice(*attrs["columns"])
     return [_product(ctx, a, b[columns] if attrs.get("transpose_b") else b[:, columns], attrs)]
+
+
+@register("_MatMulAdd", dtypes=("float32", "float64"))
+def mat_mul_add(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Add (``add``: Add or AddV2) of MatMul(a, b) and a tensor (inputs a, b, the tensor; the
+    product is the Add's first operand if ``product_first``): runtime.matmul_readers puts it
+    where an Add was a product's one reader. A bias that keeps the product's shape and dtype
+    is added into the product's buffer; anything else runs as the Add's kernel would."""
+    a, b, other = inputs
+    product = _product(ctx, a, b, attrs)
+    if (type(other) is np.ndarray and other.dtype == product.dtype and product.size < PARALLEL_MIN_ELEMENTS
+            and _keeps_shape(other.shape, product.shape)):
+        quietly(np.add, product, other, out=product)   # x + y == y + x, bit for bit
+        return [product]
+    spec = BINARY_OPS[attrs["add"]]
+    return [binary(spec, ctx, product, other) if attrs["product_first"] else binary(spec, ctx, other, product)]
+
+
+def _keeps_shape(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether broadcasting an array of ``shape`` against one of ``target`` gives ``target``."""
+    if len(shape) > len(target):
+        return False
+    return all(d in (1, t) for d, t in zip(shape[::-1], target[::-1]))
