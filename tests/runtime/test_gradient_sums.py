@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.kernels.cpu import matmul
 
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 _OP = "_StackedMatMul"
@@ -62,8 +63,12 @@ def test_a_weights_and_a_biass_gradients_run_as_one_node_each_and_train_alike():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("transpose_a,transpose_b", [(True, False), (False, False), (False, True)])
-def test_products_of_different_inner_sizes_sum_as_numpy(transpose_a, transpose_b):
+@pytest.mark.parametrize("transpose_a,transpose_b,limit", [(True, False, None), (False, False, None),
+                                                          (False, True, None), (True, False, 0)])
+def test_products_of_different_inner_sizes_sum_as_numpy(transpose_a, transpose_b, limit, monkeypatch):
+    """Stacked, or (operands past STACK_MAX_BYTES) as the products and their sum."""
+    if limit is not None:
+        monkeypatch.setattr(matmul, "STACK_MAX_BYTES", limit)
     rng = np.random.default_rng(1)
     inner = (3, 8, 1, 5)
     a = [rng.standard_normal((k, 4) if transpose_a else (4, k)) for k in inner]

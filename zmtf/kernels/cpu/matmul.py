@@ -22,6 +22,9 @@ from zmtf.kernels.registry import register
 
 _MATMUL_DTYPES = ("float16", "float32", "float64", "int32", "int64")
 _STACKED_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+#: operands a stacked product copies at most: beyond, the copies would cost memory that
+#: small per-step products (what stacking is for) never need; bigger ones gain little
+STACK_MAX_BYTES = 64 << 20
 
 
 @register("MatMul", dtypes=_MATMUL_DTYPES)
@@ -110,12 +113,14 @@ def stacked_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
     ``transpose_a``/``transpose_b`` say) as one product of the operands stacked along the
     inner dimension. runtime.gradient_sums puts it where an AddN summed MatMuls (an
     RNN's weight gradient); operands that do not stack (shapes, dtypes) run as those
-    MatMuls and that AddN, with their errors."""
+    MatMuls and that AddN, with their errors, and so do operands of more than
+    STACK_MAX_BYTES."""
     lefts, rights = inputs[0::2], inputs[1::2]
     a_axis = 0 if attrs.get("transpose_a") else 1   # each operand's inner dimension
     b_axis = 1 if attrs.get("transpose_b") else 0
     if (_stackable(lefts, a_axis) and _stackable(rights, b_axis) and lefts[0].dtype == rights[0].dtype
-            and all(a.shape[a_axis] == b.shape[b_axis] for a, b in zip(lefts, rights))):
+            and all(a.shape[a_axis] == b.shape[b_axis] for a, b in zip(lefts, rights))
+            and sum(x.nbytes for x in inputs) <= STACK_MAX_BYTES):
         # as many BLAS threads as one of the products gets: those ran on one thread each
         # (an LSTM's), and on a loaded machine two threads for the stack cost ~1.5x the CPU
         return [_product(ctx, _stacked(ctx, lefts, a_axis), _stacked(ctx, rights, b_axis), attrs,
