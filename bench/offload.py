@@ -55,7 +55,7 @@ def main() -> None:
         inline, hopped = pair_times(functools.partial(np.add, a, b), args.reps, pool)
         print(f"{'add 2^%d elements' % shift:<28}{inline * 1e6:>11.1f}{hopped * 1e6:>11.1f}"
               f"{hopped / inline:>15.2f}")
-    for m, k, n in ((32, 64, 64), (32, 128, 128), (32, 256, 256), (32, 256, 512), (64, 512, 512),
+    for m, k, n in ((32, 64, 64), (32, 128, 128), (32, 256, 256), (32, 256, 512), (64, 256, 512), (64, 512, 512),
                     (128, 512, 512)):
         x, w = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
         inline, hopped = pair_times(functools.partial(np.matmul, x, w), args.reps, pool)

@@ -123,6 +123,28 @@ def test_a_fused_member_that_fails_is_named_in_the_error():
             sess.run(y, {a: np.ones(3, np.float32), b: np.ones(2, np.float32)})
 
 
+@pytest.mark.parametrize("axis", [1, 0])
+def test_a_split_read_by_one_fused_node_is_folded_into_it(axis):
+    """The pieces of a SplitV that only a fused node reads are read in place (the last
+    axis) or split as the SplitV would (another axis) inside that node; a split that does
+    not fit the fed tensor fails naming the SplitV."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float64, [None, None])
+        p, q, r = tf.split(x, [2, 2, 2], axis=axis, name="pieces")
+        y = tf.reduce_sum((p * q + r) * 2.0 - p, axis=axis)
+    data = np.random.default_rng(3).standard_normal((6, 6))
+    parts = np.split(data, [2, 4], axis=axis)
+    want = ((parts[0] * parts[1] + parts[2]) * 2.0 - parts[0]).sum(axis=axis)
+    (first, last), names = _run(graph, y, {x: data}, times=5)
+    assert [n for n in names if "SplitV+" in n and "pieces" in n], names
+    np.testing.assert_array_equal(first, want)
+    np.testing.assert_array_equal(last, want)
+    with tf.Session(graph=graph) as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="pieces"):
+            sess.run(y, {x: np.ones((7, 7))})
+
+
 def test_a_fused_lstm_cell_trains_as_the_unfused_one():
     def build():
         graph = tf.Graph()
@@ -225,7 +247,8 @@ def test_an_lstm_cells_forward_is_one_fused_node_with_its_sigmoids_and_tanhs():
     cells = [n for n in names if "_FusedElementwise[" in n]
     ops = cells[0].split("](")[0].split("[")[1].split("+") if len(cells) == 1 else []
     assert ops.count("Sigmoid") == 3 and ops.count("Tanh") == 2, names
-    assert not [n for n in names if n.startswith(("Sigmoid", "Tanh"))], names
+    assert ops.count("SplitV") == 1, names   # its pieces read where they lie in the gates
+    assert not [n for n in names if n.startswith(("Sigmoid", "Tanh", "split"))], names
     np.testing.assert_allclose(fused, plain, rtol=4e-7 * 8, atol=1e-6)   # a few ulps, 2 sums
     np.testing.assert_array_equal(first, plain)   # the first runs: the members' own kernels
     graph, out, feed = build(tf.float64)

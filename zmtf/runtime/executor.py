@@ -39,6 +39,8 @@ from zmtf.runtime.conv_fusion import (
     fuse_convolutions,
 )
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
+from zmtf.runtime.gradient_sums import sum_gradients
+from zmtf.runtime.matmul_readers import fold_matmul_readers
 from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.shared_transpose import share_transposes
 from zmtf.runtime.step_future import StepFuture
@@ -54,9 +56,12 @@ Kernel = Callable[..., Any]
 # it: an elementwise kernel over 2^19 input elements takes ~30 us; at 2^15 (the earlier
 # threshold) it took ~4 us, and every such hop made the step slower.
 EXPENSIVE_ELEMENTS = 1 << 19
-ALWAYS_EXPENSIVE = frozenset({"MatMul"})
-# ... unless it is a product of fewer multiply-adds than this (~50 us of one-thread BLAS)
-EXPENSIVE_MULTIPLY_ADDS = 1 << 21
+ALWAYS_EXPENSIVE = frozenset({"MatMul", "_MatMulAdd", "_SlicedMatMul"})   # inputs 0, 1: a, b
+# ... unless it is a product of fewer multiply-adds than this (~400 us of one-thread BLAS).
+# bench/offload.py: a product of 2^22 (an LSTM's 32x256x512) lost to the hop in every run
+# (hopped/inline 1.15-1.35 at load 2.7-10.7); 2^25 won once (0.61, load 3.8). In one LSTM
+# process, hopping its 2^22 products cost ~1 ms of CPU per step (12.6 vs 11.7 ms) and no wall.
+EXPENSIVE_MULTIPLY_ADDS = 1 << 23
 # Ops with inputs whose kernels take the same time whatever the inputs' sizes (they return
 # an input, a view of it or its shape): never worth a thread hop, so the hot loop does not
 # size their inputs. Nodes without data inputs never are either.
@@ -107,14 +112,17 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
     each (``fuse_elementwise``), after its convolutions took their bias, Relu and filter
-    gradient's columns (``fuse_convolutions``), and MatMuls that read one weight transposed
-    share one transposed copy of it (``share_transposes``). Nodes that would give the same
-    value in every step (see ``_evaluate_at_bind``) are evaluated here, once, instead of in
-    each step."""
+    gradient's columns (``fuse_convolutions``) and AddNs of per-step gradients (MatMuls,
+    SumToShapes) became one node each (``sum_gradients``), MatMuls that read one weight
+    transposed share one transposed copy of it (``share_transposes``), and a MatMul whose one
+    reader slices its columns or adds a bias does that itself (``fold_matmul_readers``).
+    Nodes that would give the same value in every step (see ``_evaluate_at_bind``) are
+    evaluated here, once, instead of in each step."""
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = share_transposes(fuse_elementwise(fuse_convolutions(plan)))
+            plan = sum_gradients(fuse_convolutions(plan))
+            plan = fold_matmul_readers(share_transposes(fuse_elementwise(plan)))
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)

@@ -111,6 +111,11 @@ class FusedKernel:
         self.members = attrs["fused_members"]
         self.fallback = [lookup(op, device_type, dtype) for _, op, dtype, _ in self.members]
         self.layouts: dict[tuple, _Layout] = {}   # (shapes, dtypes) -> how they run
+        # folded SplitVs (runtime.fusion.fold_splits): the program's inputs are views of the
+        # node's inputs, ("i", input) or ("piece", input, split, piece)
+        self.views: tuple[tuple, ...] | None = attrs.get("views")
+        self.splits: tuple[tuple[str, dict], ...] = attrs.get("splits", ())
+        self.split = lookup("SplitV", device_type, self.members[0][2]) if self.splits else None
 
     def __call__(self, ctx: Any, inputs: list, attrs: dict) -> list:
         inputs = [x if type(x) is np.ndarray else np.asarray(x) for x in inputs]
@@ -130,25 +135,56 @@ class FusedKernel:
         args = self._arguments(layout, inputs)
         loop(*args)
         shape = layout.shape
-        return [o.reshape(shape) for o in args[len(inputs):]]
+        return [o.reshape(shape) for o in args[len(layout.kinds):]]
 
     def _arguments(self, layout: _Layout, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """The loop's arguments: the inputs as its shape classes read them, new outputs."""
         rows, cols = layout.rows, layout.cols
-        # a strided view (SplitV's pieces of an LSTM's gates) is copied: the loop over a
-        # contiguous array vectorizes, over a view it does not (7x slower, more than the copy)
+        if self.views is not None:   # a piece of a folded split: the split input, whole
+            inputs = [inputs[view[1]] for view in self.views]
+        # a strided view is copied: the loop over a contiguous array vectorizes, over a view
+        # it does not (7x slower, more than the copy)
         args = [(x if x.flags.c_contiguous else np.ascontiguousarray(x)).reshape(rows, cols)
-                if kind == "f" else x.reshape(-1) for x, kind in zip(inputs, layout.kinds)]
+                if kind == "f" else
+                (x if x.flags.c_contiguous else np.ascontiguousarray(x)).reshape(rows, -1)
+                if kind[0] == "v" else x.reshape(-1) for x, kind in zip(inputs, layout.kinds)]
         args += [np.empty((rows, cols), layout.dtype) for _ in self.outputs]
         return args
+
+    def _piece_shapes(self, inputs: list[np.ndarray]) -> list[tuple[tuple[int, ...], int]] | None:
+        """Each program input's (shape, column offset in its node input); None when a
+        folded split is not along the last axis (or not a valid split: the SplitV says so)."""
+        if self.views is None:
+            return [(x.shape, -1) for x in inputs]
+        offsets: list[list[int]] = []
+        for _, split_attrs in self.splits:
+            sizes, axis = [int(n) for n in split_attrs["sizes"]], int(split_attrs["axis"])
+            offsets.append([sum(sizes[:j]) for j in range(len(sizes))] + [sum(sizes)])
+        result = []
+        for view in self.views:
+            x = inputs[view[1]]
+            if view[0] == "i":
+                result.append((x.shape, -1))
+                continue
+            split, piece = view[2], view[3]
+            axis = int(self.splits[split][1]["axis"])
+            ends = offsets[split]
+            if x.ndim == 0 or axis not in (-1, x.ndim - 1) or ends[-1] != x.shape[-1] or min(
+                    b - a for a, b in zip(ends, ends[1:])) < 0:
+                return None
+            result.append((x.shape[:-1] + (ends[piece + 1] - ends[piece],), ends[piece]))
+        return result
 
     def _layout(self, inputs: list[np.ndarray]) -> _Layout:
         """How these inputs' shapes and dtypes run (one loop, or member by member)."""
         dtype = inputs[0].dtype
         if dtype not in _NUMBA_DTYPES or any(x.dtype != dtype for x in inputs):
             return _MEMBER_BY_MEMBER
+        pieces = self._piece_shapes(inputs)
+        if pieces is None:
+            return _MEMBER_BY_MEMBER
         shapes: list[tuple[int, ...]] = []
-        inputs_shapes = [x.shape for x in inputs]
+        inputs_shapes = [shape for shape, _ in pieces]
         try:
             for op, args in self.ops:
                 arg_shapes = [inputs_shapes[k] if kind == "i" else shapes[k] for kind, k in args]
@@ -163,9 +199,11 @@ class FusedKernel:
         cols = shape[-1] if shape else 1
         rows = int(np.prod(shape[:-1])) if shape else 1
         kinds = []
-        for s in inputs_shapes:
+        for s, offset in pieces:
             if s == shape:
-                kinds.append("f")
+                kinds.append("f" if offset < 0 else f"v{offset}")
+            elif offset >= 0:   # a piece broadcast against others: not in one loop
+                return _MEMBER_BY_MEMBER
             elif int(np.prod(s)) == 1:
                 kinds.append("s")
             elif len(s) >= 1 and s[-1] == cols and int(np.prod(s)) == cols:
@@ -179,6 +217,8 @@ class FusedKernel:
 
     def _one_by_one(self, ctx: Any, inputs: list[np.ndarray]) -> list:
         """Each member's own kernel in turn (shapes or dtypes the loop does not take)."""
+        if self.views is not None:
+            inputs = self._split_inputs(ctx, inputs)
         temps: list[Any] = []
         for (op, args), kernel, (name, op_type, _, member_attrs) in zip(self.ops, self.fallback,
                                                                          self.members):
@@ -188,6 +228,25 @@ class FusedKernel:
             except BaseException as exc:  # noqa: BLE001 - named after the member by the executor
                 raise FusedMemberError(name, op_type, exc) from exc
         return [temps[k] for k in self.outputs]
+
+    def _split_inputs(self, ctx: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """The program's inputs with each folded split run by its own kernel (its errors)."""
+        assert self.views is not None and self.split is not None
+        pieces: dict[tuple[int, int], list] = {}
+        result = []
+        for view in self.views:
+            if view[0] == "i":
+                result.append(inputs[view[1]])
+                continue
+            split = view[2]
+            if (view[1], split) not in pieces:
+                name, split_attrs = self.splits[split]
+                try:
+                    pieces[view[1], split] = self.split(ctx, [inputs[view[1]]], split_attrs)
+                except BaseException as exc:  # noqa: BLE001 - named after the SplitV by the executor
+                    raise FusedMemberError(name, "SplitV", exc) from exc
+            result.append(pieces[view[1], split][view[3]])
+        return result
 
 
 _compiled: dict[tuple, Callable[..., None]] = {}   # loop key -> its loop, compiled
@@ -250,6 +309,8 @@ def source(ops: tuple, kinds: tuple[str, ...], outputs: tuple[int, ...], dtype: 
     for k, kind in enumerate(kinds):
         if kind == "f":
             lines.append(f"            x{k} = i{k}[r, c]")
+        elif kind[0] == "v":   # a piece of a folded split, at its column offset
+            lines.append(f"            x{k} = i{k}[r, c + {int(kind[1:])}]")
         elif kind == "r":
             lines.append(f"            x{k} = i{k}[c]")
     for t, (op, args) in enumerate(ops):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Sequence
 
 from zmtf.placement.plan import PlannedNode, StepPlan
 
@@ -91,7 +91,60 @@ def fuse_elementwise(plan: StepPlan) -> StepPlan:
     groups = [m for m in members.values() if len(m) > 1]
     if not groups:
         return plan
-    return _rebuild(plan, groups)
+    return fold_splits(_rebuild(plan, groups))
+
+
+def fold_splits(plan: StepPlan) -> StepPlan:
+    """``plan`` with each SplitV whose pieces one fused node alone reads folded into it.
+
+    An LSTM cell splits its gates [32,512] into four [32,128] pieces, copies, which only the
+    cell's fused forward reads: folded, the fused loop reads each piece where it lies in the
+    gates (``attrs["views"]``: per program input, ("i", input) or ("piece", input, split,
+    piece), and ``attrs["splits"]``: each split's (name, attrs)), and the step runs one node
+    less. A split along another axis than the last runs as the SplitV would, inside the
+    fused node (runtime.fused_kernels)."""
+    nodes = plan.nodes
+    producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
+    named = set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}
+    readers: dict[int, set[int]] = {}
+    for i, n in enumerate(nodes):
+        for s in n.input_slots:
+            readers.setdefault(s, set()).add(i)
+    folds: dict[int, list[int]] = {}        # fused node -> the splits folded into it
+    for i, n in enumerate(nodes):
+        if n.op_type != "SplitV" or i in named or len(n.input_slots) != 1:
+            continue
+        who = set(n.consumers).union(*(readers.get(s, set()) for s in n.output_slots))
+        if len(who) != 1:
+            continue
+        (f,) = who
+        fused = nodes[f]
+        if fused.op_type == FUSED_OP and fused.device == n.device and fused.kernel_dtype == n.kernel_dtype:
+            folds.setdefault(f, []).append(i)
+    if not folds:
+        return plan
+    removed = {s for splits in folds.values() for s in splits}   # the fused node waits for their inputs
+    return without_nodes(plan, removed, {f: _with_splits(nodes, nodes[f], splits) for f, splits in folds.items()})
+
+
+def _with_splits(nodes: Sequence[PlannedNode], fused: PlannedNode, splits: list[int]) -> PlannedNode:
+    """``fused`` reading the inputs of ``splits`` in place of their pieces."""
+    piece_of = {slot: (k, j) for k, s in enumerate(splits) for j, slot in enumerate(nodes[s].output_slots)}
+    inputs: list[int] = []
+    views: list[tuple[Any, ...]] = []
+    for slot in fused.input_slots:
+        source = nodes[splits[piece_of[slot][0]]].input_slots[0] if slot in piece_of else slot
+        if source not in inputs:
+            inputs.append(source)
+        views.append(("piece", inputs.index(source), *piece_of[slot]) if slot in piece_of
+                     else ("i", inputs.index(source)))
+    names = tuple(nodes[s].name for s in splits)
+    label = fused.attrs["_label"].replace(f"{FUSED_OP}[", f"{FUSED_OP}[{'+'.join('SplitV' for _ in splits)}+", 1)
+    label = label.replace("(", f"({', '.join(names)}, ", 1) if "(" in label else label
+    attrs = {**fused.attrs, "_label": label, "views": tuple(views),
+             "splits": tuple((nodes[s].name, nodes[s].attrs) for s in splits),
+             "fused_nodes": names + tuple(fused.attrs["fused_nodes"])}
+    return replace(fused, attrs=attrs, input_slots=tuple(inputs))
 
 
 def _join(nodes: Sequence[PlannedNode], i: int, candidates: list[int], group: dict[int, int],
@@ -186,6 +239,35 @@ def merged_predecessors(nodes: Sequence[PlannedNode], new_index: dict[int, int],
             if a != b:
                 preds[b].add(a)
     return preds
+
+
+def without_nodes(plan: StepPlan, removed: set[int], replacements: dict[int, PlannedNode]) -> StepPlan:
+    """``plan`` without the ``removed`` nodes and with ``replacements`` (old index -> node)
+    in place of theirs. A removed node's consumers wait instead for what it waited for
+    (through removed nodes too), so every ordering the plan had still holds."""
+    nodes = plan.nodes
+    preds: list[set[int]] = [set() for _ in nodes]
+    for i, n in enumerate(nodes):
+        for c in n.consumers:
+            preds[c].add(i)
+    kept_preds: dict[int, set[int]] = {}
+
+    def waits(i: int) -> set[int]:
+        if i not in kept_preds:
+            result: set[int] = set()
+            for p in preds[i]:
+                result |= waits(p) if p in removed else {p}
+            kept_preds[i] = result
+        return kept_preds[i]
+
+    kept = [i for i in range(len(nodes)) if i not in removed]
+    index = {old: new for new, old in enumerate(kept)}
+    new_preds = [{index[p] for p in waits(old)} for old in kept]
+    consumers = consumers_of(new_preds)
+    out = [replace(replacements.get(old, nodes[old]), consumers=tuple(sorted(consumers[new])),
+                   pending_count=len(new_preds[new])) for new, old in enumerate(kept)]
+    return replace(plan, nodes=tuple(out), roots=tuple(i for i, n in enumerate(out) if n.pending_count == 0),
+                   targets=tuple(index[t] for t in plan.targets))
 
 
 def consumers_of(preds: Sequence[set[int]]) -> list[list[int]]:

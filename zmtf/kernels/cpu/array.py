@@ -281,8 +281,13 @@ def concat_v2(ctx: Any, inputs: list, attrs: dict) -> list:
         values, axis = inputs, int(attrs["axis"])
     else:
         values, axis = inputs[:-1], int(np.asarray(inputs[-1]))
-    _check_same_dtype(values, "ConcatV2", node_name)
     first = values[0]
+    if first.ndim and -first.ndim <= axis < first.ndim and all(v.dtype == first.dtype for v in values):
+        try:   # the common case first: numpy checks the shapes as it goes (~2 us less a call)
+            return [np.concatenate(values, axis=axis)]
+        except ValueError:
+            pass   # the checks below say what does not fit, as TF words it
+    _check_same_dtype(values, "ConcatV2", node_name)
     if first.ndim == 0:
         raise InvalidArgumentError(
             f"Can't concatenate scalars (use tf.stack instead) (node '{node_name}')"

@@ -16,16 +16,26 @@ import numpy as np
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import empty, quietly, shape_str
 from zmtf.kernels.cpu.blas import use_threads_for
-from zmtf.kernels.cpu._jit import jit
+from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit
+from zmtf.kernels.cpu.elementwise import BINARY_OPS, add_n, binary
 from zmtf.kernels.registry import register
 
 _MATMUL_DTYPES = ("float16", "float32", "float64", "int32", "int64")
+_STACKED_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+#: operands a stacked product copies at most: beyond, the copies would cost memory that
+#: small per-step products (what stacking is for) never need; bigger ones gain little
+STACK_MAX_BYTES = 64 << 20
 
 
 @register("MatMul", dtypes=_MATMUL_DTYPES)
 def mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
     """MatMul(a, b) with attrs ``transpose_a``, ``transpose_b``: a 2-D matrix product."""
-    a, b = inputs
+    return [_product(ctx, inputs[0], inputs[1], attrs)]
+
+
+def _product(ctx: Any, a: np.ndarray, b: np.ndarray, attrs: dict, parts: int = 1) -> np.ndarray:
+    """MatMul's product. ``parts``: it stands for that many products of equal size (a stacked
+    product, below), and gets the BLAS threads one of them would get."""
     if a.ndim != 2 or b.ndim != 2:
         raise InvalidArgumentError(
             f"MatMul (node '{attrs['_node_name']}') needs 2-D inputs, got shapes "
@@ -42,9 +52,9 @@ def mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
             f"transpose_b={bool(attrs.get('transpose_b'))})"
         )
     out = empty(ctx, (left.shape[0], right.shape[1]), a.dtype)
-    use_threads_for(2 * left.shape[0] * left.shape[1] * right.shape[1])
+    use_threads_for(2 * left.shape[0] * left.shape[1] * right.shape[1] // parts)
     quietly(np.matmul, left, right, out=out)  # overflow gives inf, silently, as in TF
-    return [out]
+    return out
 
 
 @register("BatchMatMulV2", dtypes=_MATMUL_DTYPES)
@@ -95,3 +105,80 @@ def transpose_for_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
     out = empty(ctx, (x.shape[1], x.shape[0]), x.dtype)
     _transpose_into(x, out)
     return [out]
+
+
+@register("_StackedMatMul", dtypes=("float32", "float64"))
+def stacked_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
+    """The sum of the products a_k @ b_k (inputs a_1, b_1, a_2, b_2, ..., each transposed as
+    ``transpose_a``/``transpose_b`` say) as one product of the operands stacked along the
+    inner dimension. runtime.gradient_sums puts it where an AddN summed MatMuls (an
+    RNN's weight gradient); operands that do not stack (shapes, dtypes) run as those
+    MatMuls and that AddN, with their errors, and so do operands of more than
+    STACK_MAX_BYTES."""
+    lefts, rights = inputs[0::2], inputs[1::2]
+    a_axis = 0 if attrs.get("transpose_a") else 1   # each operand's inner dimension
+    b_axis = 1 if attrs.get("transpose_b") else 0
+    if (_stackable(lefts, a_axis) and _stackable(rights, b_axis) and lefts[0].dtype == rights[0].dtype
+            and all(a.shape[a_axis] == b.shape[b_axis] for a, b in zip(lefts, rights))
+            and sum(x.nbytes for x in inputs) <= STACK_MAX_BYTES):
+        # as many BLAS threads as one of the products gets: those ran on one thread each
+        # (an LSTM's), and on a loaded machine two threads for the stack cost ~1.5x the CPU
+        return [_product(ctx, _stacked(ctx, lefts, a_axis), _stacked(ctx, rights, b_axis), attrs,
+                         parts=len(lefts))]
+    return add_n(ctx, [_product(ctx, a, b, attrs) for a, b in zip(lefts, rights)], attrs)
+
+
+def _stackable(operands: list, axis: int) -> bool:
+    """2-D float arrays of one dtype whose shapes differ along ``axis`` at most."""
+    first = operands[0]
+    if first.ndim != 2 or first.dtype not in _STACKED_DTYPES:
+        return False
+    other = 1 - axis
+    return all(x.ndim == 2 and x.dtype == first.dtype and x.shape[other] == first.shape[other]
+               for x in operands)
+
+
+def _stacked(ctx: Any, operands: list, axis: int) -> np.ndarray:
+    """The operands concatenated along ``axis``, into a pooled buffer."""
+    shape = list(operands[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in operands)
+    out = empty(ctx, tuple(shape), operands[0].dtype)
+    np.concatenate(operands, axis=axis, out=out)
+    return out
+
+
+@register("_SlicedMatMul", dtypes=("float32", "float64"))
+def sliced_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
+    """MatMul(a, b)[:, start:stop:step] (``columns``), multiplying by those columns of the
+    right operand only: runtime.sliced_products puts it where a StridedSlice kept part of
+    a product's columns (an RNN's h gradient out of its concat's). Each kept element is the
+    same dot product."""
+    a, b = inputs
+    if a.ndim != 2 or b.ndim != 2 or (a.shape[0] if attrs.get("transpose_a") else a.shape[1]) != (
+            b.shape[1] if attrs.get("transpose_b") else b.shape[0]):
+        return mat_mul(ctx, inputs, attrs)   # raises MatMul's error, with the whole operands
+    columns = slice(*attrs["columns"])
+    return [_product(ctx, a, b[columns] if attrs.get("transpose_b") else b[:, columns], attrs)]
+
+
+@register("_MatMulAdd", dtypes=("float32", "float64"))
+def mat_mul_add(ctx: Any, inputs: list, attrs: dict) -> list:
+    """Add (``add``: Add or AddV2) of MatMul(a, b) and a tensor (inputs a, b, the tensor; the
+    product is the Add's first operand if ``product_first``): runtime.matmul_readers puts it
+    where an Add was a product's one reader. A bias that keeps the product's shape and dtype
+    is added into the product's buffer; anything else runs as the Add's kernel would."""
+    a, b, other = inputs
+    product = _product(ctx, a, b, attrs)
+    if (type(other) is np.ndarray and other.dtype == product.dtype and product.size < PARALLEL_MIN_ELEMENTS
+            and _keeps_shape(other.shape, product.shape)):
+        quietly(np.add, product, other, out=product)   # x + y == y + x, bit for bit
+        return [product]
+    spec = BINARY_OPS[attrs["add"]]
+    return [binary(spec, ctx, product, other) if attrs["product_first"] else binary(spec, ctx, other, product)]
+
+
+def _keeps_shape(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether broadcasting an array of ``shape`` against one of ``target`` gives ``target``."""
+    if len(shape) > len(target):
+        return False
+    return all(d in (1, t) for d, t in zip(shape[::-1], target[::-1]))

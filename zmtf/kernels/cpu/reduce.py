@@ -24,6 +24,7 @@ from zmtf.kernels.cpu.common import FLOATS, NUMERIC, int_list, normalize_axis, q
 from zmtf.kernels.cpu.common import dtype_attr, empty, shape_input, shape_str
 from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit, scalar, takes_numba_path
 from zmtf.kernels.cpu._jit import use_threads
+from zmtf.kernels.cpu.elementwise import add_n
 from zmtf.kernels.registry import register
 from zmtf.kernels.shapes import mean_grad_geometry, sum_to_shape_axes
 
@@ -433,3 +434,18 @@ def _cumulative(scan: Callable[..., np.ndarray], start: int, x: np.ndarray, attr
         first = np.full_like(np.take(out, [0], axis=axis), start)
         out = np.concatenate([first, np.take(out, range(out.shape[axis] - 1), axis=axis)], axis=axis)
     return np.ascontiguousarray(np.flip(out, axis) if attrs["reverse"] else out)
+
+
+@register("_SumToShapeOfSum", dtypes=FLOATS)
+def sum_to_shape_of_sum(ctx: Any, inputs: list, attrs: dict) -> list:
+    """The sum of SumToShape(x_k, shape_k) (inputs x_1, shape_1, x_2, shape_2, ...) as one
+    SumToShape of the x_k's sum, when they share one shape, dtype and target (a bias read at
+    every step of an RNN: one reduction instead of one per step; runtime.gradient_sums puts
+    it where an AddN summed SumToShapes); else as those SumToShapes and that AddN."""
+    xs, shapes = inputs[0::2], inputs[1::2]
+    first, target = xs[0], np.asarray(shapes[0])
+    key = target.tobytes()
+    if all(x.shape == first.shape and x.dtype == first.dtype for x in xs) and all(
+            np.asarray(s).tobytes() == key and np.asarray(s).dtype == target.dtype for s in shapes):
+        return sum_to_shape_kernel(ctx, [add_n(ctx, xs, attrs)[0], target], attrs)
+    return add_n(ctx, [sum_to_shape_kernel(ctx, [x, s], attrs)[0] for x, s in zip(xs, shapes)], attrs)
