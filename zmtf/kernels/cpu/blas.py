@@ -6,9 +6,9 @@ most of the CPU: 46 ms of CPU per training step on a worker, 5 ms with one BLAS 
 (bench/train.py). So:
 
 * ``intra_op_parallelism_threads`` caps BLAS threads when it is set (``set_blas_threads``);
-* small products run on one BLAS thread (``use_threads_for``): waking the pool costs more
-  than it saves below ~16 MFLOP, and in a server (whose cores other tasks may share) below
-  ~64 MFLOP; the executor already runs independent ops side by side;
+* products below ~268 MFLOP run on one BLAS thread (``use_threads_for``): waking a sleeping
+  BLAS thread on a machine with anything else running costs more than it saves below that
+  (SINGLE_THREAD_FLOPS), and the executor already runs independent ops side by side;
 * ``import zmtf`` lowers OpenBLAS's spin before sleeping (OPENBLAS_THREAD_TIMEOUT, unless
   set, and only if numpy was not imported first) from ~0.1 s to a few cycles.
 """
@@ -44,12 +44,16 @@ def _openblas() -> ctypes.CDLL | None:
 _GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
             "openblas_get_num_threads64_", "openblas_get_num_threads")
 
-#: products below this many flops (2*m*n*k) run on one BLAS thread. A process alone on the
-#: machine (a local Session) gains from threads from ~16 MFLOP up (the example MLP's steps:
-#: 1,220 -> 1,575/s); a server, which shares the cores with the other tasks of a local
-#: cluster, loses (2-worker training 374 -> 188 steps/s), so servers raise it (see servers()).
-SINGLE_THREAD_FLOPS = 1 << 24
-SERVER_SINGLE_THREAD_FLOPS = 1 << 26
+#: products below this many flops (2*m*n*k) run on one BLAS thread, in a local Session and in
+#: a server alike. With OPENBLAS_THREAD_TIMEOUT low (below) a second BLAS thread sleeps
+#: between products, and waking it costs a scheduler slice once anything else runs on the
+#: machine. Measured on 2 vCPUs at load ~3 (one product, wall, 2 threads / 1): 2^24.6 flops
+#: 60x, 2^26.6 27x, 2^28.1 1.2x, 2^29 3.7x, 2^30 2.1x, 2^31 0.56x; bench/models.py's CNN 8.4
+#: -> 6.6 ms of CPU per step (wall 8.1 -> 6.7) and the MLP 1.3 -> 0.77 ms with this bar
+#: instead of 2^24. On an idle machine threads win from ~2^26 (the example MLP's steps were
+#: 1,220 -> 1,575/s with them): 2^28 bounds that loss, and products past it (a 64x4096x4096
+#: layer is 2^31) keep their threads.
+SINGLE_THREAD_FLOPS = 1 << 28
 
 
 class _Blas:
@@ -60,7 +64,6 @@ class _Blas:
         self.setter: Any = None
         self.cap = 0        # threads big products may use
         self.current = 0    # threads OpenBLAS uses now
-        self.single_thread_flops = SINGLE_THREAD_FLOPS
 
     def load(self) -> None:
         if self.loaded:
@@ -103,21 +106,20 @@ def use_threads_for(flops: int) -> None:
     if not blas.loaded:
         blas.load()
     if blas.cap > 1:
-        threads = 1 if flops < blas.single_thread_flops else blas.cap
+        threads = 1 if flops < SINGLE_THREAD_FLOPS else blas.cap
         if threads != blas.current:   # every product asks: no call when nothing changes
             blas.use(threads)
 
 
 def for_server(intra_op_threads: int, tasks_on_machine: int = 1) -> None:
-    """A server process: products up to SERVER_SINGLE_THREAD_FLOPS stay on one thread, and
-    bigger ones get this machine's cores shared out among the cluster's tasks on it, unless
-    its config asks for intra-op threads explicitly (then the machine is assumed its own).
+    """A server process: products past SINGLE_THREAD_FLOPS get this machine's cores shared
+    out among the cluster's tasks on it, unless its config asks for intra-op threads
+    explicitly (then the machine is assumed its own).
     Two workers on 2 cores with 2 BLAS threads each spent 302 ms of CPU per step of a
     784-4096-4096-10 MLP, 166 ms with one each (bench/train.py --model big: 5.4 -> 8.7
     steps/s); the second thread mostly waits for a core the other worker holds."""
     if intra_op_threads > 0:
         return
-    _BLAS.single_thread_flops = SERVER_SINGLE_THREAD_FLOPS
     share = max(1, len(os.sched_getaffinity(0)) // max(1, tasks_on_machine))
     _BLAS.load()
     if _BLAS.setter is not None and share < _BLAS.cap:
