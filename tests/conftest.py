@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import sys
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
@@ -18,5 +19,18 @@ os.environ.setdefault("ZMTF_FUSION_COMPILE_AFTER", "0")
 # whichever checkout an editable install points at.
 _ROOT = str(pathlib.Path(__file__).resolve().parents[1])
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))
+
+
+def _write_bytecode() -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (as on this project's CI machine), every server,
+    example and CLI process the suite starts (hundreds) compiled zmtf's modules from source:
+    ~0.8 s of CPU each. The suite lets Python keep their bytecode, in the checkout's
+    __pycache__ folders (git ignores them; numba's kernel cache is there already), so that
+    this process compiles each module once and its subprocesses import it compiled."""
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        sys.dont_write_bytecode = False
+
+
+_write_bytecode()
 
 pytest_plugins = ["zmtf.testing"]

@@ -368,3 +368,15 @@ def test_import_zmtf_starts_no_threads():
             "assert threading.active_count() == 1, threading.enumerate(); print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_tf1_face_loads_neither_pytest_nor_pytest_asyncio():
+    """tf.test loads zmtf.testing, the pytest plugin: its fixture module (which imports
+    pytest-asyncio, and so pytest: ~0.1 s of every process's start) is loaded by pytest only."""
+    code = ("import sys; import zmtf as tf; tf.Session; tf.test.TestCase; "
+            "tf.test.compute_gradient; "
+            "print(' '.join(m for m in sys.modules if m.split('.')[0] in "
+            "('pytest', '_pytest', 'pytest_asyncio')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [], out.stdout

@@ -22,10 +22,13 @@ from typing import Any, AsyncIterator, Iterator
 
 from zmtf.distributed.cluster_spec import ClusterSpec
 from zmtf.formats.config_proto import ConfigProto
-from zmtf.framework.graph import fresh_global_graph
 
-try:   # the plugin's hooks; the harness itself works without pytest
-    from pytest import hookimpl as _pytest_hookimpl
+try:   # the plugin's hook marker: pytest's own (pytest.hookimpl is this), from pluggy, not
+    # pytest: `import zmtf as tf` loads this module (tf.test), and importing pytest there cost
+    # every process ~0.1 s of CPU. The harness itself works without either.
+    from pluggy import HookimplMarker as _HookimplMarker
+
+    _pytest_hookimpl: Any = _HookimplMarker("pytest")
 except ImportError:
     def _pytest_hookimpl(**_: Any) -> Any:
         return lambda function: function
@@ -335,25 +338,14 @@ def pytest_configure(config: Any) -> None:
         "markers", "zmtf_cluster(transport='inproc', settings=None, **jobs): shape of the "
         "zmtf_cluster fixture and its servers' settings, e.g. @pytest.mark.zmtf_cluster(ps=1, "
         "worker=2, transport='tcp', settings={'allow_ops': 'Print'})")
+    _register_fixture(config)
 
 
-try:
-    import pytest_asyncio as _pytest_asyncio
-except ImportError:  # the plugin needs pytest-asyncio; the harness itself does not
-    _pytest_asyncio = None
-
-if _pytest_asyncio is not None:
-
-    @_pytest_asyncio.fixture(loop_scope="function")   # the test's own loop, said out loud
-    async def zmtf_cluster(request: Any) -> AsyncIterator[LocalCluster]:
-        """A local cluster (default: 1 ps + 2 workers on inproc) for one test, with a fresh
-        default graph for the test (the caller's comes back after it): two tests that build
-        the same model do not collide, as with ``tf.test.TestCase``."""
-        marker = request.node.get_closest_marker("zmtf_cluster")
-        options = dict(marker.kwargs) if marker else {}
-        transport = options.pop("transport", "inproc")
-        settings = options.pop("settings", None) or {}
-        jobs = options or {"ps": 1, "worker": 2}
-        with fresh_global_graph():
-            async with local_cluster(jobs, transport, **settings) as cluster:
-                yield cluster
+def _register_fixture(config: Any) -> None:
+    """The ``zmtf_cluster`` fixture, in a plugin module of its own that imports pytest-asyncio
+    (and so pytest), named the way pytest's plugins name the plugins they need: loaded in a
+    pytest run only, whichever of zmtf and pytest was imported first."""
+    try:
+        config.pluginmanager.import_plugin("zmtf.testing.pytest_fixture")
+    except ImportError:  # the fixture needs pytest-asyncio; the harness itself does not
+        return
