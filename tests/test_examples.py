@@ -61,8 +61,8 @@ def _free_base_port(count=5):
         try:
             for port in range(base, base + count):
                 s = socket.socket()
+                sockets.append(s)   # closed below even when its bind fails
                 s.bind(("127.0.0.1", port))
-                sockets.append(s)
             return base
         except OSError:
             continue
