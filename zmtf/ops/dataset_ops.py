@@ -14,7 +14,10 @@ pipelines, each naming its sources and captures among the combined dataset's.
 
 Functions: a ``map`` after the last ``batch`` is applied as graph ops to get_next()'s
 element (one vectorized run per step; the other stages only reorder elements, so this is
-exact). A map that a ``batch`` follows, and every ``filter``, becomes a pipeline stage: the
+exact). A map that a ``batch`` follows stays pending past it when it acts element by element
+(only ELEMENTWISE_OPS, scalar constants, one element shape: ``map(f).batch(n)`` is then
+``batch(n).map(f)``, the same values, one run per batch). Any other map that a ``batch``
+follows, and every ``filter``, becomes a pipeline stage: the
 function is traced once on placeholders for one element, its ops are cut out as a
 subgraph (as tf.while_loop's body is, ``while_ops.Subgraph``) and the iterator runs it per
 element. Tensors the function reads from outside are captured: the iterator op takes them
@@ -37,7 +40,7 @@ from typing import Any, Callable
 
 from zmtf.framework import dtypes
 from zmtf.framework.dtypes import as_dtype
-from zmtf.framework.graph import Operation, Tensor, get_default_graph
+from zmtf.framework.graph import Graph, Operation, Tensor, get_default_graph
 from zmtf.framework.op_def import STRING_INPUT_OPS, apply_op, op_def
 from zmtf.ops.array_ops import identity, placeholder
 from zmtf.ops.constant_op import convert_to_tensor
@@ -87,6 +90,39 @@ def _pack(structure: Any, leaves: list[Any],
         return next(it)
 
     return build(structure)
+
+
+#: ops whose output element i depends on input element i alone, with no state and no
+#: error of their own: a map made of them is the same on a batch (Dataset.batch)
+ELEMENTWISE_OPS = frozenset({
+    "Identity", "Add", "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Neg", "Abs",
+    "Square", "Cast", "Floor", "Ceil", "Relu"})
+
+
+def _acts_elementwise(operations: list[Operation], outputs: list[Tensor]) -> bool:
+    """Whether a traced map (``operations``, from its Placeholders) works element by element:
+    see Dataset._maps_are_elementwise."""
+    varies: set[Tensor] = set()   # tensors that depend on the element
+    for op in operations:
+        if op.type == "Placeholder":
+            varies.update(op.outputs)
+            continue
+        if op.type == "Const":
+            if any(t.shape.ndims != 0 for t in op.outputs):
+                return False
+            continue
+        if op.type not in ELEMENTWISE_OPS or op.control_inputs:
+            return False
+        if any(t.shape.ndims is None for t in op.inputs):
+            return False
+        shapes = {tuple(t.shape.as_list()) for t in op.inputs if t in varies}
+        if len(shapes) > 1 or any(None in shape for shape in shapes):
+            return False
+        if any(t not in varies and t.shape.ndims != 0 for t in op.inputs):
+            return False
+        if shapes:
+            varies.update(op.outputs)
+    return all(t in varies for t in outputs)
 
 
 def _sparse_starts(structure: Any) -> list[int]:
@@ -414,6 +450,27 @@ class Dataset:
                        [_shape_list(t.shape) for t in fetched], (), [t.dtype.name for t in fetched],
                        captures)
 
+    def _maps_are_elementwise(self) -> bool:
+        """Whether the pending maps give the same values on a batch of elements as on each
+        element: traced in a scratch graph on one element's placeholders, they use only
+        elementwise ops (ELEMENTWISE_OPS), every constant they combine with an element is a
+        scalar, the element tensors they combine have one fully known shape, and every
+        result depends on the element. Anything else (captured tensors, state, random ops,
+        a reduction, unknown shapes, a SparseTensor) keeps the maps per element."""
+        if _sparse_starts(self._structure) or any(s is None for s in self._shapes):
+            return False
+        scratch = Graph()
+        try:
+            with scratch.as_default():
+                leaves = [placeholder(d, s) for d, s in zip(self._types, self._shapes)]
+                element = self._element_of(leaves)
+                for fn in self._maps:
+                    element = fn(*element) if isinstance(element, tuple) else fn(element)
+                outputs = [convert_to_tensor(v) for v in _flatten(element)]
+        except Exception:  # noqa: BLE001 - e.g. a captured tensor of the user's graph
+            return False
+        return _acts_elementwise(scratch.get_operations(), outputs)
+
     def _maps_as_stages(self) -> Dataset:
         """The pending maps (see map) as pipeline stages: a stage that follows needs their
         output element by element."""
@@ -443,6 +500,13 @@ class Dataset:
         size = int(batch_size)
         if size <= 0:
             raise ValueError(f"batch: batch_size must be positive, got {batch_size}")
+        if self._maps and self._maps_are_elementwise():
+            # map(f).batch(n) is batch(n).map(f) when f acts element by element: f stays
+            # pending and runs once per batch as graph ops on get_next()'s batch
+            unmapped = Dataset(self._structure, self._sources, self._stages, self._shapes, (),
+                               self._types, self._captures).batch(batch_size, drop_remainder)
+            return Dataset(unmapped._structure, unmapped._sources, unmapped._stages,
+                           unmapped._shapes, self._maps, unmapped._types, unmapped._captures)
         if self._maps:
             return self._maps_as_stages().batch(batch_size, drop_remainder)
         first = size if drop_remainder else None
