@@ -29,6 +29,7 @@ from zmtf.kernels.cpu import pool as pool_kernels
 from zmtf.kernels.cpu.common import shape_input
 from zmtf.kernels.shapes import sum_to_shape_axes
 from zmtf.placement.plan import PlannedNode, StepPlan
+from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
 from zmtf.runtime.fused_kernels import FusedMemberError
 from zmtf.runtime.fusion import consumers_of, merged_predecessors
 
@@ -37,7 +38,6 @@ POOL_GRAD_OP = "_FusedMaxPoolGrad"
 FILTER_OP = "_Conv2DBackpropFilterWithColumns"
 _BIAS_OPS = frozenset({"Add", "AddV2", "BiasAdd"})
 _DTYPES = frozenset({"float32", "float64"})
-_DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
 #: the window attributes a Conv2D and a filter gradient must share for the same columns
 _WINDOW_ATTRS = ("strides", "padding", "dilations", "data_format", "explicit_paddings")
 #: inputs whose array may change in place during a step (a variable's buffer): not shared
@@ -49,14 +49,14 @@ def fuse_convolutions(plan: StepPlan) -> StepPlan:
     """``plan`` with its Conv2D chains fused (the same plan if there are none)."""
     nodes = plan.nodes
     if (not any(n.op_type in ("Conv2D", "MaxPoolGrad") for n in nodes)
-            or any(n.op_type in _DEADNESS_OPS for n in nodes)):
+            or has_deadness(nodes)):
         return plan
-    producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
+    producer = producers(nodes)
     readers: dict[int, set[int]] = {}
     for i, n in enumerate(nodes):
         for s in n.input_slots:
             readers.setdefault(s, set()).add(i)
-    named = set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}
+    named = named_nodes(plan, producer)
     taken: set[int] = set()
     chains: list[tuple[list[int], int | None]] = []     # (members, filter gradient to feed)
     for i, n in enumerate(nodes):

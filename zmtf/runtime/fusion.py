@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from zmtf.placement.plan import PlannedNode, StepPlan
+from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
 
 FUSED_OP = "_FusedElementwise"
 #: op type -> its arity (None: any, AddN)
@@ -36,7 +37,6 @@ FUSIBLE: dict[str, int | None] = {
 _FLOAT32_ONLY = frozenset({"Sigmoid", "Tanh"})
 _DTYPES = frozenset({"float32", "float64"})
 #: plans with tf.cond's dead branches are left unfused (runtime.plumbing keeps them whole too)
-_DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
 #: a group's size cap: a bigger loop body compiles for longer and spills registers
 MAX_MEMBERS = 40
 #: the environment switch (the session's switch is the config's global_jit_level)
@@ -66,9 +66,9 @@ def fuse_elementwise(plan: StepPlan) -> StepPlan:
 
     The result's node order is no longer topological (the executor does not need it)."""
     nodes = plan.nodes
-    if any(n.op_type in _DEADNESS_OPS for n in nodes):
+    if has_deadness(nodes):
         return plan   # a node fed a dead value is skipped whole: keep members' deadness their own
-    producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
+    producer = producers(nodes)
     fetched = {producer[s] for s in plan.fetch_slots if s in producer}
     excluded = fetched | set(plan.targets)
     group: dict[int, int] = {}              # node -> its group's id (the first member)
@@ -104,8 +104,8 @@ def fold_splits(plan: StepPlan) -> StepPlan:
     less. A split along another axis than the last runs as the SplitV would, inside the
     fused node (runtime.fused_kernels)."""
     nodes = plan.nodes
-    producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
-    named = set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}
+    producer = producers(nodes)
+    named = named_nodes(plan, producer)
     readers: dict[int, set[int]] = {}
     for i, n in enumerate(nodes):
         for s in n.input_slots:

@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from zmtf.placement.plan import PlannedNode, StepPlan
+from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
 from zmtf.runtime.fusion import without_nodes
 
 STACKED_MATMUL_OP = "_StackedMatMul"
@@ -43,17 +44,16 @@ _REPLACEMENT = {"MatMul": STACKED_MATMUL_OP, "SumToShape": SUM_OF_SUMS_OP}
 #: the bigger product's better rate pays for (measured on the LSTM's 20)
 MIN_TERMS = 4
 _DTYPES = frozenset({"float32", "float64"})
-_DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
 
 
 def sum_gradients(plan: StepPlan) -> StepPlan:
     """``plan`` with each AddN of per-step gradient terms as one node (see the module
     docstring for which); the plan itself when there is none."""
     nodes = plan.nodes
-    if not any(n.op_type == "AddN" for n in nodes) or any(n.op_type in _DEADNESS_OPS for n in nodes):
+    if not any(n.op_type == "AddN" for n in nodes) or has_deadness(nodes):
         return plan
-    producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
-    named = set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}
+    producer = producers(nodes)
+    named = named_nodes(plan, producer)
     readers: dict[int, int] = {}
     for n in nodes:
         for s in n.input_slots:

@@ -26,23 +26,23 @@ from dataclasses import replace
 from typing import Any
 
 from zmtf.placement.plan import PlannedNode, StepPlan
+from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
 from zmtf.runtime.fusion import without_nodes
 
 SLICED_OP = "_SlicedMatMul"
 ADD_OP = "_MatMulAdd"
 _ADDS = frozenset({"Add", "AddV2"})
 _DTYPES = frozenset({"float32", "float64"})
-_DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
 
 
 def fold_matmul_readers(plan: StepPlan) -> StepPlan:
     """``plan`` with each MatMul whose one reader is a column slice or an add folded into
     that reader (see the module docstring); the plan itself when there is none."""
     nodes = plan.nodes
-    if not any(n.op_type == "MatMul" for n in nodes) or any(n.op_type in _DEADNESS_OPS for n in nodes):
+    if not any(n.op_type == "MatMul" for n in nodes) or has_deadness(nodes):
         return plan
-    producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
-    named = set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}
+    producer = producers(nodes)
+    named = named_nodes(plan, producer)
     readers: dict[int, list[int]] = {}
     for i, n in enumerate(nodes):
         for s in n.input_slots:

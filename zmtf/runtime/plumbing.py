@@ -20,11 +20,11 @@ from dataclasses import replace
 from typing import Sequence
 
 from zmtf.placement.plan import PlannedNode, StepPlan
+from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
 
 #: op types that compute nothing: a node of one is pure dependency plumbing
 _PLUMBING = frozenset({"Identity", "NoOp"})
 #: plans with these run dead branches (tf.cond): control edges carry deadness, so keep all
-_DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
 #: producers whose output an Identity would turn into a value (a reference): keep those
 _REF_PRODUCERS = frozenset({"Variable", "VariableV2", "Switch", "RefSwitch"})
 #: extra edges a removal may add beyond the ones it saves (edges cost ~0.1 us, a node ~3 us)
@@ -34,10 +34,10 @@ _EDGE_SLACK = 8
 def prune_plumbing(plan: StepPlan) -> StepPlan:
     """``plan`` without the Identity and NoOp nodes it can do without (the same plan if none)."""
     nodes = plan.nodes
-    if any(n.op_type in _DEADNESS_OPS for n in nodes) or not any(n.op_type in _PLUMBING for n in nodes):
+    if has_deadness(nodes) or not any(n.op_type in _PLUMBING for n in nodes):
         return plan
-    producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
-    named = set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}
+    producer = producers(nodes)
+    named = named_nodes(plan, producer)
     preds: list[set[int]] = [set() for _ in nodes]
     for i, n in enumerate(nodes):
         for c in n.consumers:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from zmtf.placement.plan import PlannedNode, StepPlan
+from zmtf.runtime.plan_rewrites import has_deadness, producers
 
 TRANSPOSE_OP = "_TransposeForMatMul"
 #: MatMuls that must share one transposed weight for the copy to pay: for the LSTM's
@@ -27,7 +28,6 @@ TRANSPOSE_OP = "_TransposeForMatMul"
 MIN_SHARED = 4
 _VARIABLE_OPS = frozenset({"VariableV2", "Variable"})
 _PURE_READERS = frozenset({"MatMul", "Identity"})
-_DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
 _DTYPES = frozenset({"float32", "float64"})
 
 
@@ -41,7 +41,7 @@ def share_transposes(plan: StepPlan) -> StepPlan:
     """``plan`` with one TRANSPOSE_OP node per weight that MIN_SHARED or more MatMuls read
     transposed (see the module docstring for when it is safe); the plan itself otherwise."""
     nodes = plan.nodes
-    if any(n.op_type in _DEADNESS_OPS for n in nodes):
+    if has_deadness(nodes):
         return plan
     by_weight: dict[int, list[int]] = {}
     for i, n in enumerate(nodes):
@@ -50,7 +50,7 @@ def share_transposes(plan: StepPlan) -> StepPlan:
     shared = {s: ms for s, ms in by_weight.items() if len(ms) >= MIN_SHARED}
     if not shared:
         return plan
-    producer = {s: i for i, n in enumerate(nodes) for s in n.output_slots}
+    producer = producers(nodes)
     readers: dict[int, list[int]] = {}
     for i, n in enumerate(nodes):
         for s in set(n.input_slots):

@@ -150,7 +150,7 @@ def _stacked(ctx: Any, operands: list, axis: int) -> np.ndarray:
 @register("_SlicedMatMul", dtypes=("float32", "float64"))
 def sliced_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
     """MatMul(a, b)[:, start:stop:step] (``columns``), multiplying by those columns of the
-    right operand only: runtime.sliced_products puts it where a StridedSlice kept part of
+    right operand only: runtime.matmul_readers puts it where a StridedSlice kept part of
     a product's columns (an RNN's h gradient out of its concat's). Each kept element is the
     same dot product."""
     a, b = inputs

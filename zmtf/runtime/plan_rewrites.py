@@ -1,0 +1,27 @@
+"""What every bind-time plan rewrite (plumbing, fusion, conv_fusion, gradient_sums,
+shared_transpose, matmul_readers) asks of a StepPlan before it changes anything: whether
+tf.cond's dead values can flow through it (then the rewrites leave it alone), which node
+makes each slot, and which nodes the caller named (fetched or targeted: never removed)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from zmtf.placement.plan import PlannedNode, StepPlan
+
+#: ops that carry tf.cond's dead values: a plan with one is left as it is
+DEADNESS_OPS = frozenset({"Switch", "RefSwitch", "Merge", "RefMerge"})
+
+
+def has_deadness(nodes: Sequence[PlannedNode]) -> bool:
+    return any(n.op_type in DEADNESS_OPS for n in nodes)
+
+
+def producers(nodes: Sequence[PlannedNode]) -> dict[int, int]:
+    """Slot -> the index of the node that writes it."""
+    return {s: i for i, n in enumerate(nodes) for s in n.output_slots}
+
+
+def named_nodes(plan: StepPlan, producer: dict[int, int]) -> set[int]:
+    """The nodes a run fetches from or targets."""
+    return set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}
