@@ -32,6 +32,7 @@ from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
 from zmtf.runtime.fused_kernels import FusedMemberError
 from zmtf.runtime.fusion import consumers_of, merged_predecessors
+from zmtf.runtime import intra_op  # noqa: F401 - installs the convolutions' helper thread
 
 CONV_OP = "_FusedConv2D"
 POOL_GRAD_OP = "_FusedMaxPoolGrad"

@@ -20,6 +20,7 @@ float16 is computed in float32 and rounded once at the end, as in nn.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Iterator
 
 import numpy as np
@@ -28,6 +29,7 @@ from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import FLOATS, empty, quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.cpu.blas import use_threads_for
+from zmtf.kernels.cpu.parts import WORKERS, run_parts, workers_for
 from zmtf.kernels.cpu.windows import (
     compute_dtype, require_rank4, window_plan, window_view, zeros_padded,
 )
@@ -41,13 +43,20 @@ _Array = np.ndarray
 _COLUMN_BUDGET = 1 << 20
 
 
-def _batch_chunks(batch: int, per_image: int) -> Iterator[tuple[int, int]]:
+#: A convolution of at least this many flops (one GEMM's 2*m*n*k over the whole batch) runs
+#: in at least ``parts.WORKERS`` batch chunks, which the calling thread and the intra-op
+#: helper share (parts.run_parts). The chunks depend on the shapes only, never on whether
+#: the helper runs, so the values do not either. The small CNN's first conv is 2^23.6.
+SPLIT_MIN_FLOPS = 1 << 24
+
+
+def _batch_chunks(batch: int, per_image: int, min_count: int = 1) -> Iterator[tuple[int, int]]:
     """[lo, hi) image ranges whose columns fit ``_COLUMN_BUDGET`` (at least one image each),
-    of equal sizes: 64 images in chunks of 60 and 4 left a GEMM too small to run at speed
-    (the small CNN's second conv: 32 + 32 took ~10% less than 60 + 4, forward and filter
-    gradient alike)."""
+    at least ``min_count`` of them (as the batch allows), of equal sizes: 64 images in
+    chunks of 60 and 4 left a GEMM too small to run at speed (the small CNN's second conv:
+    32 + 32 took ~10% less than 60 + 4, forward and filter gradient alike)."""
     most = max(1, _COLUMN_BUDGET // max(per_image, 1))
-    count = -(-batch // most)
+    count = min(batch, max(-(-batch // most), min_count))
     step = -(-batch // max(count, 1))
     for lo in range(0, batch, step):
         yield lo, min(batch, lo + step)
@@ -81,7 +90,10 @@ class _Conv:
 
     def batch_chunks(self) -> list[tuple[int, int]]:
         """The [lo, hi) image ranges every GEMM of this convolution runs over."""
-        return list(_batch_chunks(self.in_shape[0], self.out_shape[1] * self.out_shape[2] * self.depth))
+        rows = self.out_shape[0] * self.out_shape[1] * self.out_shape[2]
+        split = 2 * rows * self.depth * self.out_shape[3] >= SPLIT_MIN_FLOPS
+        return list(_batch_chunks(self.in_shape[0], self.out_shape[1] * self.out_shape[2] * self.depth,
+                                  WORKERS if split else 1))
 
     def columns(self, dtype: np.dtype) -> _Array:
         """A [pixels of all images, depth] buffer for the whole batch's columns (a transposed
@@ -92,34 +104,73 @@ class _Conv:
             return buffer.reshape(self.depth, rows).T
         return buffer.reshape(rows, self.depth)
 
-    def chunks(self, dtype: np.dtype, transposed: bool | None = None
-               ) -> Iterator[tuple[int, int, _Array]]:
-        """(lo, hi, buffer): a [(hi-lo) * out_h * out_w, depth] buffer per batch chunk,
-        stored transposed if ``transposed`` (by default ``self.transposed``)."""
+    def run_chunks(self, dtype: np.dtype, fn: Callable[[int, int, int, _Array], None],
+                   transposed: bool | None = None, windows: _Array | None = None) -> None:
+        """``fn(k, lo, hi, buffer)`` for each batch chunk k, images [lo, hi), with a
+        [(hi-lo) * out_h * out_w, depth] column buffer (stored transposed if ``transposed``,
+        by default ``self.transposed``), holding the chunk's im2col columns of ``windows``
+        when given. The chunks run in groups of ``parts.WORKERS``, shared out between the
+        calling thread and the intra-op helper (parts.run_parts), a buffer per chunk of the
+        group. Row-major columns are copied by the calling thread before the group's parts
+        run (np.copyto holds the GIL: copied in the parts, the two threads took turns);
+        transposed ones inside the parts (a nogil loop)."""
         transposed = self.transposed if transposed is None else transposed
         pixels = self.out_shape[1] * self.out_shape[2]
         chunks = self.batch_chunks()
         largest = max((hi - lo for lo, hi in chunks), default=0)
-        buffer = empty(self.ctx, (largest * pixels * self.depth,), dtype)
-        for lo, hi in chunks:
+        workers = workers_for(len(chunks))
+        buffers = [empty(self.ctx, (largest * pixels * self.depth,), dtype) for _ in range(workers)]
+        copy_first = windows is not None and not transposed and workers > 1
+
+        def view(j: int, lo: int, hi: int) -> _Array:
             rows = (hi - lo) * pixels
+            memory = buffers[j][:rows * self.depth]
             if transposed:   # a [pixels, depth] view of [depth, pixels] memory
-                yield lo, hi, buffer[:rows * self.depth].reshape(self.depth, rows).T
-            else:
-                yield lo, hi, buffer[:rows * self.depth].reshape(rows, self.depth)
+                return memory.reshape(self.depth, rows).T
+            return memory.reshape(rows, self.depth)
+
+        for g in range(0, len(chunks), workers):
+            group = chunks[g:g + workers]
+            if copy_first:
+                for j, (lo, hi) in enumerate(group):
+                    _im2col(windows, lo, hi, view(j, lo, hi))   # type: ignore[arg-type]
+
+            def part(j: int, worker: int, g: int = g, group: list = group) -> None:
+                lo, hi = group[j]
+                buffer = view(j, lo, hi)
+                if windows is not None and not copy_first:
+                    _im2col(windows, lo, hi, buffer)
+                fn(g + j, lo, hi, buffer)
+
+            run_parts(len(group), part, workers)
 
 
 def _im2col(windows: _Array, lo: int, hi: int, buffer: _Array) -> _Array:
     """Images [lo, hi)'s windows copied into ``buffer`` (a [pixels, depth] array, maybe a
-    transposed view, see ``_Conv.transposed``), one row per output pixel."""
+    transposed view, see ``_Conv.transposed``), one row per output pixel.
+    Row-major columns: np.copyto, which holds the GIL (so ``_Conv.run_chunks`` makes them
+    on the calling thread); a numba loop took 2-5x as long. Transposed ones: a numba loop
+    (nogil; 56 vs 46 us for 32 of the CNN's 28x28 images), so the workers copy in parallel."""
     chunk = windows[lo:hi]
     if buffer.flags.c_contiguous:
         np.copyto(buffer.reshape(chunk.shape), chunk)
     else:   # [depth, pixels] memory: the taps outermost
         n, out_h, out_w, f_h, f_w, channels = chunk.shape
-        np.copyto(buffer.T.reshape(f_h, f_w, channels, n, out_h, out_w),
-                  chunk.transpose(3, 4, 5, 0, 1, 2))
+        _copy_windows(chunk.transpose(3, 4, 5, 0, 1, 2), buffer.T.reshape(f_h, f_w, channels, n, out_h, out_w))
     return buffer
+
+
+@jit()
+def _copy_windows(src, dst):  # type: ignore[no-untyped-def]
+    """dst[...] = src[...] over two 6-D arrays of the same shape, in dst's index order."""
+    d0, d1, d2, d3, d4, d5 = dst.shape
+    for p in range(d0):
+        for q in range(d1):
+            for r in range(d2):
+                for s in range(d3):
+                    for t in range(d4):
+                        for u in range(d5):
+                            dst[p, q, r, s, t, u] = src[p, q, r, s, t, u]
 
 
 def _matmul(a: _Array, b: _Array, out: _Array) -> None:
@@ -152,15 +203,16 @@ class SharedColumns:
 SHARED_COLUMNS_BUDGET = 1 << 22
 
 
-def _forward(ctx: Any, x: _Array, kernel: _Array, attrs: dict, keep_columns: bool
-             ) -> tuple[_Array, SharedColumns | None]:
+def _forward(ctx: Any, x: _Array, kernel: _Array, attrs: dict, keep_columns: bool,
+             epilogue: Callable[[_Array], None] | None = None) -> tuple[_Array, SharedColumns | None]:
     """The convolution in the compute dtype, and with ``keep_columns`` its im2col columns
     for the filter gradient, when they are the transposed (one-channel) kind and fit
     ``SHARED_COLUMNS_BUDGET``. The GEMMs run over the same chunks either way, so the values
     are the same bits. Measured (thread CPU, small CNN): the first conv's filter gradient
     424 -> 313 us with them; the second's (16 channels, 4.4 MB of columns) no faster, and
     its forward slower by as much: its own copy leaves the columns in cache for its GEMM,
-    the kept ones come back from memory."""
+    the kept ones come back from memory. ``epilogue`` runs on each chunk's output rows
+    right after its GEMM, on the same thread, while they are in cache."""
     require_rank4(x, "input", attrs["_node_name"])
     require_rank4(kernel, "filter", attrs["_node_name"])
     conv = _Conv(ctx, x.shape, kernel.shape, attrs)
@@ -173,15 +225,24 @@ def _forward(ctx: Any, x: _Array, kernel: _Array, attrs: dict, keep_columns: boo
     shared = None
     if keep_columns and conv.transposed and rows.shape[0] * conv.depth <= SHARED_COLUMNS_BUDGET:
         shared = SharedColumns(x, conv.plan.window, conv.columns(work))
+
+    def gemm(k: int, lo: int, hi: int, columns: _Array) -> None:
+        out_rows = rows[lo * pixels:hi * pixels]
+        _matmul(columns, weights, out_rows)
+        if epilogue is not None:
+            epilogue(out_rows)
+
     with quiet_fp():
-        if shared is not None:
-            _im2col(windows, 0, conv.in_shape[0], shared.columns)
-            for lo, hi in conv.batch_chunks():
-                _matmul(shared.columns[lo * pixels:hi * pixels], weights, rows[lo * pixels:hi * pixels])
+        if shared is not None:   # each chunk's columns copied into its rows of the kept ones
+            kept, chunks = shared.columns, conv.batch_chunks()
+
+            def kept_part(k: int, worker: int) -> None:
+                lo, hi = chunks[k]
+                gemm(k, lo, hi, _im2col(windows, lo, hi, kept[lo * pixels:hi * pixels]))
+
+            run_parts(len(chunks), kept_part, workers_for(len(chunks)))
         else:
-            for lo, hi, buffer in conv.chunks(work):
-                columns = _im2col(windows, lo, hi, buffer)
-                _matmul(columns, weights, rows[lo * pixels:hi * pixels])
+            conv.run_chunks(work, gemm, windows=windows)
     return out, shared
 
 
@@ -197,12 +258,15 @@ def conv2d_bias_relu(ctx: Any, x: _Array, kernel: _Array, bias: _Array | None, r
     if bias is not None and (bias.ndim != 1 or bias.dtype != x.dtype or kernel.ndim != 4
                              or bias.shape[0] != kernel.shape[3]):
         return None
-    out, shared = _forward(ctx, x, kernel, attrs, keep_columns)
+    epilogue = None
     if bias is not None or relu:
-        channels = out.shape[3]
-        _bias_relu_in_place(out.reshape(-1, channels),
-                            np.ascontiguousarray(bias) if bias is not None else np.zeros(channels, out.dtype),
-                            bias is not None, relu)
+        channels = kernel.shape[3]
+        vector = np.ascontiguousarray(bias) if bias is not None else np.zeros(channels, x.dtype)
+
+        def epilogue(out_rows: _Array) -> None:
+            _bias_relu_in_place(out_rows, vector, bias is not None, relu)
+
+    out, shared = _forward(ctx, x, kernel, attrs, keep_columns, epilogue)
     return [out, shared] if keep_columns else [out]
 
 
@@ -238,24 +302,27 @@ def conv2d_backprop_filter(ctx: Any, inputs: list, attrs: dict) -> list:
     work = compute_dtype(x.dtype)
     windows = window_view(conv.plan.padded(x.astype(work, copy=False), 0), conv.plan)
     grad_rows = grad.astype(work, copy=False).reshape(-1, filter_shape[3])
-    total = np.zeros((conv.depth, filter_shape[3]), work)
-    partial = np.empty_like(total)
+    chunks = conv.batch_chunks()
+    partials = np.empty((len(chunks), conv.depth, filter_shape[3]), work)
     pixels = conv.out_shape[1] * conv.out_shape[2]
     if shared is not None and not (shared.x is x and shared.window == tuple(filter_shape[:2])
                                    and shared.columns.shape == (grad_rows.shape[0], conv.depth)
                                    and shared.columns.dtype == work):
         shared = None
+
+    def gemm(k: int, lo: int, hi: int, columns: _Array) -> None:
+        _matmul(columns.T, grad_rows[lo * pixels:hi * pixels], partials[k])
+
     with quiet_fp():
         if shared is not None:   # the forward's columns, over the same chunks: the same bits
-            for lo, hi in conv.batch_chunks():
-                columns = shared.columns[lo * pixels:hi * pixels]
-                _matmul(columns.T, grad_rows[lo * pixels:hi * pixels], partial)
-                total += partial
+            kept = shared.columns
+            run_parts(len(chunks), lambda k, worker: gemm(
+                k, *chunks[k], kept[chunks[k][0] * pixels:chunks[k][1] * pixels]), workers_for(len(chunks)))
         else:
-            for lo, hi, buffer in conv.chunks(work):
-                columns = _im2col(windows, lo, hi, buffer)
-                _matmul(columns.T, grad_rows[lo * pixels:hi * pixels], partial)
-                total += partial
+            conv.run_chunks(work, gemm, windows=windows)
+        total = np.zeros((conv.depth, filter_shape[3]), work)
+        for partial in partials:   # in chunk order, whoever computed them: the same bits
+            total += partial
     return [total.reshape(filter_shape).astype(x.dtype, copy=False)]
 
 
@@ -283,11 +350,14 @@ def conv2d_backprop_input(ctx: Any, inputs: list, attrs: dict) -> list:
     plan = conv.plan
     padded = zeros_padded(plan, in_shape, work)
     pixels = conv.out_shape[1] * conv.out_shape[2]
+
+    def part(k: int, lo: int, hi: int, buffer: _Array) -> None:   # chunks write disjoint images
+        _matmul(grad_rows[lo * pixels:hi * pixels], weights_t, buffer)
+        columns = buffer.reshape((hi - lo, *conv.out_shape[1:3], *plan.window, in_shape[3]))
+        _col2im_kernel(columns, padded[lo:hi], *plan.strides, *plan.dilations)
+
     with quiet_fp():
-        for lo, hi, buffer in conv.chunks(work, transposed=False):   # col2im reads rows
-            _matmul(grad_rows[lo * pixels:hi * pixels], weights_t, buffer)
-            columns = buffer.reshape((hi - lo, *conv.out_shape[1:3], *plan.window, in_shape[3]))
-            _col2im_kernel(columns, padded[lo:hi], *plan.strides, *plan.dilations)
+        conv.run_chunks(work, part, transposed=False)   # col2im reads rows
     dx = plan.cropped(padded, in_shape[1], in_shape[2])
     return [np.ascontiguousarray(dx, dtype=kernel.dtype)]
 
