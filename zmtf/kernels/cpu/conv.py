@@ -120,7 +120,6 @@ class _Conv:
         largest = max((hi - lo for lo, hi in chunks), default=0)
         workers = workers_for(len(chunks))
         buffers = [empty(self.ctx, (largest * pixels * self.depth,), dtype) for _ in range(workers)]
-        copy_first = windows is not None and not transposed and workers > 1
 
         def view(j: int, lo: int, hi: int) -> _Array:
             rows = (hi - lo) * pixels
@@ -131,14 +130,10 @@ class _Conv:
 
         for g in range(0, len(chunks), workers):
             group = chunks[g:g + workers]
-            if copy_first:
-                for j, (lo, hi) in enumerate(group):
-                    _im2col(windows, lo, hi, view(j, lo, hi))   # type: ignore[arg-type]
-
             def part(j: int, worker: int, g: int = g, group: list = group) -> None:
                 lo, hi = group[j]
                 buffer = view(j, lo, hi)
-                if windows is not None and not copy_first:
+                if windows is not None:
                     _im2col(windows, lo, hi, buffer)
                 fn(g + j, lo, hi, buffer)
 
