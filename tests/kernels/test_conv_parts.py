@@ -73,13 +73,13 @@ SPLIT_CASES = [
 
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=["rows", "strided-dilated", "one-channel"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_split_convolutions_are_the_same_bits_with_and_without_the_helper(case, dtype, monkeypatch):
-    monkeypatch.setattr(intra_op._Spare, "MIN_CORES", -1.0)   # the helper whatever the load
-    monkeypatch.setattr(parts, "ENABLED", True)
+def test_split_convolutions_are_the_same_bits_with_and_without_the_helper(case, dtype, helper_runs_a_part,
+                                                                         monkeypatch):
     assert len(conv_kernels._Conv(None, case[0], (*case[1][:2], case[0][3], case[1][2]),
                                   dict(strides=[1, *case[2], 1], padding=case[3],
                                        dilations=[1, *case[4], 1], _node_name="c")).batch_chunks()) >= 2
     helped = _conv_ops(case, dtype, np.random.default_rng(0))
+    assert helper_runs_a_part, "the helper ran no part of a split convolution"
     monkeypatch.setattr(parts, "ENABLED", False)
     alone = _conv_ops(case, dtype, np.random.default_rng(0))
     for a, b in zip(helped, alone):
@@ -91,3 +91,30 @@ def test_split_convolutions_are_the_same_bits_with_and_without_the_helper(case, 
     tolerance = 1e-4 if dtype == "float32" else 1e-11
     for a, b in zip(helped, whole):
         np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
+
+
+@pytest.fixture
+def helper_runs_a_part(monkeypatch):
+    """Every split kernel's second part runs on the helper: the caller waits (up to 5 s)
+    for it to start one before running its own. Yields the parts the helper ran."""
+    monkeypatch.setattr(intra_op._Spare, "MIN_CORES", -1.0)   # the helper whatever the load
+    monkeypatch.setattr(parts, "ENABLED", True)
+    helped: list[int] = []
+    run = parts.run_parts
+
+    def run_waiting(count, fn, workers):
+        started = threading.Event()
+
+        def part(k, worker):
+            if worker == 1:
+                helped.append(k)
+                started.set()
+            elif count > 1 and workers > 1:
+                started.wait(5)
+            fn(k, worker)
+
+        run(count, part, workers)
+
+    monkeypatch.setattr(parts, "run_parts", run_waiting)
+    yield helped
+

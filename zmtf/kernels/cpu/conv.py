@@ -29,7 +29,7 @@ from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import FLOATS, empty, quiet_fp, shape_input, shape_str
 from zmtf.kernels.cpu._jit import jit
 from zmtf.kernels.cpu.blas import use_threads_for
-from zmtf.kernels.cpu.parts import WORKERS, run_parts, workers_for
+from zmtf.kernels.cpu import parts
 from zmtf.kernels.cpu.windows import (
     compute_dtype, require_rank4, window_plan, window_view, zeros_padded,
 )
@@ -93,7 +93,7 @@ class _Conv:
         rows = self.out_shape[0] * self.out_shape[1] * self.out_shape[2]
         split = 2 * rows * self.depth * self.out_shape[3] >= SPLIT_MIN_FLOPS
         return list(_batch_chunks(self.in_shape[0], self.out_shape[1] * self.out_shape[2] * self.depth,
-                                  WORKERS if split else 1))
+                                  parts.WORKERS if split else 1))
 
     def columns(self, dtype: np.dtype) -> _Array:
         """A [pixels of all images, depth] buffer for the whole batch's columns (a transposed
@@ -111,14 +111,13 @@ class _Conv:
         by default ``self.transposed``), holding the chunk's im2col columns of ``windows``
         when given. The chunks run in groups of ``parts.WORKERS``, shared out between the
         calling thread and the intra-op helper (parts.run_parts), a buffer per chunk of the
-        group. Row-major columns are copied by the calling thread before the group's parts
-        run (np.copyto holds the GIL: copied in the parts, the two threads took turns);
-        transposed ones inside the parts (a nogil loop)."""
+        group. Each part copies its own columns: np.copyto releases the GIL (two threads
+        copying the small CNN's 32-image columns took 101 us together, 103 us one alone)."""
         transposed = self.transposed if transposed is None else transposed
         pixels = self.out_shape[1] * self.out_shape[2]
         chunks = self.batch_chunks()
         largest = max((hi - lo for lo, hi in chunks), default=0)
-        workers = workers_for(len(chunks))
+        workers = parts.workers_for(len(chunks))
         buffers = [empty(self.ctx, (largest * pixels * self.depth,), dtype) for _ in range(workers)]
 
         def view(j: int, lo: int, hi: int) -> _Array:
@@ -137,35 +136,21 @@ class _Conv:
                     _im2col(windows, lo, hi, buffer)
                 fn(g + j, lo, hi, buffer)
 
-            run_parts(len(group), part, workers)
+            parts.run_parts(len(group), part, workers)
 
 
 def _im2col(windows: _Array, lo: int, hi: int, buffer: _Array) -> _Array:
     """Images [lo, hi)'s windows copied into ``buffer`` (a [pixels, depth] array, maybe a
     transposed view, see ``_Conv.transposed``), one row per output pixel.
-    Row-major columns: np.copyto, which holds the GIL (so ``_Conv.run_chunks`` makes them
-    on the calling thread); a numba loop took 2-5x as long. Transposed ones: a numba loop
-    (nogil; 56 vs 46 us for 32 of the CNN's 28x28 images), so the workers copy in parallel."""
+    np.copyto, which releases the GIL, so the parts of ``_Conv.run_chunks`` copy in parallel;
+    a numba loop took 2-5x as long for row-major columns (the short inner loops of i29conv)."""
     chunk = windows[lo:hi]
     if buffer.flags.c_contiguous:
         np.copyto(buffer.reshape(chunk.shape), chunk)
     else:   # [depth, pixels] memory: the taps outermost
         n, out_h, out_w, f_h, f_w, channels = chunk.shape
-        _copy_windows(chunk.transpose(3, 4, 5, 0, 1, 2), buffer.T.reshape(f_h, f_w, channels, n, out_h, out_w))
+        np.copyto(buffer.T.reshape(f_h, f_w, channels, n, out_h, out_w), chunk.transpose(3, 4, 5, 0, 1, 2))
     return buffer
-
-
-@jit()
-def _copy_windows(src, dst):  # type: ignore[no-untyped-def]
-    """dst[...] = src[...] over two 6-D arrays of the same shape, in dst's index order."""
-    d0, d1, d2, d3, d4, d5 = dst.shape
-    for p in range(d0):
-        for q in range(d1):
-            for r in range(d2):
-                for s in range(d3):
-                    for t in range(d4):
-                        for u in range(d5):
-                            dst[p, q, r, s, t, u] = src[p, q, r, s, t, u]
 
 
 def _matmul(a: _Array, b: _Array, out: _Array) -> None:
@@ -235,7 +220,7 @@ def _forward(ctx: Any, x: _Array, kernel: _Array, attrs: dict, keep_columns: boo
                 lo, hi = chunks[k]
                 gemm(k, lo, hi, _im2col(windows, lo, hi, kept[lo * pixels:hi * pixels]))
 
-            run_parts(len(chunks), kept_part, workers_for(len(chunks)))
+            parts.run_parts(len(chunks), kept_part, parts.workers_for(len(chunks)))
         else:
             conv.run_chunks(work, gemm, windows=windows)
     return out, shared
@@ -311,8 +296,8 @@ def conv2d_backprop_filter(ctx: Any, inputs: list, attrs: dict) -> list:
     with quiet_fp():
         if shared is not None:   # the forward's columns, over the same chunks: the same bits
             kept = shared.columns
-            run_parts(len(chunks), lambda k, worker: gemm(
-                k, *chunks[k], kept[chunks[k][0] * pixels:chunks[k][1] * pixels]), workers_for(len(chunks)))
+            parts.run_parts(len(chunks), lambda k, worker: gemm(
+                k, *chunks[k], kept[chunks[k][0] * pixels:chunks[k][1] * pixels]), parts.workers_for(len(chunks)))
         else:
             conv.run_chunks(work, gemm, windows=windows)
         total = np.zeros((conv.depth, filter_shape[3]), work)
