@@ -99,6 +99,8 @@ def helper_runs_a_part(monkeypatch):
     for it to start one before running its own. Yields the parts the helper ran."""
     monkeypatch.setattr(intra_op._Spare, "MIN_CORES", -1.0)   # the helper whatever the load
     monkeypatch.setattr(parts, "ENABLED", True)
+    # whatever BLAS cap an earlier test's session or server left this process
+    monkeypatch.setattr(parts.blas, "threads_cap", lambda: 2)
     helped: list[int] = []
     run = parts.run_parts
 
