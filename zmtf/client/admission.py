@@ -4,45 +4,39 @@ Each run does its first part at once on the loop (plan the fetches, convert the 
 encode and send the request: tens of microseconds). asyncio runs every task made ready in a
 turn before it looks at its timers and sockets again, so 1,000 runs submitted together
 (``asyncio.gather``) held the loop ~100 ms: heartbeats, replies and other coroutines waited.
-Here a run that starts after ``SLICE_RUNS`` others within ``SLICE_SECONDS`` waits its turn
-in a queue; each loop turn lets the next ``SLICE_RUNS`` go, in order. A run on its own (or
-a few a turn) never waits: one clock read and a comparison.
+Here at most ``SLICE_RUNS`` runs start in one loop turn; the ones after them wait in a queue,
+and each later turn lets the next ``SLICE_RUNS`` go, in order. A run on its own (or a few a
+turn) never waits. Turns, not time: a slice that ended after 2 ms let a burst of slow runs
+(a loaded machine: >125 us each) start all at once, which is when holding the loop hurts most.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
 from collections import deque
 
-#: runs admitted within one slice before the next ones wait for a loop turn
+#: runs admitted in one loop turn before the next ones wait for the next turn
 SLICE_RUNS = 16
-#: how long a slice lasts: runs admitted further apart than this never wait
-SLICE_SECONDS = 0.002
-_clock = time.perf_counter
 
 
 class Admission:
     """The runs of one event loop: ``admit()`` returns None (go on) or a future to await first."""
 
-    __slots__ = ("_loop", "_started", "_admitted", "_waiting", "_turn_set", "__weakref__")
+    __slots__ = ("_loop", "_admitted", "_waiting", "_turn_set", "_reset_set", "__weakref__")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._started = -1.0   # when the current slice began
-        self._admitted = 0     # runs admitted in it
+        self._admitted = 0     # runs admitted in this loop turn
         self._waiting: deque[asyncio.Future] = deque()
-        self._turn_set = False
+        self._turn_set = False    # _next_slice is scheduled
+        self._reset_set = False   # _turn_passed is scheduled
 
     def admit(self) -> asyncio.Future | None:
-        if not self._waiting:
-            now = _clock()
-            if now - self._started > SLICE_SECONDS:
-                self._started, self._admitted = now, 0
-            if self._admitted < SLICE_RUNS:
-                self._admitted += 1
-                return None
+        if not self._waiting and self._admitted < SLICE_RUNS:
+            self._admitted += 1
+            self._reset_next_turn()
+            return None
         waiter = self._loop.create_future()
         self._waiting.append(waiter)
         if not self._turn_set:
@@ -50,10 +44,22 @@ class Admission:
             self._loop.call_soon(self._next_slice)
         return waiter
 
+    def _reset_next_turn(self) -> None:
+        if not self._reset_set:
+            self._reset_set = True
+            self._loop.call_soon(self._turn_passed)
+
+    def _turn_passed(self) -> None:
+        """A loop turn passed since runs were admitted: the next ones start a new slice,
+        unless runs are queued (``_next_slice`` lets those go first)."""
+        self._reset_set = False
+        if not self._waiting:
+            self._admitted = 0
+
     def _next_slice(self) -> None:
         """A loop turn passed: the next ``SLICE_RUNS`` waiting runs go (cancelled ones skipped)."""
         self._turn_set = False
-        self._started, self._admitted = _clock(), 0
+        self._admitted = 0
         waiting = self._waiting
         while waiting and self._admitted < SLICE_RUNS:
             waiter = waiting.popleft()
@@ -63,6 +69,8 @@ class Admission:
         if waiting:
             self._turn_set = True
             self._loop.call_soon(self._next_slice)
+        else:
+            self._reset_next_turn()
 
     def waiting(self) -> int:
         """Runs queued now (read by tests)."""
