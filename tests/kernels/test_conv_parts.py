@@ -101,6 +101,7 @@ def helper_runs_a_part(monkeypatch):
     monkeypatch.setattr(parts, "ENABLED", True)
     # whatever BLAS cap an earlier test's session or server left this process
     monkeypatch.setattr(parts.blas, "threads_cap", lambda: 2)
+    monkeypatch.setattr(parts._Timings, "choose", lambda self, key: parts.WORKERS)   # untimed
     helped: list[int] = []
     run = parts.run_parts
 
@@ -120,3 +121,37 @@ def helper_runs_a_part(monkeypatch):
     monkeypatch.setattr(parts, "run_parts", run_waiting)
     yield helped
 
+
+
+def test_two_workers_are_kept_only_while_they_are_timed_faster(monkeypatch):
+    """parts._Timings: the first call of a key runs on one worker, the second on two; then
+    the faster kind, the other one every PROBE_EVERY-th call; it follows when times change."""
+    monkeypatch.setattr(intra_op._Spare, "MIN_CORES", -1.0)
+    monkeypatch.setattr(parts, "ENABLED", True)
+    monkeypatch.setattr(parts.blas, "threads_cap", lambda: 2)
+    monkeypatch.setattr(parts, "_TIMINGS", parts._Timings())
+    wall = {1: 1.0, 2: 0.6}   # seconds a call takes with 1 / 2 workers, on a fake clock
+    clock = [0.0]
+    monkeypatch.setattr(parts, "perf_counter", lambda: clock[0])
+
+    def call(key="conv"):
+        chosen = []
+
+        def body(workers):
+            chosen.append(workers)
+            clock[0] += wall[workers]
+
+        parts.run_keyed(key, 2, body)
+        return chosen[0]
+
+    first = [call() for _ in range(2 * parts._Timings.PROBE_EVERY)]
+    assert first[:2] == [1, 2]
+    assert first.count(1) == 1 + 2   # the first call and two probes
+    assert [call("other shapes") for _ in range(2)] == [1, 2]   # each key timed apart
+    wall[2] = 1.5   # two workers now lose (a CPU quota, a busy core)
+    later = [call() for _ in range(4 * parts._Timings.PROBE_EVERY)]
+    assert later[-parts._Timings.PROBE_EVERY:].count(2) == 1   # only the probe
+    wall[2] = 0.5   # and win again: the probes see it
+    again = [call() for _ in range(8 * parts._Timings.PROBE_EVERY)]
+    assert again[-parts._Timings.PROBE_EVERY:].count(1) == 1
+    assert parts.workers_for(1, "conv") == 1   # one part: nothing to share

@@ -104,7 +104,11 @@ class _Conv:
             return buffer.reshape(self.depth, rows).T
         return buffer.reshape(rows, self.depth)
 
-    def run_chunks(self, dtype: np.dtype, fn: Callable[[int, int, int, _Array], None],
+    def key(self, kind: str, dtype: np.dtype) -> tuple:
+        """What ``parts`` times this convolution's kernel ``kind`` under."""
+        return (kind, dtype.str, self.in_shape, self.filter_shape, self.out_shape, self.transposed)
+
+    def run_chunks(self, kind: str, dtype: np.dtype, fn: Callable[[int, int, int, _Array], None],
                    transposed: bool | None = None, windows: _Array | None = None) -> None:
         """``fn(k, lo, hi, buffer)`` for each batch chunk k, images [lo, hi), with a
         [(hi-lo) * out_h * out_w, depth] column buffer (stored transposed if ``transposed``,
@@ -112,12 +116,18 @@ class _Conv:
         when given. The chunks run in groups of ``parts.WORKERS``, shared out between the
         calling thread and the intra-op helper (parts.run_parts), a buffer per chunk of the
         group. Each part copies its own columns: np.copyto releases the GIL (two threads
-        copying the small CNN's 32-image columns took 101 us together, 103 us one alone)."""
+        copying the small CNN's 32-image columns took 101 us together, 103 us one alone).
+        ``kind`` names the kernel: whether two workers win is timed per kind and shapes
+        (parts.run_keyed)."""
         transposed = self.transposed if transposed is None else transposed
-        pixels = self.out_shape[1] * self.out_shape[2]
         chunks = self.batch_chunks()
+        parts.run_keyed(self.key(kind, dtype), len(chunks), lambda workers: self._run_groups(
+            dtype, fn, transposed, windows, chunks, workers))
+
+    def _run_groups(self, dtype: np.dtype, fn: Callable[[int, int, int, _Array], None], transposed: bool,
+                    windows: _Array | None, chunks: list[tuple[int, int]], workers: int) -> None:
+        pixels = self.out_shape[1] * self.out_shape[2]
         largest = max((hi - lo for lo, hi in chunks), default=0)
-        workers = parts.workers_for(len(chunks))
         buffers = [empty(self.ctx, (largest * pixels * self.depth,), dtype) for _ in range(workers)]
 
         def view(j: int, lo: int, hi: int) -> _Array:
@@ -220,9 +230,10 @@ def _forward(ctx: Any, x: _Array, kernel: _Array, attrs: dict, keep_columns: boo
                 lo, hi = chunks[k]
                 gemm(k, lo, hi, _im2col(windows, lo, hi, kept[lo * pixels:hi * pixels]))
 
-            parts.run_parts(len(chunks), kept_part, parts.workers_for(len(chunks)))
+            parts.run_keyed(conv.key("forward, kept columns", work), len(chunks),
+                            lambda workers: parts.run_parts(len(chunks), kept_part, workers))
         else:
-            conv.run_chunks(work, gemm, windows=windows)
+            conv.run_chunks("forward", work, gemm, windows=windows)
     return out, shared
 
 
@@ -296,10 +307,15 @@ def conv2d_backprop_filter(ctx: Any, inputs: list, attrs: dict) -> list:
     with quiet_fp():
         if shared is not None:   # the forward's columns, over the same chunks: the same bits
             kept = shared.columns
-            parts.run_parts(len(chunks), lambda k, worker: gemm(
-                k, *chunks[k], kept[chunks[k][0] * pixels:chunks[k][1] * pixels]), parts.workers_for(len(chunks)))
+
+            def kept_part(k: int, worker: int) -> None:
+                lo, hi = chunks[k]
+                gemm(k, lo, hi, kept[lo * pixels:hi * pixels])
+
+            parts.run_keyed(conv.key("filter gradient, kept columns", work), len(chunks),
+                            lambda workers: parts.run_parts(len(chunks), kept_part, workers))
         else:
-            conv.run_chunks(work, gemm, windows=windows)
+            conv.run_chunks("filter gradient", work, gemm, windows=windows)
         total = np.zeros((conv.depth, filter_shape[3]), work)
         for partial in partials:   # in chunk order, whoever computed them: the same bits
             total += partial
@@ -337,7 +353,7 @@ def conv2d_backprop_input(ctx: Any, inputs: list, attrs: dict) -> list:
         _col2im_kernel(columns, padded[lo:hi], *plan.strides, *plan.dilations)
 
     with quiet_fp():
-        conv.run_chunks(work, part, transposed=False)   # col2im reads rows
+        conv.run_chunks("input gradient", work, part, transposed=False)   # col2im reads rows
     dx = plan.cropped(padded, in_shape[1], in_shape[2])
     return [np.ascontiguousarray(dx, dtype=kernel.dtype)]
 

@@ -12,7 +12,8 @@ order), so the values are the same bits whoever runs which part.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from time import perf_counter
 
 from zmtf.kernels.cpu import blas
 
@@ -38,15 +39,80 @@ def install(run: Callable[[int, Part], None], spare: Callable[[], bool]) -> None
     _Installed.run, _Installed.spare = run, spare
 
 
-def workers_for(count: int) -> int:
+def workers_for(count: int, key: Hashable = None) -> int:
     """How many workers ``count`` parts get: 2 (this thread and the helper) when there are
     two parts or more, a helper is installed, the process's BLAS cap (TF's
-    intra_op_parallelism_threads, or a server's share of the machine's cores) is above 1
-    and the machine has CPU to spare; else 1."""
+    intra_op_parallelism_threads, or a server's share of the machine's cores) is above 1,
+    the machine has CPU to spare and, for a ``key`` (a kernel and its shapes), two workers
+    have been timed faster than one on it lately (``_Timings``); else 1."""
     spare = _Installed.spare
     if count < 2 or spare is None or not ENABLED or blas.threads_cap() < 2:
         return 1
-    return WORKERS if spare() else 1
+    if not spare():
+        return 1
+    return WORKERS if key is None else _TIMINGS.choose(key)
+
+
+class _Timing:
+    __slots__ = ("one", "two", "calls")
+
+    def __init__(self) -> None:
+        self.one = self.two = 0.0   # smoothed wall seconds of a call with 1 / 2 workers
+        self.calls = 0
+
+
+class _Timings:
+    """Whether two workers win, per kernel and shapes, measured on this machine now: /proc/stat
+    cannot see a container's CPU quota, two vCPUs that share a core, or a neighbour thrashing
+    memory (a slow state seen here: copies 6-14x slower, where two threads took 75-82 steps/s
+    of the CNN and one 108). The first call of a key runs on one worker, the second on two;
+    after that the faster kind (two only if under ``WIN`` of one), and every
+    ``PROBE_EVERY``-th call the other kind, so the choice follows the machine."""
+
+    PROBE_EVERY = 16
+    WIN = 0.9
+    ALPHA = 0.25      # weight of the newest call in the smoothed times
+    MAX_KEYS = 1024   # then all are forgotten at once
+
+    def __init__(self) -> None:
+        self.by_key: dict[Hashable, _Timing] = {}
+
+    def choose(self, key: Hashable) -> int:
+        timing = self.by_key.get(key)
+        if timing is None:
+            if len(self.by_key) >= self.MAX_KEYS:
+                self.by_key.clear()
+            timing = self.by_key[key] = _Timing()
+        timing.calls += 1
+        if not timing.one:
+            return 1
+        if not timing.two:
+            return WORKERS
+        two_win = timing.two < self.WIN * timing.one
+        if timing.calls % self.PROBE_EVERY == 0:
+            two_win = not two_win
+        return WORKERS if two_win else 1
+
+    def record(self, key: Hashable, workers: int, seconds: float) -> None:
+        timing = self.by_key.get(key)
+        if timing is None:
+            return
+        if workers >= 2:
+            timing.two = seconds if not timing.two else timing.two + self.ALPHA * (seconds - timing.two)
+        else:
+            timing.one = seconds if not timing.one else timing.one + self.ALPHA * (seconds - timing.one)
+
+
+_TIMINGS = _Timings()
+
+
+def run_keyed(key: Hashable, count: int, body: Callable[[int], None]) -> None:
+    """``body(workers)`` with ``workers_for(count, key)`` workers, its wall time kept under
+    ``key`` for the next calls' choice."""
+    workers = workers_for(count, key)
+    start = perf_counter()
+    body(workers)
+    _TIMINGS.record(key, workers, perf_counter() - start)
 
 
 def run_parts(count: int, fn: Part, workers: int) -> None:
