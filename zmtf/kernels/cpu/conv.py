@@ -124,6 +124,13 @@ class _Conv:
         parts.run_keyed(self.key(kind, dtype), len(chunks), lambda workers: self._run_groups(
             dtype, fn, transposed, windows, chunks, workers))
 
+    def run_over_chunks(self, kind: str, dtype: np.dtype, fn: Callable[[int, int, int], None]) -> None:
+        """``fn(k, lo, hi)`` for each batch chunk k, images [lo, hi), shared out and timed
+        as in ``run_chunks``, without column buffers (for the forward's kept columns)."""
+        chunks = self.batch_chunks()
+        parts.run_keyed(self.key(kind, dtype), len(chunks), lambda workers: parts.run_parts(
+            len(chunks), lambda k, worker: fn(k, *chunks[k]), workers))
+
     def _run_groups(self, dtype: np.dtype, fn: Callable[[int, int, int, _Array], None], transposed: bool,
                     windows: _Array | None, chunks: list[tuple[int, int]], workers: int) -> None:
         pixels = self.out_shape[1] * self.out_shape[2]
@@ -139,6 +146,7 @@ class _Conv:
 
         for g in range(0, len(chunks), workers):
             group = chunks[g:g + workers]
+
             def part(j: int, worker: int, g: int = g, group: list = group) -> None:
                 lo, hi = group[j]
                 buffer = view(j, lo, hi)
@@ -224,14 +232,9 @@ def _forward(ctx: Any, x: _Array, kernel: _Array, attrs: dict, keep_columns: boo
 
     with quiet_fp():
         if shared is not None:   # each chunk's columns copied into its rows of the kept ones
-            kept, chunks = shared.columns, conv.batch_chunks()
-
-            def kept_part(k: int, worker: int) -> None:
-                lo, hi = chunks[k]
-                gemm(k, lo, hi, _im2col(windows, lo, hi, kept[lo * pixels:hi * pixels]))
-
-            parts.run_keyed(conv.key("forward, kept columns", work), len(chunks),
-                            lambda workers: parts.run_parts(len(chunks), kept_part, workers))
+            kept = shared.columns
+            conv.run_over_chunks("forward, kept columns", work, lambda k, lo, hi: gemm(
+                k, lo, hi, _im2col(windows, lo, hi, kept[lo * pixels:hi * pixels])))
         else:
             conv.run_chunks("forward", work, gemm, windows=windows)
     return out, shared
@@ -307,13 +310,8 @@ def conv2d_backprop_filter(ctx: Any, inputs: list, attrs: dict) -> list:
     with quiet_fp():
         if shared is not None:   # the forward's columns, over the same chunks: the same bits
             kept = shared.columns
-
-            def kept_part(k: int, worker: int) -> None:
-                lo, hi = chunks[k]
-                gemm(k, lo, hi, kept[lo * pixels:hi * pixels])
-
-            parts.run_keyed(conv.key("filter gradient, kept columns", work), len(chunks),
-                            lambda workers: parts.run_parts(len(chunks), kept_part, workers))
+            conv.run_over_chunks("filter gradient, kept columns", work, lambda k, lo, hi: gemm(
+                k, lo, hi, kept[lo * pixels:hi * pixels]))
         else:
             conv.run_chunks("filter gradient", work, gemm, windows=windows)
         total = np.zeros((conv.depth, filter_shape[3]), work)
