@@ -4,6 +4,8 @@ import os
 import pathlib
 import sys
 
+import pytest
+
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -34,3 +36,38 @@ def _write_bytecode() -> None:
 _write_bytecode()
 
 pytest_plugins = ["zmtf.testing"]
+
+
+@pytest.fixture
+def helper_runs_a_part(monkeypatch):
+    """Every split kernel's second part runs on the helper: the caller waits (up to 5 s)
+    for it to start one before running its own. Yields the parts the helper ran.
+    (Imports inside: this file runs before numba is first imported.)"""
+    import threading
+
+    from zmtf.kernels.cpu import parts
+    from zmtf.runtime import intra_op
+
+    monkeypatch.setattr(intra_op._Spare, "MIN_CORES", -1.0)   # the helper whatever the load
+    monkeypatch.setattr(parts, "ENABLED", True)
+    # whatever BLAS cap an earlier test's session or server left this process
+    monkeypatch.setattr(parts.blas, "threads_cap", lambda: 2)
+    monkeypatch.setattr(parts._Timings, "choose", lambda self, key: parts.WORKERS)   # untimed
+    helped: list[int] = []
+    run = parts.run_parts
+
+    def run_waiting(count, fn, workers):
+        started = threading.Event()
+
+        def part(k, worker):
+            if worker == 1:
+                helped.append(k)
+                started.set()
+            elif count > 1 and workers > 1:
+                started.wait(5)
+            fn(k, worker)
+
+        run(count, part, workers)
+
+    monkeypatch.setattr(parts, "run_parts", run_waiting)
+    yield helped

@@ -93,36 +93,6 @@ def test_split_convolutions_are_the_same_bits_with_and_without_the_helper(case, 
         np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
 
 
-@pytest.fixture
-def helper_runs_a_part(monkeypatch):
-    """Every split kernel's second part runs on the helper: the caller waits (up to 5 s)
-    for it to start one before running its own. Yields the parts the helper ran."""
-    monkeypatch.setattr(intra_op._Spare, "MIN_CORES", -1.0)   # the helper whatever the load
-    monkeypatch.setattr(parts, "ENABLED", True)
-    # whatever BLAS cap an earlier test's session or server left this process
-    monkeypatch.setattr(parts.blas, "threads_cap", lambda: 2)
-    monkeypatch.setattr(parts._Timings, "choose", lambda self, key: parts.WORKERS)   # untimed
-    helped: list[int] = []
-    run = parts.run_parts
-
-    def run_waiting(count, fn, workers):
-        started = threading.Event()
-
-        def part(k, worker):
-            if worker == 1:
-                helped.append(k)
-                started.set()
-            elif count > 1 and workers > 1:
-                started.wait(5)
-            fn(k, worker)
-
-        run(count, part, workers)
-
-    monkeypatch.setattr(parts, "run_parts", run_waiting)
-    yield helped
-
-
-
 def test_two_workers_are_kept_only_while_they_are_timed_faster(monkeypatch):
     """parts._Timings: the first call of a key runs on one worker, the second on two; then
     the faster kind, the other one every PROBE_EVERY-th call; it follows when times change."""

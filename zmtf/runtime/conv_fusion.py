@@ -29,7 +29,7 @@ from zmtf.kernels.cpu import pool as pool_kernels
 from zmtf.kernels.cpu.common import shape_input
 from zmtf.kernels.shapes import sum_to_shape_axes
 from zmtf.placement.plan import PlannedNode, StepPlan
-from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
+from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes, reaches
 from zmtf.runtime.fused_kernels import FusedMemberError
 from zmtf.runtime.fusion import consumers_of, merged_predecessors
 from zmtf.runtime import intra_op  # noqa: F401 - installs the convolutions' helper thread
@@ -125,7 +125,7 @@ def _bias_gradient(nodes: Sequence[PlannedNode], readers: dict[int, set[int]],
                 and sums.input_slots[0] == node.output_slots[0] and sums.input_slots[1] != node.output_slots[0]
                 and _same_kind(sums, node)):
             shape = producer.get(sums.input_slots[1])
-            if shape is None or not _reaches(nodes, relu_grad, shape):
+            if shape is None or not reaches(nodes, relu_grad, shape):
                 return s
     return None
 
@@ -151,24 +151,9 @@ def _filter_gradient(nodes: Sequence[PlannedNode], readers: dict[int, set[int]],
         if (node.op_type == "Conv2DBackpropFilter" and f not in taken and node.input_slots[0] == x
                 and len(node.input_slots) == 3 and _same_kind(node, conv)
                 and all(node.attrs.get(k) == conv.attrs.get(k) for k in _WINDOW_ATTRS)
-                and _reaches(nodes, i, f)):
+                and reaches(nodes, i, f)):
             return f
     return None
-
-
-def _reaches(nodes: Sequence[PlannedNode], start: int, goal: int) -> bool:
-    """Whether ``goal`` waits (through any path) for ``start``: an edge start -> goal then
-    adds no cycle."""
-    seen = {start}
-    stack = [start]
-    while stack:
-        for c in nodes[stack.pop()].consumers:
-            if c == goal:
-                return True
-            if c not in seen:
-                seen.add(c)
-                stack.append(c)
-    return False
 
 
 def _rebuild(plan: StepPlan, chains: list[tuple[list[int], int | None]]) -> StepPlan:

@@ -38,6 +38,7 @@ from zmtf.runtime.conv_fusion import (
     CONV_OP, FILTER_OP, POOL_GRAD_OP, FusedConvKernel, FusedPoolGradKernel, filter_gradient_kernel,
     fuse_convolutions,
 )
+from zmtf.runtime.conv_gradient_pairs import PAIR_OP, ConvGradientPairKernel, pair_conv_gradients
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.gradient_sums import sum_gradients
 from zmtf.runtime.matmul_readers import fold_matmul_readers
@@ -112,7 +113,8 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
     each (``fuse_elementwise``), after its convolutions took their bias, Relu and filter
-    gradient's columns (``fuse_convolutions``) and AddNs of per-step gradients (MatMuls,
+    gradient's columns (``fuse_convolutions``) and each took its two gradients side by side
+    (``pair_conv_gradients``), AddNs of per-step gradients (MatMuls,
     SumToShapes) became one node each (``sum_gradients``), MatMuls that read one weight
     transposed share one transposed copy of it (``share_transposes``), and a MatMul whose one
     reader slices its columns or adds a bias does that itself (``fold_matmul_readers``).
@@ -121,7 +123,7 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = sum_gradients(fuse_convolutions(plan))
+            plan = sum_gradients(pair_conv_gradients(fuse_convolutions(plan)))
             plan = fold_matmul_readers(share_transposes(fuse_elementwise(plan)))
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
@@ -158,6 +160,9 @@ def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
         return FusedPoolGradKernel(node.attrs, device_type, lookup)
     if node.op_type == FILTER_OP:
         return filter_gradient_kernel
+    if node.op_type == PAIR_OP:
+        return ConvGradientPairKernel(node.attrs, device_type, lambda op, device, dtype: (
+            filter_gradient_kernel if op == FILTER_OP else lookup(op, device, dtype)))
     return lookup(node.op_type, device_type, node.kernel_dtype)
 
 

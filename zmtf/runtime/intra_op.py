@@ -33,6 +33,19 @@ from zmtf.kernels.cpu import parts
 from zmtf.kernels.cpu.parts import Part
 
 
+class _Inside(threading.local):
+    """Whether this thread is running a part (parts._Installed.inside)."""
+
+    part = False
+
+
+_INSIDE = _Inside()
+
+
+def inside_part() -> bool:
+    return _INSIDE.part
+
+
 class _Job:
     """One kernel call's parts; ``busy`` is held while the helper runs one of them."""
 
@@ -45,8 +58,13 @@ class _Job:
         self.error: BaseException | None = None
 
     def work(self, worker: int) -> None:
-        while (k := next(self.next)) < self.count:
-            self.fn(k, worker)
+        outer = _INSIDE.part
+        _INSIDE.part = True
+        try:
+            while (k := next(self.next)) < self.count:
+                self.fn(k, worker)
+        finally:
+            _INSIDE.part = outer
 
     def help(self) -> None:
         with self.busy:
@@ -158,4 +176,4 @@ def run_on_two(count: int, fn: Part) -> None:
         raise job.error
 
 
-parts.install(run_on_two, spare)
+parts.install(run_on_two, spare, inside_part)

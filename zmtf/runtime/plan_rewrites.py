@@ -1,7 +1,8 @@
-"""What every bind-time plan rewrite (plumbing, fusion, conv_fusion, gradient_sums,
-shared_transpose, matmul_readers) asks of a StepPlan before it changes anything: whether
-tf.cond's dead values can flow through it (then the rewrites leave it alone), which node
-makes each slot, and which nodes the caller named (fetched or targeted: never removed)."""
+"""What every bind-time plan rewrite (plumbing, fusion, conv_fusion, conv_gradient_pairs,
+gradient_sums, shared_transpose, matmul_readers) asks of a StepPlan before it changes
+anything: whether tf.cond's dead values can flow through it (then the rewrites leave it
+alone), which node makes each slot, which nodes the caller named (fetched or targeted: never
+removed), and whether one node waits for another (merging them would add a cycle)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,18 @@ def producers(nodes: Sequence[PlannedNode]) -> dict[int, int]:
 def named_nodes(plan: StepPlan, producer: dict[int, int]) -> set[int]:
     """The nodes a run fetches from or targets."""
     return set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}
+
+
+def reaches(nodes: Sequence[PlannedNode], start: int, goal: int) -> bool:
+    """Whether ``goal`` waits (through any path) for ``start``: an edge start -> goal then
+    adds no cycle."""
+    seen = {start}
+    stack = [start]
+    while stack:
+        for c in nodes[stack.pop()].consumers:
+            if c == goal:
+                return True
+            if c not in seen:
+                seen.add(c)
+                stack.append(c)
+    return False

@@ -28,25 +28,29 @@ ENABLED = os.environ.get("ZMTF_INTRA_OP", "1").strip() != "0"
 
 
 class _Installed:
-    """What the runtime installed: the two-thread runner and its spare-CPU test."""
+    """What the runtime installed: the two-thread runner, its spare-CPU test, and whether
+    this thread is running a part of a two-worker split itself (a kernel called inside one,
+    as runtime/conv_gradient_pairs.py runs two convolution kernels as two parts, keeps its
+    own parts on its thread: the other worker is busy with the other part)."""
 
     run: Callable[[int, Part], None] | None = None
     spare: Callable[[], bool] | None = None
+    inside: Callable[[], bool] = staticmethod(lambda: False)
 
 
-def install(run: Callable[[int, Part], None], spare: Callable[[], bool]) -> None:
+def install(run: Callable[[int, Part], None], spare: Callable[[], bool], inside: Callable[[], bool]) -> None:
     """Called by zmtf.runtime.intra_op when it is imported."""
-    _Installed.run, _Installed.spare = run, spare
+    _Installed.run, _Installed.spare, _Installed.inside = run, spare, inside
 
 
 def workers_for(count: int, key: Hashable = None) -> int:
     """How many workers ``count`` parts get: 2 (this thread and the helper) when there are
-    two parts or more, a helper is installed, the process's BLAS cap (TF's
+    two parts or more, this thread is not running a part itself, a helper is installed, the process's BLAS cap (TF's
     intra_op_parallelism_threads, or a server's share of the machine's cores) is above 1,
     the machine has CPU to spare and, for a ``key`` (a kernel and its shapes), two workers
     have been timed faster than one on it lately (``_Timings``); else 1."""
     spare = _Installed.spare
-    if count < 2 or spare is None or not ENABLED or blas.threads_cap() < 2:
+    if count < 2 or spare is None or not ENABLED or _Installed.inside() or blas.threads_cap() < 2:
         return 1
     if not spare():
         return 1
@@ -108,7 +112,11 @@ _TIMINGS = _Timings()
 
 def run_keyed(key: Hashable, count: int, body: Callable[[int], None]) -> None:
     """``body(workers)`` with ``workers_for(count, key)`` workers, its wall time kept under
-    ``key`` for the next calls' choice."""
+    ``key`` for the next calls' choice. Inside a part (see ``_Installed``): one worker,
+    untimed (a time taken beside another kernel says nothing of the kernel alone)."""
+    if _Installed.inside():
+        body(1)
+        return
     workers = workers_for(count, key)
     start = perf_counter()
     body(workers)
