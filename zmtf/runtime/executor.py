@@ -39,6 +39,9 @@ from zmtf.runtime.conv_fusion import (
     fuse_convolutions,
 )
 from zmtf.runtime.conv_gradient_pairs import PAIR_OP, ConvGradientPairKernel, pair_conv_gradients
+from zmtf.runtime.pooled_filter_gradient import (
+    POOLED_FILTER_OP, PooledFilterGradientKernel, fuse_pooled_filter_gradients,
+)
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.gradient_sums import sum_gradients
 from zmtf.runtime.matmul_readers import fold_matmul_readers
@@ -113,8 +116,9 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
     each (``fuse_elementwise``), after its convolutions took their bias, Relu and filter
-    gradient's columns (``fuse_convolutions``) and each took its two gradients side by side
-    (``pair_conv_gradients``), AddNs of per-step gradients (MatMuls,
+    gradient's columns (``fuse_convolutions``), each took its two gradients side by side
+    (``pair_conv_gradients``) and a first layer's filter gradient its pool's gradient
+    (``fuse_pooled_filter_gradients``), AddNs of per-step gradients (MatMuls,
     SumToShapes) became one node each (``sum_gradients``), MatMuls that read one weight
     transposed share one transposed copy of it (``share_transposes``), and a MatMul whose one
     reader slices its columns or adds a bias does that itself (``fold_matmul_readers``).
@@ -123,7 +127,8 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = sum_gradients(pair_conv_gradients(fuse_convolutions(plan)))
+            plan = fuse_pooled_filter_gradients(pair_conv_gradients(fuse_convolutions(plan)))
+            plan = sum_gradients(plan)
             plan = fold_matmul_readers(share_transposes(fuse_elementwise(plan)))
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
@@ -161,9 +166,15 @@ def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
     if node.op_type == FILTER_OP:
         return filter_gradient_kernel
     if node.op_type == PAIR_OP:
-        return ConvGradientPairKernel(node.attrs, device_type, lambda op, device, dtype: (
-            filter_gradient_kernel if op == FILTER_OP else lookup(op, device, dtype)))
+        return ConvGradientPairKernel(node.attrs, device_type, _member_lookup(lookup))
+    if node.op_type == POOLED_FILTER_OP:
+        return PooledFilterGradientKernel(node.attrs, device_type, _member_lookup(lookup))
     return lookup(node.op_type, device_type, node.kernel_dtype)
+
+
+def _member_lookup(lookup: KernelLookup) -> KernelLookup:
+    """``lookup`` for the members of a fused node, FILTER_OP (a rewritten op) included."""
+    return lambda op, device, dtype: filter_gradient_kernel if op == FILTER_OP else lookup(op, device, dtype)
 
 
 def _evaluate_at_bind(plan: StepPlan, kernels: Sequence[Kernel], resources: Any

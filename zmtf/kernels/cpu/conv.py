@@ -110,11 +110,8 @@ class _Conv:
     def columns(self, dtype: np.dtype) -> _Array:
         """A [pixels of all images, depth] buffer for the whole batch's columns (a transposed
         view if ``self.transposed``)."""
-        rows = self.in_shape[0] * self.out_shape[1] * self.out_shape[2]
-        buffer = empty(self.ctx, (rows * self.depth,), dtype)
-        if self.transposed:
-            return buffer.reshape(self.depth, rows).T
-        return buffer.reshape(rows, self.depth)
+        batch = self.in_shape[0]
+        return self.column_view(self.columns_buffer(dtype, batch), 0, batch)
 
     def key(self, kind: str, dtype: np.dtype) -> tuple:
         """What ``parts`` times this convolution's kernel ``kind`` under."""
@@ -128,7 +125,8 @@ class _Conv:
         when given. The chunks run in groups of ``parts.WORKERS``, shared out between the
         calling thread and the intra-op helper (parts.run_parts), a buffer per chunk of the
         group. Each part copies its own columns: np.copyto releases the GIL (two threads
-        copying the small CNN's 32-image columns took 101 us together, 103 us one alone).
+        copying the small CNN's 32-image columns took 101 us together, 103 us one alone; on
+        2026-12-07 155-226 us together, 101 alone: the copies share one memory bus).
         ``kind`` names the kernel: whether two workers win is timed per kind and shapes
         (parts.run_keyed)."""
         transposed = self.transposed if transposed is None else transposed
@@ -143,25 +141,29 @@ class _Conv:
         parts.run_keyed(self.key(kind, dtype), len(chunks), lambda workers: parts.run_parts(
             len(chunks), lambda k, worker: fn(k, *chunks[k]), workers))
 
+    def columns_buffer(self, dtype: np.dtype, images: int) -> _Array:
+        """Memory for ``images`` images' columns (see ``column_view``)."""
+        return empty(self.ctx, (images * self.out_shape[1] * self.out_shape[2] * self.depth,), dtype)
+
+    def column_view(self, memory: _Array, lo: int, hi: int, transposed: bool | None = None) -> _Array:
+        """Images [lo, hi)'s [pixels, depth] columns in ``memory`` (a transposed view of
+        [depth, pixels] memory if ``transposed``, by default ``self.transposed``)."""
+        rows = (hi - lo) * self.out_shape[1] * self.out_shape[2]
+        memory = memory[:rows * self.depth]
+        if self.transposed if transposed is None else transposed:
+            return memory.reshape(self.depth, rows).T
+        return memory.reshape(rows, self.depth)
+
     def _run_groups(self, dtype: np.dtype, fn: Callable[[int, int, int, _Array], None], transposed: bool,
                     windows: _Array | None, chunks: list[tuple[int, int]], workers: int) -> None:
-        pixels = self.out_shape[1] * self.out_shape[2]
         largest = max((hi - lo for lo, hi in chunks), default=0)
-        buffers = [empty(self.ctx, (largest * pixels * self.depth,), dtype) for _ in range(workers)]
-
-        def view(j: int, lo: int, hi: int) -> _Array:
-            rows = (hi - lo) * pixels
-            memory = buffers[j][:rows * self.depth]
-            if transposed:   # a [pixels, depth] view of [depth, pixels] memory
-                return memory.reshape(self.depth, rows).T
-            return memory.reshape(rows, self.depth)
-
+        buffers = [self.columns_buffer(dtype, largest) for _ in range(workers)]
         for g in range(0, len(chunks), workers):
             group = chunks[g:g + workers]
 
             def part(j: int, worker: int, g: int = g, group: list = group) -> None:
                 lo, hi = group[j]
-                buffer = view(j, lo, hi)
+                buffer = self.column_view(buffers[j], lo, hi, transposed)
                 if windows is not None:
                     _im2col(windows, lo, hi, buffer)
                 fn(g + j, lo, hi, buffer)
@@ -296,40 +298,86 @@ def conv2d_backprop_filter(ctx: Any, inputs: list, attrs: dict) -> list:
 
     A fourth input (runtime.conv_fusion) is the forward Conv2D's ``SharedColumns`` or None."""
     x, filter_sizes, grad = inputs[:3]
+    conv = _filter_conv(ctx, x, filter_sizes, attrs)
+    conv.check_out_backprop(grad)
+    grad_rows = grad.astype(compute_dtype(x.dtype), copy=False).reshape(-1, conv.filter_shape[3])
+    pixels = conv.out_shape[1] * conv.out_shape[2]
     shared = inputs[3] if len(inputs) > 3 else None
+    return [_filter_gradient(conv, x, shared, lambda lo, hi: grad_rows[lo * pixels:hi * pixels], False)]
+
+
+def conv2d_backprop_filter_by_chunks(ctx: Any, x: _Array, filter_sizes: Any, shared: SharedColumns | None,
+                                     attrs: dict, out_shape: tuple, dtype: np.dtype,
+                                     fill: Callable[[int, int, _Array], None]) -> _Array | None:
+    """The filter gradient for an out_backprop that ``fill(lo, hi, out)`` computes a batch
+    chunk at a time into ``out``, chunk after chunk on this thread, each used by its GEMM
+    while in cache (runtime/pooled_filter_gradient.py: a first layer's gradient from its
+    max pool's). The same bits as conv2d_backprop_filter on the whole out_backprop. None,
+    before any ``fill``, when the out_backprop would not be ``out_shape`` of ``dtype`` (the
+    compute dtype) for this convolution."""
+    conv = _filter_conv(ctx, x, filter_sizes, attrs)
+    if tuple(out_shape) != conv.out_shape or dtype != compute_dtype(x.dtype):
+        return None
+    pixels = conv.out_shape[1] * conv.out_shape[2]
+    largest = max(hi - lo for lo, hi in conv.batch_chunks())
+    buffer = empty(ctx, (largest, *conv.out_shape[1:]), dtype)
+
+    def rows(lo: int, hi: int) -> _Array:
+        out = buffer[:hi - lo]
+        fill(lo, hi, out)
+        return out.reshape((hi - lo) * pixels, -1)
+
+    return _filter_gradient(conv, x, shared, rows, True)
+
+
+def _filter_conv(ctx: Any, x: _Array, filter_sizes: Any, attrs: dict) -> _Conv:
     node = attrs["_node_name"]
     require_rank4(x, "input", node)
     filter_shape = shape_input(filter_sizes, node)
     if len(filter_shape) != 4:
         raise InvalidArgumentError(f"filter_sizes must have 4 elements, got "
                                    f"{shape_str(filter_shape)} (node '{node}')")
-    conv = _Conv(ctx, x.shape, filter_shape, attrs)
-    conv.check_out_backprop(grad)
+    return _Conv(ctx, x.shape, filter_shape, attrs)
+
+
+def _filter_gradient(conv: _Conv, x: _Array, shared: SharedColumns | None,
+                     grad_rows: Callable[[int, int], _Array], in_order: bool) -> _Array:
+    """columns.T @ out_backprop summed over the batch chunks, ``grad_rows(lo, hi)`` giving
+    a chunk's out_backprop rows; ``in_order``: every chunk on this thread, in order."""
+    filter_shape = conv.filter_shape
     work = compute_dtype(x.dtype)
-    windows = window_view(conv.plan.padded(x.astype(work, copy=False), 0), conv.plan)
-    grad_rows = grad.astype(work, copy=False).reshape(-1, filter_shape[3])
     chunks = conv.batch_chunks()
     partials = np.empty((len(chunks), conv.depth, filter_shape[3]), work)
     pixels = conv.out_shape[1] * conv.out_shape[2]
     if shared is not None and not (shared.x is x and shared.window == tuple(filter_shape[:2])
-                                   and shared.columns.shape == (grad_rows.shape[0], conv.depth)
+                                   and shared.columns.shape == (conv.in_shape[0] * pixels, conv.depth)
                                    and shared.columns.dtype == work):
         shared = None
 
     def gemm(k: int, lo: int, hi: int, columns: _Array) -> None:
-        _matmul(columns.T, grad_rows[lo * pixels:hi * pixels], partials[k])
+        _matmul(columns.T, grad_rows(lo, hi), partials[k])
 
     with quiet_fp():
         if shared is not None:   # the forward's columns, over the same chunks: the same bits
             kept = shared.columns
-            conv.run_over_chunks("filter gradient, kept columns", work, lambda k, lo, hi: gemm(
-                k, lo, hi, kept[lo * pixels:hi * pixels]))
+            chunk_gemm = lambda k, lo, hi: gemm(k, lo, hi, kept[lo * pixels:hi * pixels])  # noqa: E731
+            if in_order:
+                for k, (lo, hi) in enumerate(chunks):
+                    chunk_gemm(k, lo, hi)
+            else:
+                conv.run_over_chunks("filter gradient, kept columns", work, chunk_gemm)
         else:
-            conv.run_chunks("filter gradient", work, gemm, windows=windows)
+            windows = window_view(conv.plan.padded(x.astype(work, copy=False), 0), conv.plan)
+            if in_order:
+                buffer = conv.columns_buffer(work, max(hi - lo for lo, hi in chunks))
+                for k, (lo, hi) in enumerate(chunks):
+                    gemm(k, lo, hi, _im2col(windows, lo, hi, conv.column_view(buffer, lo, hi)))
+            else:
+                conv.run_chunks("filter gradient", work, gemm, windows=windows)
         total = np.zeros((conv.depth, filter_shape[3]), work)
         for partial in partials:   # in chunk order, whoever computed them: the same bits
             total += partial
-    return [total.reshape(filter_shape).astype(x.dtype, copy=False)]
+    return total.reshape(filter_shape).astype(x.dtype, copy=False)
 
 
 @register("Conv2DBackpropInput", dtypes=["int32", "int64"])

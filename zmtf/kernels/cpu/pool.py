@@ -15,7 +15,7 @@ count AvgPool divided by.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from zmtf.framework.errors import InvalidArgumentError, UnimplementedError
@@ -242,6 +242,22 @@ def max_pool_grad_relu_grad(ctx: Any, x: _Array, grad: _Array, attrs: dict, sum_
     as the kernels; None for windows other than 2 wide tiling ones (or float16), which run
     the kernels, and with ``sum_channels`` for inputs SumToShape would not sum in dx's
     order (``reduce.leading_sum_applies``)."""
+    by_images = relu_pool_grad_by_images(x, grad, attrs, sum_channels)
+    if by_images is None:
+        return None
+    fill, sums = by_images
+    dx = empty(ctx, x.shape, x.dtype)
+    fill(0, x.shape[0], dx)
+    return [dx, sums] if sum_channels else [dx]
+
+
+def relu_pool_grad_by_images(x: _Array, grad: _Array, attrs: dict, sum_channels: bool = False
+                             ) -> tuple[Callable[[int, int, _Array], None], _Array] | None:
+    """``max_pool_grad_relu_grad`` a few images at a time: ``(fill, sums)`` where
+    ``fill(lo, hi, out)`` writes images [lo, hi)'s gradient into ``out`` (an [hi - lo, ...]
+    array of x's dtype) and adds their share to ``sums`` (empty without ``sum_channels``).
+    Images filled in order, [0, n) in all, give ``sums`` the bits of the whole batch's
+    (runtime/pooled_filter_gradient.py uses each chunk before the next is computed)."""
     if x.dtype not in _PAIRED_DTYPES or grad.dtype != x.dtype or x.ndim != 4:
         return None
     if sum_channels and not leading_sum_applies(x, 3):
@@ -251,12 +267,15 @@ def max_pool_grad_relu_grad(ctx: Any, x: _Array, grad: _Array, attrs: dict, sum_
                                                                      plan.cols.size, x.shape[3])):
         return None
     x, grad = np.ascontiguousarray(x), np.ascontiguousarray(grad)
-    dx = empty(ctx, x.shape, x.dtype)
     sums = np.zeros(x.shape[3], x.dtype) if sum_channels else _NO_SUMS[x.dtype]
-    _paired_max_pool_grad_kernel(x, grad, dx, plan.window[0], True, sums, x.dtype.type(0))
-    dx[:, plan.rows.size * plan.strides[0]:] = 0
-    dx[:, :, plan.cols.size * plan.strides[1]:] = 0
-    return [dx, sums] if sum_channels else [dx]
+    zero = x.dtype.type(0)
+
+    def fill(lo: int, hi: int, out: _Array) -> None:
+        _paired_max_pool_grad_kernel(x[lo:hi], grad[lo:hi], out, plan.window[0], True, sums, zero)
+        out[:, plan.rows.size * plan.strides[0]:] = 0   # rows and columns no window covers
+        out[:, :, plan.cols.size * plan.strides[1]:] = 0
+
+    return fill, sums
 
 
 _PAIRED_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
