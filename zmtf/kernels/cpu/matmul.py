@@ -15,7 +15,8 @@ import numpy as np
 
 from zmtf.framework.errors import InvalidArgumentError
 from zmtf.kernels.cpu.common import empty, quietly, shape_str
-from zmtf.kernels.cpu.blas import use_threads_for
+from zmtf.kernels.cpu import parts
+from zmtf.kernels.cpu.blas import SINGLE_THREAD_FLOPS, use_threads_for
 from zmtf.kernels.cpu._jit import PARALLEL_MIN_ELEMENTS, jit
 from zmtf.kernels.cpu.elementwise import BINARY_OPS, add_n, binary
 from zmtf.kernels.registry import register
@@ -25,6 +26,19 @@ _STACKED_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 #: operands a stacked product copies at most: beyond, the copies would cost memory that
 #: small per-step products (what stacking is for) never need; bigger ones gain little
 STACK_MAX_BYTES = 64 << 20
+#: A float product of at least this many flops (2*m*n*k; below SINGLE_THREAD_FLOPS, past
+#: which BLAS's own threads take it) runs as two halves of its rows, or of its columns if
+#: it has more, on the calling thread and the intra-op helper when that is timed faster
+#: (parts.run_keyed). Each element is the same dot product, in the same order, either way.
+#: Why: the LSTM's stacked weight gradient (256x640 @ 640x512, 2^27.3 flops) ran on one
+#: core at the end of the step, ~1.85 ms, while the other idled. Smaller products lose to
+#: the hand-off (2^23-2^25 flops: a 64x800x128 product 139 us whole, 133-142 us split).
+SPLIT_MIN_FLOPS = 1 << 26
+_SPLIT_DTYPES = _STACKED_DTYPES
+#: the halves meet at a multiple of this: OpenBLAS's kernels then take the same blocks as
+#: for the whole, and each element the same bits (a float64 130x300x1000 product split at
+#: column 500 differed from the whole in the last bit)
+_SPLIT_ALIGN = 64
 
 
 @register("MatMul", dtypes=_MATMUL_DTYPES)
@@ -33,9 +47,10 @@ def mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
     return [_product(ctx, inputs[0], inputs[1], attrs)]
 
 
-def _product(ctx: Any, a: np.ndarray, b: np.ndarray, attrs: dict, parts: int = 1) -> np.ndarray:
-    """MatMul's product. ``parts``: it stands for that many products of equal size (a stacked
-    product, below), and gets the BLAS threads one of them would get."""
+def _product(ctx: Any, a: np.ndarray, b: np.ndarray, attrs: dict, products: int = 1) -> np.ndarray:
+    """MatMul's product. ``products``: it stands for that many products of equal size (a
+    stacked product, below), and gets the BLAS threads one of them would get; whether it
+    is split in halves (SPLIT_MIN_FLOPS) goes by its own flops."""
     if a.ndim != 2 or b.ndim != 2:
         raise InvalidArgumentError(
             f"MatMul (node '{attrs['_node_name']}') needs 2-D inputs, got shapes "
@@ -52,9 +67,33 @@ def _product(ctx: Any, a: np.ndarray, b: np.ndarray, attrs: dict, parts: int = 1
             f"transpose_b={bool(attrs.get('transpose_b'))})"
         )
     out = empty(ctx, (left.shape[0], right.shape[1]), a.dtype)
-    use_threads_for(2 * left.shape[0] * left.shape[1] * right.shape[1] // parts)
-    quietly(np.matmul, left, right, out=out)  # overflow gives inf, silently, as in TF
+    flops = 2 * left.shape[0] * left.shape[1] * right.shape[1]
+    if (SPLIT_MIN_FLOPS <= flops and flops // products < SINGLE_THREAD_FLOPS and a.dtype in _SPLIT_DTYPES
+            and max(out.shape) >= 2 * _SPLIT_ALIGN):
+        _multiply_in_halves(left, right, out, flops // products // 2)
+    else:
+        use_threads_for(flops // products)
+        quietly(np.matmul, left, right, out=out)  # overflow gives inf, silently, as in TF
     return out
+
+
+def _multiply_in_halves(left: np.ndarray, right: np.ndarray, out: np.ndarray, flops: int) -> None:
+    """left @ right into ``out`` as two halves of its rows (or columns), shared out by
+    ``parts`` (see SPLIT_MIN_FLOPS)."""
+    rows, columns = out.shape
+    by_rows = rows >= columns
+    middle = (rows if by_rows else columns) // 2 // _SPLIT_ALIGN * _SPLIT_ALIGN
+
+    def half(k: int, worker: int) -> None:
+        part = slice(0, middle) if k == 0 else slice(middle, None)
+        if by_rows:
+            quietly(np.matmul, left[part], right, out=out[part])
+        else:
+            quietly(np.matmul, left, right[:, part], out=out[:, part])
+
+    use_threads_for(flops)
+    key = ("matmul halves", left.dtype.str, left.shape, right.shape)
+    parts.run_keyed(key, 2, lambda workers: parts.run_parts(2, half, workers))
 
 
 @register("BatchMatMulV2", dtypes=_MATMUL_DTYPES)
@@ -124,7 +163,7 @@ def stacked_mat_mul(ctx: Any, inputs: list, attrs: dict) -> list:
         # as many BLAS threads as one of the products gets: those ran on one thread each
         # (an LSTM's), and on a loaded machine two threads for the stack cost ~1.5x the CPU
         return [_product(ctx, _stacked(ctx, lefts, a_axis), _stacked(ctx, rights, b_axis), attrs,
-                         parts=len(lefts))]
+                         products=len(lefts))]
     return add_n(ctx, [_product(ctx, a, b, attrs) for a, b in zip(lefts, rights)], attrs)
 
 
