@@ -8,9 +8,15 @@ import numpy as np
 import pytest
 
 import zmtf as tf
+from zmtf.framework.device_spec import DeviceSpec
+from zmtf.kernels import lookup, supports
 from zmtf.kernels.cpu import matmul
+from zmtf.placement.plan import StepPlanner
+from zmtf.runtime import executor
 
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+TASK = DeviceSpec(job="localhost", replica=0, task=0)
+CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 _OP = "_StackedMatMul"
 _SUMS = "_SumToShapeOfSum"
 
@@ -24,14 +30,14 @@ def _labels(meta) -> dict[str, str]:
     return {n.node_name: n.timeline_label for d in meta.step_stats.dev_stats for n in d.node_stats}
 
 
-def _trained(config, steps=3):
-    """h = tanh(h @ w + b + x_k) over six time steps, trained by SGD: w's gradient is the AddN
-    of six products h_k^T @ dpre_k, b's the AddN of six SumToShape(dpre_k) (tf.gradients'
-    tuples give them control consumers too)."""
+def _rnn(time_steps: int):
+    """h = tanh(h @ w + b + x_k) over ``time_steps`` steps and SGD's training op: w's gradient
+    is the AddN of the products h_k^T @ dpre_k, b's the AddN of SumToShape(dpre_k)
+    (tf.gradients' tuples give them control consumers too)."""
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(4)
-        xs = [tf.placeholder(tf.float32, [5, 7]) for _ in range(6)]
+        xs = [tf.placeholder(tf.float32, [5, 7]) for _ in range(time_steps)]
         w = tf.Variable(tf.truncated_normal([7, 7], stddev=0.4, seed=5))
         b = tf.Variable(tf.fill([7], 0.1))
         h = tf.zeros([5, 7])
@@ -42,6 +48,12 @@ def _trained(config, steps=3):
         init = tf.global_variables_initializer()
     rng = np.random.default_rng(6)
     feed = {x: rng.standard_normal((5, 7)).astype(np.float32) for x in xs}
+    return graph, init, train, loss, w, b, feed
+
+
+def _trained(config, steps=3, time_steps=6):
+    """_rnn trained ``steps`` times: the loss, w and b, and the last step's trace labels."""
+    graph, init, train, loss, w, b, feed = _rnn(time_steps)
     meta = tf.RunMetadata()
     with tf.Session(graph=graph, config=config) as sess:
         sess.run(init)
@@ -61,6 +73,31 @@ def test_a_weights_and_a_biass_gradients_run_as_one_node_each_and_train_alike():
         assert not [label for label in plain_labels.values() if op in label]
     for got, want in zip(values, plain_values):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_many_steps_products_sum_in_stacks_that_the_pass_does_not_wait_for():
+    """12 products: two stacks of 6 (gradient_sums.STACK_TERMS), the later steps' first (the
+    backward pass reaches them first), then the AddN of the two. Only that AddN waits for
+    a stack, so each runs beside the rest of the pass."""
+    values, labels = _trained(None, time_steps=12)
+    plain_values, _ = _trained(_unfused(), time_steps=12)
+    for got, want in zip(values, plain_values):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    stacks = {name: label for name, label in labels.items() if _OP in label}
+    assert sorted(name.rsplit("/", 1)[1] for name in stacks) == ["stack_0", "stack_1"], stacks
+    first = next(label for name, label in stacks.items() if name.endswith("stack_0"))
+    assert "AddN of 6 MatMul" in first
+    assert {f"MatMul_{k}_grad" in first for k in range(6, 12)} == {True}
+    assert not any(f"MatMul_{k}_grad" in first for k in range(1, 6))
+
+    graph, init, train, loss, w, b, feed = _rnn(12)
+    planner = StepPlanner(supports, TASK, allow_soft_placement=False)
+    plan = executor.bind(planner.plan([], list(feed), [train], [CPU]), lookup).plan
+    stack_nodes = [n for n in plan.nodes if n.op_type == _OP]
+    assert len(stack_nodes) == 2
+    for node in stack_nodes:
+        (reader,) = node.consumers
+        assert plan.nodes[reader].op_type == "AddN"
 
 
 @pytest.mark.parametrize("transpose_a,transpose_b,limit", [(True, False, None), (False, False, None),

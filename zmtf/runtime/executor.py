@@ -43,7 +43,7 @@ from zmtf.runtime.pooled_filter_gradient import (
     POOLED_FILTER_OP, PooledFilterGradientKernel, fuse_pooled_filter_gradients,
 )
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
-from zmtf.runtime.gradient_sums import sum_gradients
+from zmtf.runtime.gradient_sums import STACKED_MATMUL_OP, sum_gradients
 from zmtf.runtime.matmul_readers import fold_matmul_readers
 from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.shared_transpose import share_transposes
@@ -140,7 +140,7 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
         tuple(n.attrs for n in nodes),
         tuple(n.input_slots for n in nodes),
         tuple(n.output_slots for n in nodes),
-        tuple(n.consumers for n in nodes),
+        tuple(_stacked_last(n.consumers, nodes) for n in nodes),
         tuple(pending),
         tuple(n.device for n in nodes),
         roots,
@@ -464,7 +464,10 @@ class _StepRun:
     def _expensive(self, i: int, inputs: list[Any]) -> bool:
         """Whether node i is worth a thread hop: large inputs, or a large enough matrix product."""
         step = self.step
-        if step.plan.nodes[i].op_type in ALWAYS_EXPENSIVE:
+        op = step.plan.nodes[i].op_type
+        if op == STACKED_MATMUL_OP:   # inputs a_1, b_1, a_2, b_2, ...: the products' sum
+            return _stacked_multiply_adds(inputs, step.attrs[i]) >= EXPENSIVE_MULTIPLY_ADDS
+        if op in ALWAYS_EXPENSIVE:
             a, b = inputs[0], inputs[1]
             if getattr(a, "ndim", 0) == 2 and getattr(b, "ndim", 0) == 2:
                 # a small product costs less than the thread hop that would overlap it
@@ -527,6 +530,27 @@ class _StepRun:
         for release in callbacks:
             release(error)
         return True
+
+
+def _stacked_last(consumers: tuple[int, ...], nodes: Sequence[PlannedNode]) -> tuple[int, ...]:
+    """``consumers`` with stacked products last: the node run next is the last one made
+    ready, so a stacked product (a stack of an RNN's weight gradient, made ready in the
+    middle of the backward pass) is considered first, while the pass's next node waits in
+    the ready list, and goes to the pool when big enough (``_expensive``) instead of
+    waiting for the end of the pass (gradient_sums.STACK_TERMS)."""
+    if not any(nodes[c].op_type == STACKED_MATMUL_OP for c in consumers):
+        return consumers
+    return tuple(sorted(consumers, key=lambda c: nodes[c].op_type == STACKED_MATMUL_OP))
+
+
+def _stacked_multiply_adds(inputs: list[Any], attrs: dict) -> int:
+    """The multiply-adds of a STACKED_MATMUL_OP's products (0 for inputs that are not 2-D
+    arrays: its kernel will say what is wrong)."""
+    column = 0 if attrs.get("transpose_b") else 1
+    try:
+        return sum(int(a.size) * int(b.shape[column]) for a, b in zip(inputs[0::2], inputs[1::2]))
+    except (AttributeError, IndexError, TypeError):
+        return 0
 
 
 def _gather(slots: list[Any], input_slots: tuple[int, ...]) -> list[Any]:
