@@ -12,7 +12,7 @@ import zmtf as tf
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
 
-def _unfused() -> tf.ConfigProto:
+def unfused_config() -> tf.ConfigProto:
     return tf.ConfigProto(graph_options=tf.GraphOptions(
         optimizer_options=tf.OptimizerOptions(global_jit_level=tf.OptimizerOptions.OFF)))
 
@@ -38,7 +38,8 @@ def _cnn(dtype, padding: str, strides: int, dilations: int, bias_shape=None, add
     return graph, fetches
 
 
-def _run(graph, fetches, config=None, runs=2):
+def run_traced(graph, fetches, config=None, runs=2):
+    """The values of ``runs`` traced runs' last, and its trace's timeline labels."""
     meta = tf.RunMetadata()
     with tf.Session(graph=graph, config=config) as sess:
         for _ in range(runs):
@@ -47,7 +48,7 @@ def _run(graph, fetches, config=None, runs=2):
     return values, labels
 
 
-def _assert_same_bits(got, want):
+def assert_same_bits(got, want):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
@@ -58,9 +59,9 @@ def _assert_same_bits(got, want):
     ("VALID", 1, 1), ("SAME", 1, 1), ("VALID", 2, 1), ("SAME", 2, 1), ("SAME", 1, 2), ("VALID", 1, 2)])
 def test_fused_convolutions_give_the_unfused_bits(dtype, padding, strides, dilations):
     graph, fetches = _cnn(dtype, padding, strides, dilations)
-    fused, labels = _run(graph, fetches)
-    unfused, plain_labels = _run(graph, fetches, _unfused())
-    _assert_same_bits(fused, unfused)
+    fused, labels = run_traced(graph, fetches)
+    unfused, plain_labels = run_traced(graph, fetches, unfused_config())
+    assert_same_bits(fused, unfused)
     assert sum("_FusedConv2D[Conv2D+Add+Relu]" in label for label in labels) == 2
     # the one-channel input's columns reach its filter gradient; the 4-channel one's gradient
     # is linked too (it copies its own columns: see conv.SharedColumns)
@@ -71,13 +72,13 @@ def test_fused_convolutions_give_the_unfused_bits(dtype, padding, strides, dilat
 @pytest.mark.parametrize("add,op", [(tf.nn.bias_add, "BiasAdd"), (lambda c, b: b + c, "Add")])
 def test_bias_add_a_bias_first_and_a_bias_of_another_shape_give_the_unfused_bits(add, op):
     graph, fetches = _cnn(tf.float32, "SAME", 1, 1, add=add)
-    fused, labels = _run(graph, fetches)
-    _assert_same_bits(fused, _run(graph, fetches, _unfused())[0])
+    fused, labels = run_traced(graph, fetches)
+    assert_same_bits(fused, run_traced(graph, fetches, unfused_config())[0])
     assert sum(f"_FusedConv2D[Conv2D+{op}+Relu]" in label for label in labels) == 2
     # a [1, 1, 1] bias broadcasts over everything: the fused node runs its members one by one
     graph, fetches = _cnn(tf.float32, "VALID", 1, 1, bias_shape=[1, 1, 1])
-    fused, labels = _run(graph, fetches)
-    _assert_same_bits(fused, _run(graph, fetches, _unfused())[0])
+    fused, labels = run_traced(graph, fetches)
+    assert_same_bits(fused, run_traced(graph, fetches, unfused_config())[0])
     assert sum("_FusedConv2D" in label for label in labels) == 2
 
 
@@ -101,14 +102,14 @@ def test_a_fetched_convolution_or_sum_is_not_fused_and_keeps_its_value():
 
 def _fused_and_unfused(graph, fetches, init=None):
     runs = []
-    for config in (None, _unfused()):
+    for config in (None, unfused_config()):
         with tf.Session(graph=graph, config=config) as sess:
             if init is not None:
                 sess.run(init)
             meta = tf.RunMetadata()
             values = sess.run(fetches, options=FULL, run_metadata=meta)
         runs.append((values, [n.timeline_label for d in meta.step_stats.dev_stats for n in d.node_stats]))
-    _assert_same_bits(runs[0][0], runs[1][0])
+    assert_same_bits(runs[0][0], runs[1][0])
     return runs[0][1]
 
 
@@ -164,14 +165,14 @@ def test_a_cnn_trains_alike_fused_on_a_server_and_unfused_locally():
     losses = []
     server = tf.train.Server.create_local_server()
     try:
-        for target, config in ((server.target, None), ("", _unfused())):
+        for target, config in ((server.target, None), ("", unfused_config())):
             with tf.Session(target, graph=graph, config=config) as sess:
                 sess.run(init)
                 steps = [sess.run([train, loss], {x: images, y: labels})[1] for _ in range(4)]
                 losses.append(steps + list(sess.run(params)))
     finally:
         server.stop()
-    _assert_same_bits([np.asarray(v) for v in losses[0]], [np.asarray(v) for v in losses[1]])
+    assert_same_bits([np.asarray(v) for v in losses[0]], [np.asarray(v) for v in losses[1]])
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.float64])

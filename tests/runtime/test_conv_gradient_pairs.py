@@ -12,13 +12,10 @@ import pytest
 import zmtf as tf
 from zmtf.kernels.cpu import parts
 
+from tests.runtime.test_conv_fusion import assert_same_bits, run_traced, unfused_config
+
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 PAIR = "_Conv2DGradients[Conv2DBackpropInput+"
-
-
-def _unpaired() -> tf.ConfigProto:
-    return tf.ConfigProto(graph_options=tf.GraphOptions(
-        optimizer_options=tf.OptimizerOptions(global_jit_level=tf.OptimizerOptions.OFF)))
 
 
 def _layer_gradients(dtype, padding, strides, dilations, batch=3):
@@ -37,29 +34,16 @@ def _layer_gradients(dtype, padding, strides, dilations, batch=3):
     return graph, fetches
 
 
-def _run(graph, fetches, config=None):
-    meta = tf.RunMetadata()
-    with tf.Session(graph=graph, config=config) as sess:
-        values = sess.run(fetches, options=FULL, run_metadata=meta)
-    return values, [n.timeline_label for d in meta.step_stats.dev_stats for n in d.node_stats]
-
-
-def _assert_same_bits(got, want):
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_array_equal(g, w)
-
-
 @pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
 @pytest.mark.parametrize("padding,strides,dilations", [
     ("VALID", 1, 1), ("SAME", 1, 1), ("SAME", 2, 1), ("VALID", 1, 2)])
 def test_paired_gradients_give_the_unpaired_bits_with_the_helper_running_one(
         dtype, padding, strides, dilations, helper_runs_a_part):
     graph, fetches = _layer_gradients(dtype, padding, strides, dilations)
-    paired, labels = _run(graph, fetches)
+    paired, labels = run_traced(graph, fetches)
     assert helper_runs_a_part, "the helper ran neither gradient"
-    unpaired, plain = _run(graph, fetches, _unpaired())
-    _assert_same_bits(paired, unpaired)
+    unpaired, plain = run_traced(graph, fetches, unfused_config())
+    assert_same_bits(paired, unpaired)
     assert sum(PAIR in label for label in labels) == 1
     assert not any("Conv2DBackpropInput" in label and PAIR not in label for label in labels)
     assert not any("_Conv2DGradients" in label for label in plain)
@@ -116,6 +100,6 @@ def _two_gradients(fetch_one: bool, one_waits: bool):
 @pytest.mark.parametrize("fetch_one,one_waits", [(False, False), (True, False), (False, True)])
 def test_a_fetched_gradient_or_one_waiting_for_the_other_is_not_paired(fetch_one, one_waits):
     graph, fetches = _two_gradients(fetch_one, one_waits)
-    values, labels = _run(graph, fetches)
+    values, labels = run_traced(graph, fetches)
     assert any(PAIR in label for label in labels) == (not fetch_one and not one_waits)
-    _assert_same_bits(values, _run(graph, fetches, _unpaired())[0])
+    assert_same_bits(values, run_traced(graph, fetches, unfused_config())[0])

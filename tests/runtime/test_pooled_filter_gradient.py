@@ -11,13 +11,9 @@ import zmtf as tf
 from zmtf.kernels.cpu import conv as conv_kernels
 from zmtf.kernels.cpu import pool as pool_kernels
 
-FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+from tests.runtime.test_conv_fusion import assert_same_bits, run_traced, unfused_config
+
 JOINED = "_FusedMaxPoolGradFilter[MaxPoolGrad+ReluGrad+SumToShape+"
-
-
-def _unfused() -> tf.ConfigProto:
-    return tf.ConfigProto(graph_options=tf.GraphOptions(
-        optimizer_options=tf.OptimizerOptions(global_jit_level=tf.OptimizerOptions.OFF)))
 
 
 def _first_layer(dtype, channels: int, pool: int, padding: str, input_gradient: bool = False):
@@ -38,13 +34,6 @@ def _first_layer(dtype, channels: int, pool: int, padding: str, input_gradient: 
         wanted = [w, b] + ([x] if input_gradient else [])
         fetches = [loss] + [g * 1.0 for g in tf.gradients(loss, wanted)]
     return graph, fetches
-
-
-def _run(graph, fetches, config=None):
-    meta = tf.RunMetadata()
-    with tf.Session(graph=graph, config=config) as sess:
-        values = sess.run(fetches, options=FULL, run_metadata=meta)
-    return values, [n.timeline_label for d in meta.step_stats.dev_stats for n in d.node_stats]
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
@@ -68,15 +57,13 @@ def test_the_joined_gradient_gives_the_unfused_bits(dtype, channels, pool, paddi
 
     monkeypatch.setattr(pool_kernels, "relu_pool_grad_by_images", counted)
     graph, fetches = _first_layer(dtype, channels, pool, padding)
-    joined, labels = _run(graph, fetches)
+    joined, labels = run_traced(graph, fetches, runs=1)
     if pool == 2:   # the one-pass path, chunk after chunk
         assert filled == [(lo, min(lo + 2, 25)) for lo in range(0, 25, 2)]
     else:           # windows 3 wide: the members' kernels
         assert filled == []
-    unfused, plain = _run(graph, fetches, _unfused())
-    for got, want in zip(joined, unfused):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        np.testing.assert_array_equal(got, want)
+    unfused, plain = run_traced(graph, fetches, unfused_config())
+    assert_same_bits(joined, unfused)
     assert sum(JOINED in label for label in labels) == 1
     assert not any("MaxPoolGrad" in label and JOINED not in label for label in labels)
     assert not any(JOINED in label for label in plain)
@@ -84,8 +71,7 @@ def test_the_joined_gradient_gives_the_unfused_bits(dtype, channels, pool, paddi
 
 def test_a_layer_whose_input_gradient_is_wanted_keeps_its_pool_gradient():
     graph, fetches = _first_layer(tf.float32, 1, 2, "VALID", input_gradient=True)
-    values, labels = _run(graph, fetches)
+    values, labels = run_traced(graph, fetches)
     assert not any(JOINED in label for label in labels)
     assert any("_FusedMaxPoolGrad[MaxPoolGrad+ReluGrad+SumToShape]" in label for label in labels)
-    for got, want in zip(values, _run(graph, fetches, _unfused())[0]):
-        np.testing.assert_array_equal(got, want)
+    assert_same_bits(values, run_traced(graph, fetches, unfused_config())[0])

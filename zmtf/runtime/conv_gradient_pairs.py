@@ -21,7 +21,6 @@ nobody, and neither wait for the other. Off with the other fusions (``ZMTF_FUSIO
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 from zmtf.framework.memory_budget import charge_to, current_account
@@ -29,7 +28,7 @@ from zmtf.kernels.cpu import parts
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.conv_fusion import FILTER_OP
 from zmtf.runtime.fused_kernels import FusedMemberError
-from zmtf.runtime.fusion import consumers_of, merged_predecessors
+from zmtf.runtime.fusion import merge_groups
 from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, producers, reaches
 
 PAIR_OP = "_Conv2DGradients"
@@ -54,36 +53,14 @@ def pair_conv_gradients(plan: StepPlan) -> StepPlan:
             f = filters.pop((n.input_slots[2], n.device), None)
             if f is not None and not reaches(nodes, i, f) and not reaches(nodes, f, i):
                 pairs.append((i, f))
-    return _rebuild(plan, pairs) if pairs else plan
+    if not pairs:
+        return plan
+    return merge_groups(plan, pairs, lambda pair: _pair_node(nodes[pair[0]], nodes[pair[1]]))
 
 
 def _pairable(node: PlannedNode) -> bool:
     return (len(node.input_slots) >= 3 and len(node.output_slots) == 1
             and "/device:GPU:" not in node.device)
-
-
-def _rebuild(plan: StepPlan, pairs: list[tuple[int, int]]) -> StepPlan:
-    """Each (input gradient, filter gradient) pair as one node at its later member's place,
-    waiting for what either waited for and waited for by what waited for either."""
-    nodes = plan.nodes
-    pair_of = {i: pair for pair in pairs for i in pair}
-    new_index: dict[int, int] = {}
-    kept: list[int] = []
-    for i in range(len(nodes)):
-        if i in pair_of and i != max(pair_of[i]):
-            continue   # joins its pair's node, further on
-        new_index[i] = len(kept)
-        kept.append(i)
-    for i, pair in pair_of.items():
-        new_index[i] = new_index[max(pair)]
-    preds = merged_predecessors(nodes, new_index, len(kept))
-    consumers = consumers_of(preds)
-    out: list[PlannedNode] = []
-    for new, i in enumerate(kept):
-        node = _pair_node(nodes[pair_of[i][0]], nodes[pair_of[i][1]]) if i in pair_of else nodes[i]
-        out.append(replace(node, consumers=tuple(sorted(consumers[new])), pending_count=len(preds[new])))
-    return replace(plan, nodes=tuple(out), roots=tuple(i for i, n in enumerate(out) if n.pending_count == 0),
-                   targets=tuple(new_index[t] for t in plan.targets))
 
 
 def _pair_node(first: PlannedNode, second: PlannedNode) -> PlannedNode:

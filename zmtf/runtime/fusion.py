@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
@@ -239,6 +239,31 @@ def merged_predecessors(nodes: Sequence[PlannedNode], new_index: dict[int, int],
             if a != b:
                 preds[b].add(a)
     return preds
+
+
+def merge_groups(plan: StepPlan, groups: Sequence[Sequence[int]],
+                 node_of: Callable[[Sequence[int]], PlannedNode]) -> StepPlan:
+    """``plan`` with each group of nodes (disjoint) as one node, ``node_of(group)``, at the
+    place of the group's last node: it waits for what a member waited for outside the group,
+    and what waited for a member waits for it."""
+    nodes = plan.nodes
+    at = {m: max(group) for group in groups for m in group}
+    group_at = {max(group): group for group in groups}
+    new_index: dict[int, int] = {}
+    kept: list[int] = []
+    for i in range(len(nodes)):
+        if at.get(i, i) == i:
+            new_index[i] = len(kept)
+            kept.append(i)
+    for m, last in at.items():
+        new_index[m] = new_index[last]
+    preds = merged_predecessors(nodes, new_index, len(kept))
+    consumers = consumers_of(preds)
+    out = [replace(node_of(group_at[i]) if i in group_at else nodes[i],
+                   consumers=tuple(sorted(consumers[new])), pending_count=len(preds[new]))
+           for new, i in enumerate(kept)]
+    return replace(plan, nodes=tuple(out), roots=tuple(i for i, n in enumerate(out) if n.pending_count == 0),
+                   targets=tuple(new_index[t] for t in plan.targets))
 
 
 def without_nodes(plan: StepPlan, removed: set[int], replacements: dict[int, PlannedNode]) -> StepPlan:

@@ -17,7 +17,6 @@ fetched by nobody. Off with the other fusions (``ZMTF_FUSION=0``).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 from zmtf.kernels.cpu import conv as conv_kernels
@@ -27,7 +26,7 @@ from zmtf.kernels.shapes import sum_to_shape_axes
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime.conv_fusion import FILTER_OP, POOL_GRAD_OP, FusedPoolGradKernel
 from zmtf.runtime.fused_kernels import FusedMemberError
-from zmtf.runtime.fusion import consumers_of, merged_predecessors
+from zmtf.runtime.fusion import merge_groups
 from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, producers
 
 POOLED_FILTER_OP = "_FusedMaxPoolGradFilter"
@@ -58,29 +57,10 @@ def fuse_pooled_filter_gradients(plan: StepPlan) -> StepPlan:
                 and len(node.input_slots) >= 3 and node.input_slots.index(n.output_slots[0]) == 2
                 and len(node.output_slots) == 1):
             pairs[f] = p
-    return _rebuild(plan, pairs) if pairs else plan
-
-
-def _rebuild(plan: StepPlan, pairs: dict[int, int]) -> StepPlan:
-    """Each pool gradient joined to its filter gradient's node, at the filter's place."""
-    nodes = plan.nodes
-    pools = set(pairs.values())
-    new_index: dict[int, int] = {}
-    kept: list[int] = []
-    for i in range(len(nodes)):
-        if i not in pools:
-            new_index[i] = len(kept)
-            kept.append(i)
-    for f, p in pairs.items():
-        new_index[p] = new_index[f]
-    preds = merged_predecessors(nodes, new_index, len(kept))
-    consumers = consumers_of(preds)
-    out: list[PlannedNode] = []
-    for new, i in enumerate(kept):
-        node = _joined_node(nodes[pairs[i]], nodes[i]) if i in pairs else nodes[i]
-        out.append(replace(node, consumers=tuple(sorted(consumers[new])), pending_count=len(preds[new])))
-    return replace(plan, nodes=tuple(out), roots=tuple(i for i, n in enumerate(out) if n.pending_count == 0),
-                   targets=tuple(new_index[t] for t in plan.targets))
+    if not pairs:
+        return plan
+    return merge_groups(plan, [(p, f) for f, p in pairs.items()],
+                        lambda group: _joined_node(nodes[group[0]], nodes[group[1]]))
 
 
 def _joined_node(pool: PlannedNode, gradient: PlannedNode) -> PlannedNode:
