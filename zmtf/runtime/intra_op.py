@@ -5,7 +5,9 @@ module installs it (``parts.install``); zmtf.runtime imports it with its executo
 Why this shape (issue 29, the small CNN on 2 vCPUs): its step is a chain of convolutions
 that one thread runs end to end, so on a quiet machine the second core idled while TF spread
 the step over both. A part is a batch chunk of a convolution's im2col + GEMM (one OpenBLAS
-thread each, see blas.SINGLE_THREAD_FLOPS), which releases the GIL.
+thread each, see blas.SINGLE_THREAD_FLOPS), half of a big product (matmul.SPLIT_MIN_FLOPS)
+or one of a convolution's two gradients (runtime/conv_gradient_pairs.py); all release the
+GIL. A thread running a part runs the kernels inside it on one worker (``inside_part``).
 The helper is used only while the machine has about half a core to spare (``_Spare``,
 /proc/stat's idle time plus the helper's own): on a busy machine two threads cost ~10% more
 CPU per CNN step for no wall time (measured with one busy loop beside it: CPU 8.6 -> 9.7

@@ -45,10 +45,11 @@ def install(run: Callable[[int, Part], None], spare: Callable[[], bool], inside:
 
 def workers_for(count: int, key: Hashable = None) -> int:
     """How many workers ``count`` parts get: 2 (this thread and the helper) when there are
-    two parts or more, this thread is not running a part itself, a helper is installed, the process's BLAS cap (TF's
-    intra_op_parallelism_threads, or a server's share of the machine's cores) is above 1,
-    the machine has CPU to spare and, for a ``key`` (a kernel and its shapes), two workers
-    have been timed faster than one on it lately (``_Timings``); else 1."""
+    two parts or more, this thread is not running a part itself, a helper is installed,
+    the process's BLAS cap (TF's intra_op_parallelism_threads, or a server's share of the
+    machine's cores) is above 1, the machine has CPU to spare and, for a ``key`` (a kernel
+    and its shapes), two workers have been timed faster than one on it lately
+    (``_Timings``); else 1."""
     spare = _Installed.spare
     if count < 2 or spare is None or not ENABLED or _Installed.inside() or blas.threads_cap() < 2:
         return 1
