@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from zmtf.placement.plan import PlannedNode, StepPlan
-from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
+from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, predecessors, producers
 
 FUSED_OP = "_FusedElementwise"
 #: op type -> its arity (None: any, AddN)
@@ -271,10 +271,7 @@ def without_nodes(plan: StepPlan, removed: set[int], replacements: dict[int, Pla
     in place of theirs. A removed node's consumers wait instead for what it waited for
     (through removed nodes too), so every ordering the plan had still holds."""
     nodes = plan.nodes
-    preds: list[set[int]] = [set() for _ in nodes]
-    for i, n in enumerate(nodes):
-        for c in n.consumers:
-            preds[c].add(i)
+    preds = predecessors(nodes)
     kept_preds: dict[int, set[int]] = {}
 
     def waits(i: int) -> set[int]:

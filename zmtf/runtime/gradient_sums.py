@@ -39,7 +39,7 @@ from dataclasses import replace
 from typing import Any
 
 from zmtf.placement.plan import PlannedNode, StepPlan
-from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
+from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, predecessors, producers
 from zmtf.runtime.fusion import without_nodes
 
 STACKED_MATMUL_OP = "_StackedMatMul"
@@ -103,7 +103,7 @@ def _rewrite(plan: StepPlan, groups: dict[int, list[int]]) -> StepPlan:
     nodes = list(plan.nodes)
     removed: set[int] = set()
     replacements: dict[int, PlannedNode] = {}
-    preds: dict[int, list[int]] | None = None
+    preds: list[list[int]] | None = None
     depth: list[int] = []
     for i, terms in groups.items():
         add = plan.nodes[i]
@@ -112,7 +112,7 @@ def _rewrite(plan: StepPlan, groups: dict[int, list[int]]) -> StepPlan:
             replacements[i] = _summing_node(plan.nodes, add, terms)
             continue
         if preds is None:
-            preds, depth = _predecessors(plan.nodes), _depths(plan.nodes)
+            preds, depth = predecessors(plan.nodes), _depths(plan.nodes)
         stacks = _stacks(terms, depth)
         for k, stack in enumerate(stacks):
             last = stack[-1]
@@ -147,14 +147,6 @@ def _stacks(terms: list[int], depth: list[int]) -> list[list[int]]:
         stacks.append(ordered[start:end])
         start = end
     return stacks
-
-
-def _predecessors(nodes: tuple[PlannedNode, ...]) -> dict[int, list[int]]:
-    preds: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
-    for i, n in enumerate(nodes):
-        for c in n.consumers:
-            preds[c].append(i)
-    return preds
 
 
 def _depths(nodes: tuple[PlannedNode, ...]) -> list[int]:

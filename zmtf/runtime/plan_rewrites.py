@@ -23,6 +23,15 @@ def producers(nodes: Sequence[PlannedNode]) -> dict[int, int]:
     return {s: i for i, n in enumerate(nodes) for s in n.output_slots}
 
 
+def predecessors(nodes: Sequence[PlannedNode]) -> list[list[int]]:
+    """Each node's predecessors (the nodes whose consumers list it), in index order."""
+    preds: list[list[int]] = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        for c in n.consumers:
+            preds[c].append(i)
+    return preds
+
+
 def named_nodes(plan: StepPlan, producer: dict[int, int]) -> set[int]:
     """The nodes a run fetches from or targets."""
     return set(plan.targets) | {producer[s] for s in plan.fetch_slots if s in producer}

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from zmtf.placement.plan import PlannedNode, StepPlan
-from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes
+from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, predecessors, producers
 
 #: op types that compute nothing: a node of one is pure dependency plumbing
 _PLUMBING = frozenset({"Identity", "NoOp"})
@@ -38,10 +38,7 @@ def prune_plumbing(plan: StepPlan) -> StepPlan:
         return plan
     producer = producers(nodes)
     named = named_nodes(plan, producer)
-    preds: list[set[int]] = [set() for _ in nodes]
-    for i, n in enumerate(nodes):
-        for c in n.consumers:
-            preds[c].add(i)
+    preds = predecessors(nodes)
     removed: set[int] = set()
     alias: dict[int, int] = {}              # a removed Identity's output slot -> its input's
     waits: list[set[int]] = [set() for _ in nodes]   # kept nodes each node waits for

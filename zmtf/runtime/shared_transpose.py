@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from zmtf.placement.plan import PlannedNode, StepPlan
-from zmtf.runtime.plan_rewrites import has_deadness, producers
+from zmtf.runtime.plan_rewrites import has_deadness, predecessors, producers
 
 TRANSPOSE_OP = "_TransposeForMatMul"
 #: MatMuls that must share one transposed weight for the copy to pay: for the LSTM's
@@ -68,7 +68,7 @@ def share_transposes(plan: StepPlan) -> StepPlan:
                   if r not in group and nodes[r].op_type not in _PURE_READERS}
         if others:
             if preds is None:
-                preds = _predecessors(nodes)
+                preds = predecessors(nodes)
             if not all(group <= _ancestors(preds, r) for r in others):
                 continue
         rewrites.append((slot, matmuls))
@@ -90,14 +90,6 @@ def _weight_slots(nodes: tuple[PlannedNode, ...], producer: dict[int, int],
         if q is not None and nodes[q].op_type in _VARIABLE_OPS:
             return (slot, node.input_slots[0])
     return None
-
-
-def _predecessors(nodes: tuple[PlannedNode, ...]) -> list[list[int]]:
-    preds: list[list[int]] = [[] for _ in nodes]
-    for i, n in enumerate(nodes):
-        for c in n.consumers:
-            preds[c].append(i)
-    return preds
 
 
 def _ancestors(preds: list[list[int]], node: int) -> set[int]:

@@ -118,7 +118,8 @@ class _Conv:
         return (kind, dtype.str, self.in_shape, self.filter_shape, self.out_shape, self.transposed)
 
     def run_chunks(self, kind: str, dtype: np.dtype, fn: Callable[[int, int, int, _Array], None],
-                   transposed: bool | None = None, windows: _Array | None = None) -> None:
+                   transposed: bool | None = None, windows: _Array | None = None,
+                   in_order: bool = False) -> None:
         """``fn(k, lo, hi, buffer)`` for each batch chunk k, images [lo, hi), with a
         [(hi-lo) * out_h * out_w, depth] column buffer (stored transposed if ``transposed``,
         by default ``self.transposed``), holding the chunk's im2col columns of ``windows``
@@ -128,18 +129,27 @@ class _Conv:
         copying the small CNN's 32-image columns took 101 us together, 103 us one alone; on
         2026-12-07 155-226 us together, 101 alone: the copies share one memory bus).
         ``kind`` names the kernel: whether two workers win is timed per kind and shapes
-        (parts.run_keyed)."""
+        (parts.run_keyed). ``in_order``: every chunk on this thread, in order, untimed (an
+        ``fn`` that must see the chunks one after another)."""
         transposed = self.transposed if transposed is None else transposed
         chunks = self.batch_chunks()
-        parts.run_keyed(self.key(kind, dtype), len(chunks), lambda workers: self._run_groups(
+        self._run(kind, dtype, len(chunks), in_order, lambda workers: self._run_groups(
             dtype, fn, transposed, windows, chunks, workers))
 
-    def run_over_chunks(self, kind: str, dtype: np.dtype, fn: Callable[[int, int, int], None]) -> None:
+    def run_over_chunks(self, kind: str, dtype: np.dtype, fn: Callable[[int, int, int], None],
+                        in_order: bool = False) -> None:
         """``fn(k, lo, hi)`` for each batch chunk k, images [lo, hi), shared out and timed
         as in ``run_chunks``, without column buffers (for the forward's kept columns)."""
         chunks = self.batch_chunks()
-        parts.run_keyed(self.key(kind, dtype), len(chunks), lambda workers: parts.run_parts(
+        self._run(kind, dtype, len(chunks), in_order, lambda workers: parts.run_parts(
             len(chunks), lambda k, worker: fn(k, *chunks[k]), workers))
+
+    def _run(self, kind: str, dtype: np.dtype, count: int, in_order: bool,
+             body: Callable[[int], None]) -> None:
+        if in_order:
+            body(1)
+        else:
+            parts.run_keyed(self.key(kind, dtype), count, body)
 
     def columns_buffer(self, dtype: np.dtype, images: int) -> _Array:
         """Memory for ``images`` images' columns (see ``column_view``)."""
@@ -360,20 +370,11 @@ def _filter_gradient(conv: _Conv, x: _Array, shared: SharedColumns | None,
     with quiet_fp():
         if shared is not None:   # the forward's columns, over the same chunks: the same bits
             kept = shared.columns
-            chunk_gemm = lambda k, lo, hi: gemm(k, lo, hi, kept[lo * pixels:hi * pixels])  # noqa: E731
-            if in_order:
-                for k, (lo, hi) in enumerate(chunks):
-                    chunk_gemm(k, lo, hi)
-            else:
-                conv.run_over_chunks("filter gradient, kept columns", work, chunk_gemm)
+            conv.run_over_chunks("filter gradient, kept columns", work, lambda k, lo, hi: gemm(
+                k, lo, hi, kept[lo * pixels:hi * pixels]), in_order)
         else:
             windows = window_view(conv.plan.padded(x.astype(work, copy=False), 0), conv.plan)
-            if in_order:
-                buffer = conv.columns_buffer(work, max(hi - lo for lo, hi in chunks))
-                for k, (lo, hi) in enumerate(chunks):
-                    gemm(k, lo, hi, _im2col(windows, lo, hi, conv.column_view(buffer, lo, hi)))
-            else:
-                conv.run_chunks("filter gradient", work, gemm, windows=windows)
+            conv.run_chunks("filter gradient", work, gemm, windows=windows, in_order=in_order)
         total = np.zeros((conv.depth, filter_shape[3]), work)
         for partial in partials:   # in chunk order, whoever computed them: the same bits
             total += partial
