@@ -38,7 +38,6 @@ from zmtf.runtime.conv_fusion import (
     CONV_OP, FILTER_OP, POOL_GRAD_OP, FusedConvKernel, FusedPoolGradKernel, filter_gradient_kernel,
     fuse_convolutions,
 )
-from zmtf.runtime.conv_gradient_pairs import PAIR_OP, ConvGradientPairKernel, pair_conv_gradients
 from zmtf.runtime.pooled_filter_gradient import (
     POOLED_FILTER_OP, PooledFilterGradientKernel, fuse_pooled_filter_gradients,
 )
@@ -47,6 +46,7 @@ from zmtf.runtime.gradient_sums import STACKED_MATMUL_OP, sum_gradients
 from zmtf.runtime.matmul_readers import fold_matmul_readers
 from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.shared_transpose import share_transposes
+from zmtf.runtime.weight_gradients_beside import BESIDE, OneWorkerKernel, run_weight_gradients_beside
 from zmtf.runtime.step_future import StepFuture
 
 KernelLookup = Callable[[str, str, "str | None"], AnyKernelFn]
@@ -66,6 +66,9 @@ ALWAYS_EXPENSIVE = frozenset({"MatMul", "_MatMulAdd", "_SlicedMatMul"})   # inpu
 # (hopped/inline 1.15-1.35 at load 2.7-10.7); 2^25 won once (0.61, load 3.8). In one LSTM
 # process, hopping its 2^22 products cost ~1 ms of CPU per step (12.6 vs 11.7 ms) and no wall.
 EXPENSIVE_MULTIPLY_ADDS = 1 << 23
+# A weight gradient beside the backward pass (runtime/weight_gradients_beside.py) hops from
+# this size: the pass goes on on this thread, so it overlaps anything the hop costs.
+BESIDE_MULTIPLY_ADDS = 1 << 21
 # Ops with inputs whose kernels take the same time whatever the inputs' sizes (they return
 # an input, a view of it or its shape): never worth a thread hop, so the hot loop does not
 # size their inputs. Nodes without data inputs never are either.
@@ -116,20 +119,20 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
     The plan first loses its plumbing nodes (``prune_plumbing``), then, with ``fuse`` (None:
     ``fusion_default()``, the ZMTF_FUSION switch), its elementwise groups become one node
     each (``fuse_elementwise``), after its convolutions took their bias, Relu and filter
-    gradient's columns (``fuse_convolutions``), each took its two gradients side by side
-    (``pair_conv_gradients``) and a first layer's filter gradient its pool's gradient
-    (``fuse_pooled_filter_gradients``), AddNs of per-step gradients (MatMuls,
+    gradient's columns (``fuse_convolutions``) and a first layer's filter gradient its pool's
+    gradient (``fuse_pooled_filter_gradients``), AddNs of per-step gradients (MatMuls,
     SumToShapes) became one node each (``sum_gradients``), MatMuls that read one weight
-    transposed share one transposed copy of it (``share_transposes``), and a MatMul whose one
-    reader slices its columns or adds a bias does that itself (``fold_matmul_readers``).
+    transposed share one transposed copy of it (``share_transposes``), a MatMul whose one
+    reader slices its columns or adds a bias does that itself (``fold_matmul_readers``), and
+    weight gradients run beside the backward pass (``run_weight_gradients_beside``).
     Nodes that would give the same value in every step (see ``_evaluate_at_bind``) are
     evaluated here, once, instead of in each step."""
     with gc_paused():   # the rewrites' sets and maps all live until they return
         plan = prune_plumbing(planned)
         if fusion_default() if fuse is None else fuse:
-            plan = fuse_pooled_filter_gradients(pair_conv_gradients(fuse_convolutions(plan)))
-            plan = sum_gradients(plan)
+            plan = sum_gradients(fuse_pooled_filter_gradients(fuse_convolutions(plan)))
             plan = fold_matmul_readers(share_transposes(fuse_elementwise(plan)))
+            plan = run_weight_gradients_beside(plan)
     nodes = plan.nodes
     kernels = tuple(_kernel(n, lookup) for n in nodes)
     preset, constant, pending = _evaluate_at_bind(plan, kernels, resources)
@@ -140,7 +143,7 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
         tuple(n.attrs for n in nodes),
         tuple(n.input_slots for n in nodes),
         tuple(n.output_slots for n in nodes),
-        tuple(_stacked_last(n.consumers, nodes) for n in nodes),
+        tuple(_beside_last(n.consumers, nodes) for n in nodes),
         tuple(pending),
         tuple(n.device for n in nodes),
         roots,
@@ -156,6 +159,11 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
 
 
 def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
+    kernel = _node_kernel(node, lookup)
+    return OneWorkerKernel(kernel) if node.attrs.get(BESIDE) else kernel
+
+
+def _node_kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
     device_type = node.device.rsplit("device:", 1)[-1].split(":")[0]
     if node.op_type == FUSED_OP:
         return FusedKernel(node.attrs, device_type, lookup)
@@ -165,8 +173,6 @@ def _kernel(node: PlannedNode, lookup: KernelLookup) -> Kernel:
         return FusedPoolGradKernel(node.attrs, device_type, lookup)
     if node.op_type == FILTER_OP:
         return filter_gradient_kernel
-    if node.op_type == PAIR_OP:
-        return ConvGradientPairKernel(node.attrs, device_type, _member_lookup(lookup))
     if node.op_type == POOLED_FILTER_OP:
         return PooledFilterGradientKernel(node.attrs, device_type, _member_lookup(lookup))
     return lookup(node.op_type, device_type, node.kernel_dtype)
@@ -467,12 +473,15 @@ class _StepRun:
         op = step.plan.nodes[i].op_type
         if op == STACKED_MATMUL_OP:   # inputs a_1, b_1, a_2, b_2, ...: the products' sum
             return _stacked_multiply_adds(inputs, step.attrs[i]) >= EXPENSIVE_MULTIPLY_ADDS
+        beside = step.attrs[i].get(BESIDE)
         if op in ALWAYS_EXPENSIVE:
             a, b = inputs[0], inputs[1]
             if getattr(a, "ndim", 0) == 2 and getattr(b, "ndim", 0) == 2:
                 # a small product costs less than the thread hop that would overlap it
                 n = b.shape[0] if step.attrs[i].get("transpose_b") else b.shape[1]
-                return a.size * n >= EXPENSIVE_MULTIPLY_ADDS
+                return a.size * n >= (BESIDE_MULTIPLY_ADDS if beside else EXPENSIVE_MULTIPLY_ADDS)
+            return True
+        if beside:   # a filter gradient: a convolution's work
             return True
         total = 0
         for x in inputs:   # a handle input (a queue, a table) has a size() method, not a size
@@ -532,15 +541,19 @@ class _StepRun:
         return True
 
 
-def _stacked_last(consumers: tuple[int, ...], nodes: Sequence[PlannedNode]) -> tuple[int, ...]:
-    """``consumers`` with stacked products last: the node run next is the last one made
-    ready, so a stacked product (a stack of an RNN's weight gradient, made ready in the
-    middle of the backward pass) is considered first, while the pass's next node waits in
-    the ready list, and goes to the pool when big enough (``_expensive``) instead of
-    waiting for the end of the pass (gradient_sums.STACK_TERMS)."""
-    if not any(nodes[c].op_type == STACKED_MATMUL_OP for c in consumers):
+def _beside_last(consumers: tuple[int, ...], nodes: Sequence[PlannedNode]) -> tuple[int, ...]:
+    """``consumers`` with the nodes off the backward pass's critical path last: stacked
+    products (a stack of an RNN's weight gradient, gradient_sums.STACK_TERMS) and weight
+    gradients marked BESIDE. The node run next is the last one made ready, so such a node is
+    considered first, while the pass's next node waits in the ready list, and goes to the
+    pool when big enough (``_expensive``) instead of holding up the pass."""
+    if not any(_off_critical_path(nodes[c]) for c in consumers):
         return consumers
-    return tuple(sorted(consumers, key=lambda c: nodes[c].op_type == STACKED_MATMUL_OP))
+    return tuple(sorted(consumers, key=lambda c: _off_critical_path(nodes[c])))
+
+
+def _off_critical_path(node: PlannedNode) -> bool:
+    return node.op_type == STACKED_MATMUL_OP or bool(node.attrs.get(BESIDE))
 
 
 def _stacked_multiply_adds(inputs: list[Any], attrs: dict) -> int:

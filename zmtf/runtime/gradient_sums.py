@@ -13,7 +13,7 @@ executor work). A bind-time rewrite replaces each such AddN and its terms with o
   2 * STACK_TERMS products on, they go in stacks of about STACK_TERMS, in the order the
   backward pass makes their operands, and an AddN of the stacks: each stack is ready in the
   middle of the pass and runs beside it on the other core (only the AddN waits for it; the
-  executor considers it first, executor._stacked_last), and only the last is left for the
+  executor considers it first, executor._beside_last), and only the last is left for the
   end of the step. The LSTM's 20 in 4 stacks of 5: its step 9.06 -> 8.04 ms (in-process
   A/B, median of 228 blocks of 10 steps each);
 * ``SUM_OF_SUMS_OP``: the column sums' sum is the column sum of the terms' sum (SumToShape

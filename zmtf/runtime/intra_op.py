@@ -5,9 +5,9 @@ module installs it (``parts.install``); zmtf.runtime imports it with its executo
 Why this shape (issue 29, the small CNN on 2 vCPUs): its step is a chain of convolutions
 that one thread runs end to end, so on a quiet machine the second core idled while TF spread
 the step over both. A part is a batch chunk of a convolution's im2col + GEMM (one OpenBLAS
-thread each, see blas.SINGLE_THREAD_FLOPS), half of a big product (matmul.SPLIT_MIN_FLOPS)
-or one of a convolution's two gradients (runtime/conv_gradient_pairs.py); all release the
-GIL. A thread running a part runs the kernels inside it on one worker (``inside_part``).
+thread each, see blas.SINGLE_THREAD_FLOPS), or half of a big product (matmul.SPLIT_MIN_FLOPS); both release the GIL. A thread running
+a part, or a node beside the step's critical path (runtime/weight_gradients_beside.py), runs
+the kernels inside it on one worker (``inside_part``, ``one_worker``).
 The helper is used only while the machine has about half a core to spare (``_Spare``,
 /proc/stat's idle time plus the helper's own): on a busy machine two threads cost ~10% more
 CPU per CNN step for no wall time (measured with one busy loop beside it: CPU 8.6 -> 9.7
@@ -28,6 +28,8 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -48,6 +50,19 @@ def inside_part() -> bool:
     return _INSIDE.part
 
 
+@contextmanager
+def one_worker() -> Iterator[None]:
+    """Kernels called inside keep their parts on this thread (``inside_part``): the thread
+    runs a part of a split, or a node beside the step's critical path
+    (runtime/weight_gradients_beside.py) while the other core runs that path."""
+    outer = _INSIDE.part
+    _INSIDE.part = True
+    try:
+        yield
+    finally:
+        _INSIDE.part = outer
+
+
 class _Job:
     """One kernel call's parts; ``busy`` is held while the helper runs one of them."""
 
@@ -60,13 +75,9 @@ class _Job:
         self.error: BaseException | None = None
 
     def work(self, worker: int) -> None:
-        outer = _INSIDE.part
-        _INSIDE.part = True
-        try:
+        with one_worker():
             while (k := next(self.next)) < self.count:
                 self.fn(k, worker)
-        finally:
-            _INSIDE.part = outer
 
     def help(self) -> None:
         with self.busy:

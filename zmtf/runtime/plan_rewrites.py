@@ -1,5 +1,5 @@
-"""What every bind-time plan rewrite (plumbing, fusion, conv_fusion, conv_gradient_pairs,
-gradient_sums, shared_transpose, matmul_readers) asks of a StepPlan before it changes
+"""What every bind-time plan rewrite (plumbing, fusion, conv_fusion, gradient_sums,
+shared_transpose, matmul_readers, weight_gradients_beside) asks of a StepPlan before it changes
 anything: whether tf.cond's dead values can flow through it (then the rewrites leave it
 alone), which node makes each slot, which nodes the caller named (fetched or targeted: never
 removed), and whether one node waits for another (merging them would add a cycle)."""

@@ -29,9 +29,10 @@ ENABLED = os.environ.get("ZMTF_INTRA_OP", "1").strip() != "0"
 
 class _Installed:
     """What the runtime installed: the two-thread runner, its spare-CPU test, and whether
-    this thread is running a part of a two-worker split itself (a kernel called inside one,
-    as runtime/conv_gradient_pairs.py runs two convolution kernels as two parts, keeps its
-    own parts on its thread: the other worker is busy with the other part)."""
+    this thread keeps its parts to itself: it runs a part of a two-worker split (a kernel
+    called inside one keeps its own parts on its thread: the other worker is busy with the
+    other part), or a node beside the step's critical path
+    (runtime/weight_gradients_beside.py: the other core runs that path)."""
 
     run: Callable[[int, Part], None] | None = None
     spare: Callable[[], bool] | None = None
