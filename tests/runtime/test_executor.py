@@ -227,3 +227,27 @@ def test_kernels_are_quiet_on_float_errors_and_leave_the_callers_numpy_state_alo
     assert np.geterr() == before
     assert np.isinf(values[0]) and np.isnan(values[1]) and values[2] == 2.0
     assert np.isinf(big[2])
+
+
+def test_an_expensive_node_stays_here_when_only_a_cheap_update_is_ready_beside_it():
+    # The product and the update become ready together (the update made first, so it waits in
+    # the ready list while the product is considered): a pool thread would only add its wake-up
+    # to the product; the update runs after it on the same thread.
+    x = tf.placeholder(tf.float32, [512, 512])
+    scaled = tf.multiply(x, 2.0, name="scaled")
+    count = tf.Variable(0.0, name="count")
+    one = tf.constant(1.0)
+    with tf.control_dependencies([scaled]):
+        update = tf.assign_add(count, one, name="update")
+    big = tf.matmul(scaled, scaled, name="big")
+    data = np.ones((512, 512), np.float32)
+    config = tf.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)
+    meta = tf.RunMetadata()
+    with tf.Session(config=config) as sess:
+        sess.run(count.initializer)
+        value, counted = sess.run([big, update], {x: data}, options=tf.RunOptions(trace_level=3),
+                                  run_metadata=meta)
+    thread = {t.node_name: t.thread for t in node_runs(meta.step_stats)}
+    here = threading.current_thread().name
+    assert thread["big"] == thread["update"] == here, thread
+    assert float(value[0, 0]) == 4.0 * 512 and counted == 1.0

@@ -44,6 +44,7 @@ from zmtf.runtime.pooled_filter_gradient import (
 from zmtf.runtime.fusion import FUSED_OP, fuse_elementwise, fusion_default
 from zmtf.runtime.gradient_sums import STACKED_MATMUL_OP, sum_gradients
 from zmtf.runtime.matmul_readers import fold_matmul_readers
+from zmtf.runtime.plan_rewrites import has_effects
 from zmtf.runtime.plumbing import prune_plumbing
 from zmtf.runtime.shared_transpose import share_transposes
 from zmtf.runtime.weight_gradients_beside import BESIDE, OneWorkerKernel, run_weight_gradients_beside
@@ -100,6 +101,7 @@ class BoundStep:
     gpu: tuple[bool, ...]                   # nodes on a GPU: they run on that GPU's thread
     is_async: tuple[bool, ...]              # kernels that finish through ``done`` (Send/Recv...)
     may_offload: tuple[bool, ...]           # nodes whose cost can grow with their inputs
+    updates: tuple[bool, ...]               # nodes with effects whose value nobody reads
     planned: StepPlan                       # the plan before bind's rewrites
 
 
@@ -154,6 +156,7 @@ def bind(planned: StepPlan, lookup: KernelLookup, resources: Any = None,
         tuple("/device:GPU:" in n.device for n in nodes),
         tuple(bool(getattr(k, "is_async", False)) for k in kernels),
         tuple(bool(n.input_slots) and n.op_type not in CONSTANT_TIME_OPS for n in nodes),
+        tuple(_is_update(n, nodes) for n in nodes),
         planned,
     )
 
@@ -347,7 +350,8 @@ class _StepRun:
                 self._start_async(i, inputs, ready)
                 continue
             elif i != placed and not self.here_only and (
-                    (ready and step.may_offload[i] and self._expensive(i, inputs))
+                    (ready and step.may_offload[i] and self._expensive(i, inputs)
+                     and self._worth_company(ready))
                     or (step.gpu[i] and not on_gpu_thread(step.devices[i]))):
                 # An expensive node leaves while this thread has others to run, so the two
                 # run in parallel; a GPU node runs on its GPU's thread, which holds the
@@ -489,6 +493,17 @@ class _StepRun:
             total += size if isinstance(size, int) else 1
         return total >= EXPENSIVE_ELEMENTS
 
+    def _worth_company(self, ready: list[int]) -> bool:
+        """Whether a ready node is worth running beside an expensive one: one that leads to
+        more work, or is expensive itself. Cheap updates (``BoundStep.updates``: an optimizer's
+        step after the gradient it waited for) are not: the expensive node stays on this
+        thread rather than wait for a pool thread to wake (~100 us on the 2-vCPU target, the
+        small CNN's first layer's backward after its optimizer's update of the second), and
+        they run after it."""
+        step, slots = self.step, self.slots
+        return any(not step.updates[j] or self._expensive(j, _gather(slots, step.input_slots[j]))
+                   for j in ready)
+
     def _finish(self) -> None:
         """Settle the step's future: the fetched values, or the error that keeps them away."""
         try:
@@ -539,6 +554,12 @@ class _StepRun:
         for release in callbacks:
             release(error)
         return True
+
+
+def _is_update(node: PlannedNode, nodes: Sequence[PlannedNode]) -> bool:
+    """A node with effects (an optimizer's update) whose value no node reads."""
+    outputs = set(node.output_slots)
+    return has_effects(node.op_type) and not any(outputs & set(nodes[c].input_slots) for c in node.consumers)
 
 
 def _beside_last(consumers: tuple[int, ...], nodes: Sequence[PlannedNode]) -> tuple[int, ...]:

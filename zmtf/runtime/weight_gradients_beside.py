@@ -38,11 +38,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from zmtf.framework.op_def import is_stateful
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime import intra_op
 from zmtf.runtime.conv_fusion import FILTER_OP
-from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, producers, reaches
+from zmtf.runtime.plan_rewrites import has_deadness, has_effects, named_nodes, producers, reaches
 
 #: the attr that marks a weight gradient to run beside the backward pass
 BESIDE = "beside_backward"
@@ -76,11 +75,11 @@ def run_weight_gradients_beside(plan: StepPlan) -> StepPlan:
         if n.op_type not in _WEIGHT_GRADIENTS or i in named or "/device:GPU:" in n.device:
             continue
         data = set().union(*(readers.get(s, ()) for s in n.output_slots))
-        if not data or not all(is_stateful(nodes[c].op_type) for c in data):
+        if not data or not all(has_effects(nodes[c].op_type) for c in data):
             continue
         if not _has_carrier(nodes, readers, i) or any(_reads_state(nodes, producer, s) for s in n.input_slots):
             continue
-        kept = tuple(c for c in n.consumers if c in data or is_stateful(nodes[c].op_type))
+        kept = tuple(c for c in n.consumers if c in data or has_effects(nodes[c].op_type))
         for c in set(n.consumers) - set(kept):
             out[c] = replace(out[c], pending_count=out[c].pending_count - 1)
         out[i] = replace(out[i], consumers=kept, attrs={**n.attrs, BESIDE: True})
@@ -95,7 +94,7 @@ def _has_carrier(nodes: tuple[PlannedNode, ...], readers: dict[int, set[int]], i
     for s in nodes[i].input_slots:
         for j in readers.get(s, ()):
             if j != i and nodes[j].op_type in _CARRIERS and any(
-                    not is_stateful(nodes[c].op_type) for t in nodes[j].output_slots for c in readers.get(t, ())
+                    not has_effects(nodes[c].op_type) for t in nodes[j].output_slots for c in readers.get(t, ())
             ) and not reaches(nodes, j, i):
                 return True
     return False
@@ -112,7 +111,7 @@ def _reads_state(nodes: tuple[PlannedNode, ...], producer: dict[int, int], slot:
             continue
         seen.add(p)
         node = nodes[p]
-        if is_stateful(node.op_type):
+        if has_effects(node.op_type):
             return True
         if node.op_type in _VIEW_OPS:
             todo.extend(node.input_slots)
