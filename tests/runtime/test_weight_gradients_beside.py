@@ -5,12 +5,15 @@ a variable, is fetched or has nothing beside it stays as it is."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
 import zmtf as tf
 from zmtf.framework.device_spec import DeviceSpec
 from zmtf.kernels import lookup, supports
+from zmtf.formats.step_stats_proto import node_runs
 from zmtf.kernels.cpu import parts
 from zmtf.placement.plan import StepPlanner
 from zmtf.runtime import executor
@@ -179,3 +182,26 @@ def test_a_beside_kernel_keeps_its_parts_on_its_thread(helper_runs_a_part):
     OneWorkerKernel(lambda ctx, inputs, attrs: seen.append(parts.workers_for(4)) or [])(None, [], {})
     assert seen == [1]
     assert parts.workers_for(4) == 2
+
+
+def _threads_of_a_traced_step(graph, init, train):
+    meta = tf.RunMetadata()
+    config = tf.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)
+    with tf.Session(graph=graph, config=config) as sess:
+        sess.run(init)
+        sess.run(train, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta)
+    return {t.node_name: t.thread for t in node_runs(meta.step_stats)}
+
+
+@pytest.mark.parametrize("spare", [True, False])
+def test_a_filter_gradient_leaves_the_pass_only_with_a_core_to_spare(spare, monkeypatch):
+    """With CPU to spare the filter gradient goes to the pool while the input gradient runs
+    here; on a busy machine (a cluster's tasks sharing the cores) both run here in turn."""
+    monkeypatch.setattr(parts._Installed, "spare", lambda: spare)
+    monkeypatch.setattr(parts, "ENABLED", True)
+    monkeypatch.setattr(parts.blas, "threads_cap", lambda: 2)
+    graph, init, train, _ = _cnn()
+    thread = _threads_of_a_traced_step(graph, init, train)
+    here = threading.current_thread().name
+    assert thread["gradients/Conv2D_1_grad/Conv2DBackpropInput"] == here, thread
+    assert (thread["gradients/Conv2D_1_grad/Conv2DBackpropFilter"] != here) == spare, thread

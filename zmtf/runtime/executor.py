@@ -26,6 +26,7 @@ from zmtf.framework import errors
 from zmtf.framework.gc_pause import gc_paused
 from zmtf.framework.memory_budget import Account, charge_to
 from zmtf.framework.op_signatures import explain
+from zmtf.kernels.cpu import parts
 from zmtf.kernels.cpu.state import VariableRef
 from zmtf.kernels.dead import DEAD
 from zmtf.kernels.fp import quiet_section
@@ -68,7 +69,8 @@ ALWAYS_EXPENSIVE = frozenset({"MatMul", "_MatMulAdd", "_SlicedMatMul"})   # inpu
 # process, hopping its 2^22 products cost ~1 ms of CPU per step (12.6 vs 11.7 ms) and no wall.
 EXPENSIVE_MULTIPLY_ADDS = 1 << 23
 # A weight gradient beside the backward pass (runtime/weight_gradients_beside.py) hops from
-# this size: the pass goes on on this thread, so it overlaps anything the hop costs.
+# this size: the pass goes on on this thread, so it overlaps what the hop costs. The small
+# CNN's dense weight product (2^22.6): its step 0.96x of keeping it here (in-process A/B).
 BESIDE_MULTIPLY_ADDS = 1 << 21
 # Ops with inputs whose kernels take the same time whatever the inputs' sizes (they return
 # an input, a view of it or its shape): never worth a thread hop, so the hot loop does not
@@ -478,6 +480,8 @@ class _StepRun:
         if op == STACKED_MATMUL_OP:   # inputs a_1, b_1, a_2, b_2, ...: the products' sum
             return _stacked_multiply_adds(inputs, step.attrs[i]) >= EXPENSIVE_MULTIPLY_ADDS
         beside = step.attrs[i].get(BESIDE)
+        if beside and parts.workers_for(parts.WORKERS) < 2:
+            return False   # no core to spare (a busy machine, one intra-op thread): in turn here
         if op in ALWAYS_EXPENSIVE:
             a, b = inputs[0], inputs[1]
             if getattr(a, "ndim", 0) == 2 and getattr(b, "ndim", 0) == 2:

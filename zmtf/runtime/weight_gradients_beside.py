@@ -13,8 +13,9 @@ view of it). Its control edges to stateless nodes order nothing anyone can obser
 dropped; those to stateful nodes (the tuple's other readers: the updates) stay, so no
 update runs before the gradients its tuple promised. The node is marked ``BESIDE``: when
 another node is ready with it, the executor hands it to the device's pool and goes on with
-the backward pass on its own thread, and its kernel keeps its parts on its one thread
-(``intra_op.one_worker``): the other core is running the backward pass.
+the backward pass on its own thread (while the machine has a core to spare), and its kernel
+keeps its parts on its one thread (``intra_op.one_worker``): the other core is running the
+backward pass.
 
 Only a weight gradient with a sibling gets this: another product that reads the same
 gradient and carries the pass on (a convolution's input gradient, the dense layer's other
