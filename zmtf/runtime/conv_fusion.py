@@ -29,7 +29,7 @@ from zmtf.kernels.cpu import pool as pool_kernels
 from zmtf.kernels.cpu.common import shape_input
 from zmtf.kernels.shapes import sum_to_shape_axes
 from zmtf.placement.plan import PlannedNode, StepPlan
-from zmtf.runtime.plan_rewrites import has_deadness, producers, named_nodes, reaches
+from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, producers, reaches, slot_readers
 from zmtf.runtime.fused_kernels import FusedMemberError
 from zmtf.runtime.fusion import consumers_of, merged_predecessors
 from zmtf.runtime import intra_op  # noqa: F401 - installs the convolutions' helper thread
@@ -53,10 +53,7 @@ def fuse_convolutions(plan: StepPlan) -> StepPlan:
             or has_deadness(nodes)):
         return plan
     producer = producers(nodes)
-    readers: dict[int, set[int]] = {}
-    for i, n in enumerate(nodes):
-        for s in n.input_slots:
-            readers.setdefault(s, set()).add(i)
+    readers = slot_readers(nodes)
     named = named_nodes(plan, producer)
     taken: set[int] = set()
     chains: list[tuple[list[int], int | None]] = []     # (members, filter gradient to feed)

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from zmtf.placement.plan import PlannedNode, StepPlan
-from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, predecessors, producers
+from zmtf.runtime.plan_rewrites import has_deadness, named_nodes, predecessors, producers, slot_readers
 
 FUSED_OP = "_FusedElementwise"
 #: op type -> its arity (None: any, AddN)
@@ -106,10 +106,7 @@ def fold_splits(plan: StepPlan) -> StepPlan:
     nodes = plan.nodes
     producer = producers(nodes)
     named = named_nodes(plan, producer)
-    readers: dict[int, set[int]] = {}
-    for i, n in enumerate(nodes):
-        for s in n.input_slots:
-            readers.setdefault(s, set()).add(i)
+    readers = slot_readers(nodes)
     folds: dict[int, list[int]] = {}        # fused node -> the splits folded into it
     for i, n in enumerate(nodes):
         if n.op_type != "SplitV" or i in named or len(n.input_slots) != 1:
@@ -196,10 +193,7 @@ def _rebuild(plan: StepPlan, groups: list[list[int]]) -> StepPlan:
     """The plan with each group replaced by one fused node (at its last member's place)."""
     nodes = plan.nodes
     owner = {m: k for k, g in enumerate(groups) for m in g}
-    readers: dict[int, set[int]] = {}
-    for i, n in enumerate(nodes):
-        for s in n.input_slots:
-            readers.setdefault(s, set()).add(i)
+    readers = slot_readers(nodes)
     new_index: dict[int, int] = {}
     fused_at: dict[int, int] = {}           # group -> its new index
     order: list[int | tuple[str, int]] = []

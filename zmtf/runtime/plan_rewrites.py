@@ -1,8 +1,9 @@
 """What every bind-time plan rewrite (plumbing, fusion, conv_fusion, gradient_sums,
-shared_transpose, matmul_readers, weight_gradients_beside) asks of a StepPlan before it changes
-anything: whether tf.cond's dead values can flow through it (then the rewrites leave it
-alone), which node makes each slot, which ops have effects, which nodes the caller named (fetched or targeted: never
-removed), and whether one node waits for another (merging them would add a cycle)."""
+shared_transpose, matmul_readers, weight_gradients_beside) asks of a StepPlan before it
+changes anything: whether tf.cond's dead values can flow through it (then the rewrites leave
+it alone), which node makes and which nodes read each slot, which ops have effects, which
+nodes the caller named (fetched or targeted: never removed), and whether one node waits for
+another (merging them would add a cycle)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,15 @@ def has_effects(op_type: str) -> bool:
 def producers(nodes: Sequence[PlannedNode]) -> dict[int, int]:
     """Slot -> the index of the node that writes it."""
     return {s: i for i, n in enumerate(nodes) for s in n.output_slots}
+
+
+def slot_readers(nodes: Sequence[PlannedNode]) -> dict[int, set[int]]:
+    """Slot -> the indices of the nodes that read it."""
+    readers: dict[int, set[int]] = {}
+    for i, n in enumerate(nodes):
+        for s in n.input_slots:
+            readers.setdefault(s, set()).add(i)
+    return readers
 
 
 def predecessors(nodes: Sequence[PlannedNode]) -> list[list[int]]:

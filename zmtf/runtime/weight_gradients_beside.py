@@ -42,7 +42,9 @@ from typing import Any, Callable
 from zmtf.placement.plan import PlannedNode, StepPlan
 from zmtf.runtime import intra_op
 from zmtf.runtime.conv_fusion import FILTER_OP
-from zmtf.runtime.plan_rewrites import has_deadness, has_effects, named_nodes, producers, reaches
+from zmtf.runtime.plan_rewrites import (
+    has_deadness, has_effects, named_nodes, producers, reaches, slot_readers,
+)
 
 #: the attr that marks a weight gradient to run beside the backward pass
 BESIDE = "beside_backward"
@@ -67,10 +69,7 @@ def run_weight_gradients_beside(plan: StepPlan) -> StepPlan:
         return plan
     producer = producers(nodes)
     named = named_nodes(plan, producer)
-    readers: dict[int, set[int]] = {}
-    for i, n in enumerate(nodes):
-        for s in n.input_slots:
-            readers.setdefault(s, set()).add(i)
+    readers = slot_readers(nodes)
     out = list(nodes)
     for i, n in enumerate(nodes):
         if n.op_type not in _WEIGHT_GRADIENTS or i in named or "/device:GPU:" in n.device:
