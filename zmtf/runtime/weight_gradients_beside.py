@@ -1,4 +1,4 @@
-"""Weight gradients beside the backward pass, at bind time (after conv_fusion).
+"""Weight gradients beside the backward pass, at bind time (the last of bind's rewrites).
 
 tf.gradients groups each op's gradients in a tuple: whatever reads one of them waits for
 all of them. A layer's weight gradient (a MatMul's, a convolution's filter gradient) feeds
