@@ -53,11 +53,13 @@ _WEIGHT_GRADIENTS = frozenset({"Conv2DBackpropFilter", FILTER_OP, "MatMul"})
 #: sibling, which reads the same gradient
 _CARRIERS = frozenset({"Conv2DBackpropInput", "MatMul", "_SlicedMatMul"})
 #: ops whose value may be (a view of) their input's memory: a variable read through them
-#: is still the variable's memory, which an update may change while the gradient waits
+#: is still the variable's memory, which an update may change while the gradient waits (a
+#: same-dtype Cast returns its input, BroadcastTo and the splits numpy views)
 _VIEW_OPS = frozenset({
     "Identity", "IdentityN", "Snapshot", "StopGradient", "PreventGradient", "CheckNumerics",
-    "EnsureShape", "Reshape", "ExpandDims", "Squeeze", "Transpose", "Slice", "StridedSlice",
-    "_ReadVariableRef", "ReadVariableOp",
+    "EnsureShape", "PlaceholderWithDefault", "Reshape", "ExpandDims", "Squeeze", "Transpose",
+    "Slice", "StridedSlice", "Split", "SplitV", "Unpack", "ReverseV2", "BroadcastTo", "Cast",
+    "Bitcast", "_ReadVariableRef", "ReadVariableOp", "_TransposeForMatMul",
 })
 
 
